@@ -1,0 +1,185 @@
+--
+-- lock_api: the SQL surface of the lease locks -- functions, defaults,
+-- return values, the schedlock.locks view, every input error, and who may
+-- write what.  Races are in test/isolation, timing in test/pgtap.
+--
+-- Raw tokens depend on the server's timeline, so this file shows the
+-- per-name counter (token & (2^40 - 1)) and comparisons instead.
+--
+
+-- errors are shown as rows: SQLSTATE, message, detail, hint
+CREATE FUNCTION pg_temp.try(query text,
+							OUT state text, OUT message text,
+							OUT detail text, OUT hint text)
+LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE query;
+	message := 'no error';
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT,
+		detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+END;
+$$;
+
+-- the functions live in the extension schema, the tables in "schedlock"
+SELECT p.proname, n.nspname, pg_get_function_arguments(p.oid) AS args,
+       pg_get_function_result(p.oid) AS result
+  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+ WHERE p.proname LIKE 'schedlock\_%'
+ ORDER BY 1;
+SELECT c.relname, c.relkind, n.nspname
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE n.nspname = 'schedlock' AND c.relkind IN ('r', 'v')
+ ORDER BY 1;
+
+-- a new name: the caller gets a token; everybody else gets NULL
+SELECT schedlock_acquire('report') AS t1 \gset
+SELECT :t1 & 1099511627775 AS counter, :t1 >> 40 >= 1 AS has_timeline;
+SELECT schedlock_acquire('report') IS NULL AS second_caller_refused;
+
+-- defaults: ten-minute lease, no minimum, not session-bound, no holder text
+SELECT lock_name, held, holder, lock_until - locked_at AS lease, token = :t1 AS same_token,
+       session_bound, holder_pid = pg_backend_pid() AS my_pid
+  FROM schedlock.locks WHERE lock_name = 'report';
+
+-- times are the server clock at the call, not the transaction start
+BEGIN;
+SELECT pg_sleep(0.05);
+SELECT schedlock_acquire('clock') IS NOT NULL AS acquired;
+SELECT locked_at > now() + interval '40 milliseconds' AS stamped_at_call_time
+  FROM schedlock.locks WHERE lock_name = 'clock';
+COMMIT;
+
+-- release with the current token works once; a wrong token changes nothing
+SELECT schedlock_release('report', :t1 + 1) AS wrong_token;
+SELECT schedlock_release('report', :t1) AS released;
+SELECT schedlock_release('report', :t1) AS released_twice;
+SELECT schedlock_release('never-acquired', 42) AS unknown_name;
+SELECT held FROM schedlock.locks WHERE lock_name = 'report';
+
+-- with no lock_at_least_for the name is free at once, with a larger token
+SELECT schedlock_acquire('report', '1 hour') AS t2 \gset
+SELECT :t2 > :t1 AS token_increased, :t2 & 1099511627775 AS counter;
+SELECT lock_until - locked_at AS lease FROM schedlock.locks WHERE lock_name = 'report';
+
+-- lock_at_least_for keeps the name taken after an early release
+SELECT schedlock_acquire('mail', '50 minutes', '55 minutes') AS bad_window;
+SELECT schedlock_acquire('mail', '55 minutes', '50 minutes', 'app-1') AS t3 \gset
+SELECT schedlock_release('mail', :t3) AS released;
+SELECT held, holder, lock_until - locked_at AS kept_for
+  FROM schedlock.locks WHERE lock_name = 'mail';
+SELECT schedlock_acquire('mail') IS NULL AS still_refused;
+
+-- extend renews an unexpired lease for its token only
+SELECT schedlock_extend('report', :t2, '2 hours') AS extended;
+SELECT lock_until - clock_timestamp() > interval '119 minutes' AS renewed
+  FROM schedlock.locks WHERE lock_name = 'report';
+SELECT schedlock_extend('report', :t1, '2 hours') AS stale_token;
+SELECT schedlock_extend('mail', :t3, '2 hours') AS after_release;
+
+-- assert passes for the holder and fails with SQLSTATE SL001 otherwise
+SELECT schedlock_assert('report', :t2);
+-- (raw token values depend on the timeline and are masked)
+SELECT state, regexp_replace(message, '[0-9]{6,}', '<token>') AS message,
+       regexp_replace(detail, '[0-9]{6,}', '<token>') AS detail
+  FROM pg_temp.try('SELECT schedlock_assert(''report'', ' || :t1 || ')');
+SELECT state, regexp_replace(message, '[0-9]{6,}', '<token>') AS message, detail
+  FROM pg_temp.try('SELECT schedlock_assert(''mail'', ' || :t3 || ')');
+SELECT state, message, detail FROM pg_temp.try('SELECT schedlock_assert(''nobody'', 1)');
+
+-- an acquire that rolls back was never taken
+BEGIN;
+SELECT schedlock_acquire('rolled-back') IS NOT NULL AS acquired_in_txn;
+ROLLBACK;
+SELECT count(*) AS rows_left FROM schedlock.locks WHERE lock_name = 'rolled-back';
+
+-- within one transaction the lock is not re-entrant
+BEGIN;
+SELECT schedlock_acquire('reentrant') IS NOT NULL AS first;
+SELECT schedlock_acquire('reentrant') IS NULL AS second_refused;
+COMMIT;
+
+-- session-bound: holder pid recorded, identity advisory lock held until release
+SELECT schedlock_acquire('bound', '1 hour', '0', 'worker-7', true) AS t4 \gset
+SELECT held, holder, session_bound, holder_pid = pg_backend_pid() AS my_pid
+  FROM schedlock.locks WHERE lock_name = 'bound';
+SELECT count(*) AS identity_locks FROM pg_locks
+ WHERE locktype = 'advisory' AND objsubid = 21331 AND pid = pg_backend_pid();
+SELECT schedlock_acquire('bound', session_bound => true) IS NULL AS not_reentrant;
+SELECT schedlock_release('bound', :t4) AS released;
+SELECT count(*) AS identity_locks FROM pg_locks
+ WHERE locktype = 'advisory' AND objsubid = 21331 AND pid = pg_backend_pid();
+SELECT held, session_bound FROM schedlock.locks WHERE lock_name = 'bound';
+
+-- a session-bound acquire that rolls back leaves no identity lock behind
+BEGIN;
+SELECT schedlock_acquire('bound-rb', session_bound => true) IS NOT NULL AS acquired;
+ROLLBACK;
+SELECT count(*) AS identity_locks FROM pg_locks
+ WHERE locktype = 'advisory' AND objsubid = 21331 AND pid = pg_backend_pid();
+
+-- ... and one inside a rolled-back savepoint neither
+BEGIN;
+SAVEPOINT s;
+SELECT schedlock_acquire('bound-sp', session_bound => true) IS NOT NULL AS acquired;
+ROLLBACK TO SAVEPOINT s;
+COMMIT;
+SELECT count(*) AS identity_locks FROM pg_locks
+ WHERE locktype = 'advisory' AND objsubid = 21331 AND pid = pg_backend_pid();
+SELECT count(*) AS rows_left FROM schedlock.locks WHERE lock_name = 'bound-sp';
+
+-- a session-bound lock cannot ride along into a prepared transaction
+BEGIN;
+SELECT schedlock_acquire('bound-2pc', session_bound => true) IS NOT NULL AS acquired;
+PREPARE TRANSACTION 'p';
+SELECT count(*) AS prepared FROM pg_prepared_xacts;
+SELECT count(*) AS rows_left FROM schedlock.locks WHERE lock_name = 'bound-2pc';
+
+-- names: any text up to 255 characters, counted in characters
+SELECT schedlock_acquire(repeat('x', 255)) IS NOT NULL AS max_length_ok;
+SELECT schedlock_acquire(repeat('é', 255)) IS NOT NULL AS multibyte_ok;
+
+-- bad input: a clear error with a real SQLSTATE, and nothing written
+SELECT count(*) AS rows_before FROM schedlock.locks \gset
+SELECT t.query, r.*
+  FROM (VALUES
+    ($q$SELECT schedlock_acquire(NULL)$q$),
+    ($q$SELECT schedlock_acquire('')$q$),
+    ($q$SELECT schedlock_acquire(repeat('x', 256))$q$),
+    ($q$SELECT schedlock_acquire('bad', NULL)$q$),
+    ($q$SELECT schedlock_acquire('bad', '0')$q$),
+    ($q$SELECT schedlock_acquire('bad', '-5 minutes')$q$),
+    ($q$SELECT schedlock_acquire('bad', '1 minute', NULL)$q$),
+    ($q$SELECT schedlock_acquire('bad', '1 minute', '-1 second')$q$),
+    ($q$SELECT schedlock_acquire('bad', '1 minute', '2 minutes')$q$),
+    ($q$SELECT schedlock_acquire('bad', holder => repeat('h', 1025))$q$),
+    ($q$SELECT schedlock_acquire('bad', session_bound => NULL)$q$),
+    ($q$SELECT schedlock_release(NULL, 1)$q$),
+    ($q$SELECT schedlock_release('', 1)$q$),
+    ($q$SELECT schedlock_release('bad', NULL)$q$),
+    ($q$SELECT schedlock_extend('bad', NULL, '1 minute')$q$),
+    ($q$SELECT schedlock_extend('bad', 1, NULL)$q$),
+    ($q$SELECT schedlock_extend('bad', 1, '0')$q$),
+    ($q$SELECT schedlock_assert('bad', NULL)$q$),
+    ($q$SELECT schedlock_assert(NULL, 1)$q$)) AS t(query), pg_temp.try(t.query) AS r;
+SELECT count(*) = :rows_before AS nothing_written FROM schedlock.locks;
+
+-- ordinary roles call the functions and read the view, but cannot write
+-- the lock table or read it directly
+CREATE ROLE lock_app LOGIN;
+SET ROLE lock_app;
+SELECT schedlock_acquire('app-lock') IS NOT NULL AS app_acquired;
+SELECT lock_name, held FROM schedlock.locks WHERE lock_name = 'app-lock';
+UPDATE schedlock.lock_state SET lock_until = now() WHERE lock_name = 'report';
+DELETE FROM schedlock.lock_state;
+SELECT count(*) FROM schedlock.lock_state;
+-- a hostile search_path does not redirect the functions
+CREATE TEMP TABLE lock_state (lock_name text);
+SET search_path = pg_temp, public;
+SELECT schedlock_acquire('app-lock') IS NULL AS still_held;
+RESET search_path;
+RESET ROLE;
+DROP TABLE IF EXISTS pg_temp.lock_state;
+
+DROP OWNED BY lock_app;
+DROP ROLE lock_app;

@@ -1,0 +1,967 @@
+/*-------------------------------------------------------------------------
+ *
+ * lock.c
+ *	  Lease locks with fencing tokens: schedlock_acquire, schedlock_release,
+ *	  schedlock_extend and schedlock_assert.
+ *
+ * A lock is a row of schedlock.lock_state, keyed by its name.  All writes to
+ * a row happen while holding a transaction-level "mutex" on the name: an
+ * advisory lock tag (database, 64-bit hash of the name, SCHEDLOCK_LOCKTAG_MUTEX)
+ * in the regular lock manager.  Acquire takes the mutex conditionally, so a
+ * caller that meets another transaction working on the same name gets NULL at
+ * once instead of waiting, tripping over a duplicate key or deadlocking.  Once
+ * a change is made the mutex is kept until the transaction ends, so nobody
+ * reads or overwrites a row version that may still roll back.  When acquire
+ * makes no change it drops the mutex straight away.
+ *
+ * Because the mutex is released only after the holder's commit has become
+ * visible, the rows are read with a fresh snapshot (GetLatestSnapshot) after
+ * taking it, which also makes the functions correct inside REPEATABLE READ
+ * transactions.
+ *
+ * Times are always the server's clock at the moment of the call
+ * (GetCurrentTimestamp, i.e. clock_timestamp()), never the client's and
+ * never the transaction start.
+ *
+ * Fencing tokens are max(previous token + 1, timeline << 40 | 1): strictly
+ * increasing per name, and a promoted standby (which always starts a new,
+ * higher timeline) hands out tokens above anything its old primary could have
+ * handed out, even tokens whose WAL never reached the standby.
+ *
+ * Session-bound locks: every session that holds at least one session-bound
+ * lock holds one session-level advisory lock on a tag that identifies the
+ * session (pid and backend start time, SCHEDLOCK_LOCKTAG_SESSION).  The row
+ * records the pid and start time; "is the holder gone" is answered by a
+ * conditional probe of that tag, which the lock manager frees the moment the
+ * session ends in any way.  The identity lock is taken before the row is
+ * written, and released at commit once the session's count of session-bound
+ * locks drops to zero (or at abort, when the change that needed it rolls
+ * back), tracked per (sub)transaction below.
+ *
+ * The table is not writable by ordinary roles.  The functions switch to the
+ * table owner (the extension owner) around their SPI calls, and every query
+ * names its objects schema-qualified, so the caller's search_path is never
+ * consulted.
+ *
+ * IDENTIFICATION
+ *	  src/lock.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "common/hashfn.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "storage/lock.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "schedlock.h"
+
+PG_FUNCTION_INFO_V1(schedlock_acquire);
+PG_FUNCTION_INFO_V1(schedlock_release);
+PG_FUNCTION_INFO_V1(schedlock_extend);
+PG_FUNCTION_INFO_V1(schedlock_assert);
+PG_FUNCTION_INFO_V1(schedlock_session_alive);
+
+PGDLLEXPORT Datum schedlock_acquire(PG_FUNCTION_ARGS);
+PGDLLEXPORT Datum schedlock_release(PG_FUNCTION_ARGS);
+PGDLLEXPORT Datum schedlock_extend(PG_FUNCTION_ARGS);
+PGDLLEXPORT Datum schedlock_assert(PG_FUNCTION_ARGS);
+PGDLLEXPORT Datum schedlock_session_alive(PG_FUNCTION_ARGS);
+
+/* Number of low-order token bits that count acquisitions within a timeline. */
+#define TOKEN_TIMELINE_SHIFT	40
+
+/* The state of one lock row, as read under the name's mutex. */
+typedef struct LockRow
+{
+	int64		token;
+	bool		session_bound;
+	int32		holder_pid;		/* valid when session_bound */
+	TimestampTz holder_session_start;	/* valid when session_bound */
+	TimestampTz lock_until;
+	bool		released;
+} LockRow;
+
+/* Saved user identity while running SPI as the table owner. */
+typedef struct OwnerContext
+{
+	Oid			save_userid;
+	int			save_sec_context;
+} OwnerContext;
+
+/* Prepared statements, created on first use and kept for the session. */
+static SPIPlanPtr select_plan = NULL;
+static SPIPlanPtr insert_plan = NULL;
+static SPIPlanPtr takeover_plan = NULL;
+static SPIPlanPtr release_plan = NULL;
+static SPIPlanPtr extend_plan = NULL;
+
+/*
+ * Session identity lock bookkeeping.  session_bound_count is the number of
+ * session-bound locks this session holds as of its last commit (it may
+ * overcount when a lease expired and was taken over; that only keeps the
+ * identity lock a little longer).  Changes made by the open transaction are
+ * kept as (nesting level, delta) pairs until it commits or aborts.
+ */
+typedef struct PendingDelta
+{
+	int			nestlevel;
+	int			delta;
+} PendingDelta;
+
+static bool session_lock_held = false;
+static int	session_bound_count = 0;
+static PendingDelta *pending = NULL;
+static int	npending = 0;
+static int	maxpending = 0;
+
+/*
+ * set_mutex_tag
+ *		Fill in the transaction-level mutex tag for a lock name.
+ */
+static void
+set_mutex_tag(LOCKTAG *tag, const char *name)
+{
+	uint64		h = hash_bytes_extended((const unsigned char *) name,
+										(int) strlen(name), 0x5C4ED10C);
+
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (h >> 32), (uint32) h,
+						 SCHEDLOCK_LOCKTAG_MUTEX);
+}
+
+/*
+ * set_session_tag
+ *		Fill in the identity lock tag of the session (pid, start time).
+ */
+static void
+set_session_tag(LOCKTAG *tag, int32 pid, TimestampTz start)
+{
+	uint64		s = (uint64) start;
+
+	SET_LOCKTAG_ADVISORY(*tag, (uint32) pid, (uint32) (s >> 32), (uint32) s,
+						 SCHEDLOCK_LOCKTAG_SESSION);
+}
+
+/*
+ * holder_session_alive
+ *		Whether the session identified by (pid, start) still exists.
+ *
+ * Probes the session's identity lock with a conditional share lock; the
+ * holder keeps it exclusively while it holds any session-bound lock.  Must
+ * run inside a transaction.
+ */
+static bool
+holder_session_alive(int32 pid, TimestampTz start)
+{
+	LOCKTAG		tag;
+
+	if (pid == MyProcPid && start == MyStartTimestamp)
+		return true;
+
+	set_session_tag(&tag, pid, start);
+	if (LockAcquire(&tag, ShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+		return true;
+	LockRelease(&tag, ShareLock, false);
+	return false;
+}
+
+/*
+ * ensure_session_lock
+ *		Take this session's identity lock if we do not hold it yet.
+ *
+ * Nobody else ever holds the tag for long (only probes, momentarily), so a
+ * blocking acquire is fine.
+ */
+static void
+ensure_session_lock(void)
+{
+	LOCKTAG		tag;
+
+	if (session_lock_held)
+		return;
+	set_session_tag(&tag, MyProcPid, MyStartTimestamp);
+	(void) LockAcquire(&tag, ExclusiveLock, true, false);
+	session_lock_held = true;
+}
+
+/*
+ * drop_session_lock_if_unused
+ *		Release the identity lock when no session-bound lock needs it.
+ */
+static void
+drop_session_lock_if_unused(void)
+{
+	LOCKTAG		tag;
+
+	if (!session_lock_held || session_bound_count > 0)
+		return;
+	set_session_tag(&tag, MyProcPid, MyStartTimestamp);
+	LockRelease(&tag, ExclusiveLock, true);
+	session_lock_held = false;
+	session_bound_count = 0;
+}
+
+/*
+ * push_session_delta
+ *		Record that the current (sub)transaction changes the number of
+ *		session-bound locks this session holds by delta.
+ */
+static void
+push_session_delta(int delta)
+{
+	if (npending >= maxpending)
+	{
+		int			newmax = maxpending == 0 ? 8 : maxpending * 2;
+
+		if (pending == NULL)
+			pending = MemoryContextAlloc(TopMemoryContext,
+										 newmax * sizeof(PendingDelta));
+		else
+			pending = repalloc(pending, newmax * sizeof(PendingDelta));
+		maxpending = newmax;
+	}
+	pending[npending].nestlevel = GetCurrentTransactionNestLevel();
+	pending[npending].delta = delta;
+	npending++;
+}
+
+/*
+ * lock_xact_callback
+ *		Fold the transaction's session-bound deltas into the session count at
+ *		commit, forget them at abort, and drop the identity lock when unused.
+ */
+static void
+lock_xact_callback(XactEvent event, void *arg)
+{
+	int			i;
+
+	switch (event)
+	{
+		case XACT_EVENT_PRE_PREPARE:
+			if (npending > 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot prepare a transaction that acquired or released a session-bound schedlock lock")));
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			for (i = 0; i < npending; i++)
+				session_bound_count += pending[i].delta;
+			if (session_bound_count < 0)
+				session_bound_count = 0;
+			npending = 0;
+			drop_session_lock_if_unused();
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			npending = 0;
+			drop_session_lock_if_unused();
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * lock_subxact_callback
+ *		Forget the deltas of an aborted subtransaction; hand those of a
+ *		committed one to its parent.
+ */
+static void
+lock_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					  SubTransactionId parentSubid, void *arg)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	int			i;
+
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		int			keep = 0;
+
+		for (i = 0; i < npending; i++)
+			if (pending[i].nestlevel < level)
+				pending[keep++] = pending[i];
+		npending = keep;
+	}
+	else if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
+		for (i = 0; i < npending; i++)
+			if (pending[i].nestlevel >= level)
+				pending[i].nestlevel = level - 1;
+	}
+}
+
+/*
+ * schedlock_lock_init
+ *		Called from _PG_init: register the transaction callbacks.
+ */
+void
+schedlock_lock_init(void)
+{
+	RegisterXactCallback(lock_xact_callback, NULL);
+	RegisterSubXactCallback(lock_subxact_callback, NULL);
+}
+
+/*
+ * get_lock_name
+ *		Fetch and validate the lock name argument.
+ */
+static char *
+get_lock_name(FunctionCallInfo fcinfo, int argno)
+{
+	text	   *t;
+	char	   *name;
+	int			nchars;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("lock name must not be null")));
+	t = PG_GETARG_TEXT_PP(argno);
+	if (VARSIZE_ANY_EXHDR(t) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lock name must not be empty")));
+	nchars = pg_mbstrlen_with_len(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+	if (nchars > SCHEDLOCK_MAX_NAME_LENGTH)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lock name is too long"),
+				 errdetail("The name has %d characters; the limit is %d.",
+						   nchars, SCHEDLOCK_MAX_NAME_LENGTH)));
+	name = text_to_cstring(t);
+	return name;
+}
+
+/*
+ * get_token
+ *		Fetch the token argument, which must not be NULL.
+ */
+static int64
+get_token(FunctionCallInfo fcinfo, int argno)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("token must not be null"),
+				 errhint("Pass the token that schedlock_acquire returned.")));
+	return PG_GETARG_INT64(argno);
+}
+
+/*
+ * get_interval
+ *		Fetch a non-NULL interval argument; argname is used in messages.
+ */
+static Interval *
+get_interval(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", argname)));
+	return PG_GETARG_INTERVAL_P(argno);
+}
+
+/*
+ * interval_sign
+ *		-1, 0 or 1 as the interval is negative, zero or positive (months are
+ *		counted as 30 days, as interval comparison does).
+ */
+static int
+interval_sign(Interval *iv)
+{
+	Interval	zero;
+
+	memset(&zero, 0, sizeof(zero));
+	return DatumGetInt32(DirectFunctionCall2(interval_cmp,
+											 IntervalPGetDatum(iv),
+											 IntervalPGetDatum(&zero)));
+}
+
+/*
+ * interval_text
+ *		The interval as text, for messages.
+ */
+static char *
+interval_text(Interval *iv)
+{
+	return DatumGetCString(DirectFunctionCall1(interval_out,
+											   IntervalPGetDatum(iv)));
+}
+
+/*
+ * check_lock_at_most_for
+ *		lock_at_most_for must be strictly positive.
+ */
+static void
+check_lock_at_most_for(Interval *most)
+{
+	if (interval_sign(most) <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lock_at_most_for must be positive"),
+				 errdetail("lock_at_most_for is \"%s\".", interval_text(most))));
+}
+
+/*
+ * plus_interval
+ *		ts + iv, in the session time zone as timestamptz + interval does.
+ */
+static TimestampTz
+plus_interval(TimestampTz ts, Interval *iv)
+{
+	return DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
+												   TimestampTzGetDatum(ts),
+												   IntervalPGetDatum(iv)));
+}
+
+/*
+ * check_primary
+ *		Lock state can only change on a primary.
+ */
+static void
+check_primary(const char *funcname)
+{
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot execute %s() during recovery", funcname),
+				 errhint("schedlock locks are taken on the primary server; connect to it instead of a standby.")));
+}
+
+/*
+ * current_timeline
+ *		The timeline new WAL is written on (we are not in recovery).
+ */
+static int64
+current_timeline(void)
+{
+#if PG_VERSION_NUM >= 150000
+	return (int64) GetWALInsertionTimeLine();
+#else
+	return (int64) ThisTimeLineID;
+#endif
+}
+
+/*
+ * next_token
+ *		The token for the next acquisition of a name whose last token was
+ *		prev (has_prev false for a new name).
+ */
+static int64
+next_token(bool has_prev, int64 prev)
+{
+	int64		base = (current_timeline() << TOKEN_TIMELINE_SHIFT) + 1;
+
+	if (!has_prev)
+		return base;
+	if (prev >= PG_INT64_MAX - 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("fencing token counter exhausted")));
+	return Max(prev + 1, base);
+}
+
+/*
+ * lock_table_owner
+ *		OID of the owner of schedlock.lock_state; errors out when the
+ *		extension is not installed in this database.
+ */
+static Oid
+lock_table_owner(void)
+{
+	Oid			nsp = get_namespace_oid("schedlock", true);
+	Oid			relid = InvalidOid;
+	Oid			owner;
+	HeapTuple	tup;
+
+	if (OidIsValid(nsp))
+		relid = get_relname_relid("lock_state", nsp);
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("table schedlock.lock_state does not exist"),
+				 errhint("Run CREATE EXTENSION schedlock in this database.")));
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
+/*
+ * owner_spi_begin
+ *		Become the table owner and connect to SPI.
+ */
+static void
+owner_spi_begin(OwnerContext *ctx)
+{
+	Oid			owner = lock_table_owner();
+
+	GetUserIdAndSecContext(&ctx->save_userid, &ctx->save_sec_context);
+	SetUserIdAndSecContext(owner,
+						   ctx->save_sec_context |
+						   SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
+/*
+ * owner_spi_end
+ *		Disconnect from SPI and become the caller again.  (On error, the
+ *		transaction or subtransaction abort restores the user.)
+ */
+static void
+owner_spi_end(OwnerContext *ctx)
+{
+	SPI_finish();
+	SetUserIdAndSecContext(ctx->save_userid, ctx->save_sec_context);
+}
+
+/*
+ * prepare_plan
+ *		Prepare and keep a statement; must be connected to SPI.
+ */
+static SPIPlanPtr
+prepare_plan(const char *sql, int nargs, Oid *argtypes)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
+
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
+			 sql, SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "SPI_keepplan failed");
+	return plan;
+}
+
+/*
+ * run_plan
+ *		Execute a kept plan with a fresh snapshot; returns SPI_processed.
+ */
+static uint64
+run_plan(SPIPlanPtr plan, Datum *values, const char *nulls, int expected)
+{
+	int			rc;
+
+	rc = SPI_execute_snapshot(plan, values, nulls, GetLatestSnapshot(),
+							  InvalidSnapshot, false, false, 0);
+	if (rc != expected)
+		elog(ERROR, "schedlock lock statement failed: %s",
+			 SPI_result_code_string(rc));
+	return SPI_processed;
+}
+
+/*
+ * fetch_lock_row
+ *		Read the row of a lock name; returns false when there is none.  Must
+ *		be connected to SPI as the table owner, holding the name's mutex.
+ */
+static bool
+fetch_lock_row(const char *name, LockRow *row)
+{
+	Datum		values[1];
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+
+	if (select_plan == NULL)
+	{
+		Oid			types[1] = {TEXTOID};
+
+		select_plan = prepare_plan(
+								   "SELECT token, session_bound, holder_pid, "
+								   "holder_session_start, lock_until, "
+								   "released_at IS NOT NULL "
+								   "FROM schedlock.lock_state "
+								   "WHERE lock_name OPERATOR(pg_catalog.=) $1",
+								   1, types);
+	}
+	values[0] = CStringGetTextDatum(name);
+	if (run_plan(select_plan, values, NULL, SPI_OK_SELECT) == 0)
+		return false;
+
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	row->token = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+	row->session_bound = DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
+	row->holder_pid = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+	if (isnull)
+		row->session_bound = false;
+	row->holder_session_start =
+		DatumGetTimestampTz(SPI_getbinval(tup, desc, 4, &isnull));
+	if (isnull)
+		row->session_bound = false;
+	row->lock_until = DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull));
+	row->released = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
+	return true;
+}
+
+/*
+ * blocks_acquire
+ *		Whether the row keeps a new acquirer out at now: its lock_until
+ *		(the lease, or after a release the lock_at_least_for window) has not
+ *		passed and, when session-bound, the holding session still exists.
+ */
+static bool
+blocks_acquire(const LockRow *row, TimestampTz now)
+{
+	if (row->lock_until <= now)
+		return false;
+	if (row->session_bound &&
+		!holder_session_alive(row->holder_pid, row->holder_session_start))
+		return false;
+	return true;
+}
+
+/*
+ * lease_valid
+ *		Whether the row's current lease is still in force at now: not
+ *		released, not expired and, when session-bound, its session alive.
+ */
+static bool
+lease_valid(const LockRow *row, TimestampTz now)
+{
+	return !row->released && blocks_acquire(row, now);
+}
+
+/*
+ * schedlock_acquire
+ *		schedlock_acquire(lock_name, lock_at_most_for, lock_at_least_for,
+ *						  holder, session_bound) RETURNS bigint
+ *
+ * Returns a new fencing token when the caller now holds the lock, NULL when
+ * somebody else does (or another transaction is changing it right now).
+ */
+Datum
+schedlock_acquire(PG_FUNCTION_ARGS)
+{
+	char	   *name = get_lock_name(fcinfo, 0);
+	Interval   *most = get_interval(fcinfo, 1, "lock_at_most_for");
+	Interval   *least = get_interval(fcinfo, 2, "lock_at_least_for");
+	text	   *holder = PG_ARGISNULL(3) ? NULL : PG_GETARG_TEXT_PP(3);
+	bool		session_bound;
+	TimestampTz now;
+	TimestampTz until;
+	TimestampTz min_until;
+	LOCKTAG		mutex;
+	OwnerContext ctx;
+	LockRow		row;
+	bool		found;
+	int64		token;
+	Datum		values[9];
+	char		nulls[9];
+
+	if (PG_ARGISNULL(4))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("session_bound must not be null")));
+	session_bound = PG_GETARG_BOOL(4);
+
+	check_lock_at_most_for(most);
+	if (interval_sign(least) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lock_at_least_for must not be negative"),
+				 errdetail("lock_at_least_for is \"%s\".", interval_text(least))));
+	if (DatumGetInt32(DirectFunctionCall2(interval_cmp,
+										  IntervalPGetDatum(least),
+										  IntervalPGetDatum(most))) > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lock_at_least_for must not exceed lock_at_most_for"),
+				 errdetail("lock_at_least_for is \"%s\", lock_at_most_for is \"%s\".",
+						   interval_text(least), interval_text(most))));
+	if (holder != NULL &&
+		pg_mbstrlen_with_len(VARDATA_ANY(holder), VARSIZE_ANY_EXHDR(holder)) >
+		SCHEDLOCK_MAX_HOLDER_LENGTH)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("holder is too long"),
+				 errdetail("The limit is %d characters.",
+						   SCHEDLOCK_MAX_HOLDER_LENGTH)));
+	check_primary("schedlock_acquire");
+
+	now = GetCurrentTimestamp();
+	until = plus_interval(now, most);
+	min_until = plus_interval(now, least);
+
+	/* never wait: another transaction busy with this name means "taken" */
+	set_mutex_tag(&mutex, name);
+	if (LockAcquire(&mutex, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+		PG_RETURN_NULL();
+
+	owner_spi_begin(&ctx);
+	found = fetch_lock_row(name, &row);
+	if (found && blocks_acquire(&row, now))
+	{
+		owner_spi_end(&ctx);
+		LockRelease(&mutex, ExclusiveLock, false);
+		PG_RETURN_NULL();
+	}
+
+	token = next_token(found, found ? row.token : 0);
+	if (session_bound)
+		ensure_session_lock();
+
+	memset(nulls, ' ', sizeof(nulls));
+	values[1] = Int64GetDatum(token);
+	if (holder != NULL)
+		values[2] = PointerGetDatum(holder);
+	else
+		nulls[2] = 'n';
+	values[3] = Int32GetDatum(MyProcPid);
+	values[4] = TimestampTzGetDatum(MyStartTimestamp);
+	values[5] = BoolGetDatum(session_bound);
+	values[6] = TimestampTzGetDatum(now);
+	values[7] = TimestampTzGetDatum(until);
+	values[8] = TimestampTzGetDatum(min_until);
+
+	if (found)
+	{
+		if (takeover_plan == NULL)
+		{
+			Oid			types[9] = {TEXTOID, INT8OID, TEXTOID, INT4OID,
+			TIMESTAMPTZOID, BOOLOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+			TIMESTAMPTZOID};
+
+			takeover_plan = prepare_plan(
+										 "UPDATE schedlock.lock_state SET token = $2, holder = $3, "
+										 "holder_pid = $4, holder_session_start = $5, "
+										 "session_bound = $6, locked_at = $7, lock_until = $8, "
+										 "min_until = $9, released_at = NULL "
+										 "WHERE lock_name OPERATOR(pg_catalog.=) $1",
+										 9, types);
+		}
+		values[0] = CStringGetTextDatum(name);
+		if (run_plan(takeover_plan, values, nulls, SPI_OK_UPDATE) != 1)
+			elog(ERROR, "lock row \"%s\" vanished", name);
+	}
+	else
+	{
+		if (insert_plan == NULL)
+		{
+			Oid			types[9] = {TEXTOID, INT8OID, TEXTOID, INT4OID,
+			TIMESTAMPTZOID, BOOLOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+			TIMESTAMPTZOID};
+
+			insert_plan = prepare_plan(
+									   "INSERT INTO schedlock.lock_state (lock_name, token, holder, "
+									   "holder_pid, holder_session_start, session_bound, locked_at, "
+									   "lock_until, min_until) "
+									   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+									   9, types);
+		}
+		values[0] = CStringGetTextDatum(name);
+		run_plan(insert_plan, values, nulls, SPI_OK_INSERT);
+	}
+	owner_spi_end(&ctx);
+
+	if (session_bound)
+		push_session_delta(1);
+
+	/* the mutex stays until our transaction ends */
+	PG_RETURN_INT64(token);
+}
+
+/*
+ * schedlock_release
+ *		schedlock_release(lock_name, token) RETURNS boolean
+ *
+ * Ends the lease held with token: lock_until becomes
+ * greatest(now, locked_at + lock_at_least_for).  Returns false, changing
+ * nothing, when the token is not the current one or was already released.
+ */
+Datum
+schedlock_release(PG_FUNCTION_ARGS)
+{
+	char	   *name = get_lock_name(fcinfo, 0);
+	int64		token = get_token(fcinfo, 1);
+	LOCKTAG		mutex;
+	OwnerContext ctx;
+	LockRow		row;
+	TimestampTz now;
+	Datum		values[2];
+
+	check_primary("schedlock_release");
+
+	set_mutex_tag(&mutex, name);
+	(void) LockAcquire(&mutex, ExclusiveLock, false, false);
+	now = GetCurrentTimestamp();
+
+	owner_spi_begin(&ctx);
+	if (!fetch_lock_row(name, &row) || row.token != token || row.released)
+	{
+		owner_spi_end(&ctx);
+		LockRelease(&mutex, ExclusiveLock, false);
+		PG_RETURN_BOOL(false);
+	}
+
+	if (release_plan == NULL)
+	{
+		Oid			types[2] = {TEXTOID, TIMESTAMPTZOID};
+
+		release_plan = prepare_plan(
+									"UPDATE schedlock.lock_state "
+									"SET lock_until = GREATEST($2, min_until), released_at = $2, "
+									"session_bound = false "
+									"WHERE lock_name OPERATOR(pg_catalog.=) $1",
+									2, types);
+	}
+	values[0] = CStringGetTextDatum(name);
+	values[1] = TimestampTzGetDatum(now);
+	run_plan(release_plan, values, NULL, SPI_OK_UPDATE);
+	owner_spi_end(&ctx);
+
+	if (row.session_bound && row.holder_pid == MyProcPid &&
+		row.holder_session_start == MyStartTimestamp)
+		push_session_delta(-1);
+
+	PG_RETURN_BOOL(true);
+}
+
+/*
+ * schedlock_extend
+ *		schedlock_extend(lock_name, token, lock_at_most_for) RETURNS boolean
+ *
+ * Renews a lease that is still in force to now + lock_at_most_for.  False
+ * means the caller no longer owns the lock and must stop.
+ */
+Datum
+schedlock_extend(PG_FUNCTION_ARGS)
+{
+	char	   *name = get_lock_name(fcinfo, 0);
+	int64		token = get_token(fcinfo, 1);
+	Interval   *most = get_interval(fcinfo, 2, "lock_at_most_for");
+	LOCKTAG		mutex;
+	OwnerContext ctx;
+	LockRow		row;
+	TimestampTz now;
+	Datum		values[2];
+
+	check_lock_at_most_for(most);
+	check_primary("schedlock_extend");
+
+	set_mutex_tag(&mutex, name);
+	(void) LockAcquire(&mutex, ExclusiveLock, false, false);
+	now = GetCurrentTimestamp();
+
+	owner_spi_begin(&ctx);
+	if (!fetch_lock_row(name, &row) || row.token != token ||
+		!lease_valid(&row, now))
+	{
+		owner_spi_end(&ctx);
+		LockRelease(&mutex, ExclusiveLock, false);
+		PG_RETURN_BOOL(false);
+	}
+
+	if (extend_plan == NULL)
+	{
+		Oid			types[2] = {TEXTOID, TIMESTAMPTZOID};
+
+		extend_plan = prepare_plan(
+								   "UPDATE schedlock.lock_state SET lock_until = $2 "
+								   "WHERE lock_name OPERATOR(pg_catalog.=) $1",
+								   2, types);
+	}
+	values[0] = CStringGetTextDatum(name);
+	values[1] = TimestampTzGetDatum(plus_interval(now, most));
+	run_plan(extend_plan, values, NULL, SPI_OK_UPDATE);
+	owner_spi_end(&ctx);
+
+	PG_RETURN_BOOL(true);
+}
+
+/*
+ * schedlock_assert
+ *		schedlock_assert(lock_name, token) RETURNS void
+ *
+ * Raises ERRCODE_SCHEDLOCK_LEASE_LOST (SL001) unless token holds a lease
+ * that is still in force.  On success the name's mutex is kept until the
+ * calling transaction ends, so nobody can take the lock over before the
+ * caller's fenced writes commit or roll back.
+ */
+Datum
+schedlock_assert(PG_FUNCTION_ARGS)
+{
+	char	   *name = get_lock_name(fcinfo, 0);
+	int64		token = get_token(fcinfo, 1);
+	LOCKTAG		mutex;
+	OwnerContext ctx;
+	LockRow		row;
+	bool		found;
+	TimestampTz now;
+
+	set_mutex_tag(&mutex, name);
+	(void) LockAcquire(&mutex, ExclusiveLock, false, false);
+	now = GetCurrentTimestamp();
+
+	owner_spi_begin(&ctx);
+	found = fetch_lock_row(name, &row);
+	owner_spi_end(&ctx);
+
+	if (!found)
+		ereport(ERROR,
+				(errcode(ERRCODE_SCHEDLOCK_LEASE_LOST),
+				 errmsg("lock \"%s\" is not held by token " INT64_FORMAT,
+						name, token),
+				 errdetail("No lock of that name was ever acquired.")));
+	if (row.token != token)
+		ereport(ERROR,
+				(errcode(ERRCODE_SCHEDLOCK_LEASE_LOST),
+				 errmsg("lock \"%s\" is not held by token " INT64_FORMAT,
+						name, token),
+				 errdetail("The lock was acquired again since, with token " INT64_FORMAT ".",
+						   row.token)));
+	if (row.released)
+		ereport(ERROR,
+				(errcode(ERRCODE_SCHEDLOCK_LEASE_LOST),
+				 errmsg("lock \"%s\" is not held by token " INT64_FORMAT,
+						name, token),
+				 errdetail("The lease was released.")));
+	if (row.lock_until <= now)
+		ereport(ERROR,
+				(errcode(ERRCODE_SCHEDLOCK_LEASE_LOST),
+				 errmsg("lock \"%s\" is not held by token " INT64_FORMAT,
+						name, token),
+				 errdetail("The lease expired at %s.",
+						   timestamptz_to_str(row.lock_until))));
+	if (!lease_valid(&row, now))
+		ereport(ERROR,
+				(errcode(ERRCODE_SCHEDLOCK_LEASE_LOST),
+				 errmsg("lock \"%s\" is not held by token " INT64_FORMAT,
+						name, token),
+				 errdetail("The session that held the session-bound lock has ended.")));
+
+	/* keep the mutex: no takeover until this transaction ends */
+	PG_RETURN_VOID();
+}
+
+/*
+ * schedlock_session_alive
+ *		schedlock.session_alive(holder_pid, holder_session_start) RETURNS
+ *		boolean; used by the schedlock.locks view.
+ */
+Datum
+schedlock_session_alive(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(holder_session_alive(PG_GETARG_INT32(0),
+										PG_GETARG_TIMESTAMPTZ(1)));
+}

@@ -1,0 +1,52 @@
+/*-------------------------------------------------------------------------
+ *
+ * schedlock.h
+ *	  Declarations shared by the files of the schedlock extension.
+ *
+ * Each .c file under src/ owns one concern; what one file offers the others
+ * is declared here (the cron engine has its own headers, cron.h for the pure
+ * parser and cron_pg.h for its PostgreSQL wrapper).
+ *
+ * IDENTIFICATION
+ *	  src/schedlock.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SCHEDLOCK_H
+#define SCHEDLOCK_H
+
+#include "postgres.h"
+
+#include "utils/timestamp.h"
+
+/*
+ * Custom SQLSTATE raised by schedlock_assert() when the token no longer holds
+ * an unexpired lease ("SL" is an implementation-defined class).
+ */
+#define ERRCODE_SCHEDLOCK_LEASE_LOST	MAKE_SQLSTATE('S','L','0','0','1')
+
+/* Longest lock name accepted, in characters. */
+#define SCHEDLOCK_MAX_NAME_LENGTH	255
+
+/* Longest holder description accepted, in characters. */
+#define SCHEDLOCK_MAX_HOLDER_LENGTH	1024
+
+/*
+ * field4 values of the advisory lock tags schedlock takes.  User advisory
+ * locks use 1 (bigint key) and 2 (two int keys), so these never collide with
+ * pg_advisory_lock() calls made by applications.  They show up in pg_locks
+ * as locktype 'advisory' with these objsubid values.
+ */
+#define SCHEDLOCK_LOCKTAG_MUTEX		0x534D	/* "SM": per-name transaction mutex */
+#define SCHEDLOCK_LOCKTAG_SESSION	0x5353	/* "SS": per-session identity lock */
+
+/* GUC variables (schedlock.c) */
+extern char *schedlock_timezone;
+
+/* schedlock.c */
+extern void schedlock_check_preloaded(void);
+
+/* lock.c */
+extern void schedlock_lock_init(void);
+
+#endif							/* SCHEDLOCK_H */

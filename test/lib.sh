@@ -1,0 +1,164 @@
+# test/lib.sh - shared shell functions for test/demo.sh, test/run-all.sh and
+# the benchmark scripts.  Source it; do not run it.
+#
+# What it gives:
+#   sl_ensure_packages PKG...   apt-get install what is missing (root only)
+#   sl_build_install            make && make install against PostgreSQL 15
+#   sl_as_server CMD...         run CMD as the unprivileged server user
+#   sl_cluster_start DIR [CONF] initdb + start a throwaway cluster in DIR
+#   sl_cluster_stop DIR         stop it (also registered for EXIT)
+#
+# Clusters listen only on a Unix socket inside their own directory
+# (listen_addresses = ''), on a port picked here, so they never collide with
+# a system server or with each other.
+
+set -u
+
+SL_PGVER=${SL_PGVER:-15}
+PG_BINDIR=${PG_BINDIR:-/usr/lib/postgresql/$SL_PGVER/bin}
+PG_CONFIG=${PG_CONFIG:-$PG_BINDIR/pg_config}
+SL_SRCDIR=${SL_SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+
+# Debian packages every part of the project needs.
+SL_BASE_PACKAGES="postgresql-$SL_PGVER postgresql-server-dev-$SL_PGVER postgresql-$SL_PGVER-pgtap \
+libtap-parser-sourcehandler-pgtap-perl libipc-run-perl make gcc"
+
+sl_log()
+{
+	printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*"
+}
+
+# sl_ensure_packages PKG... : install the packages that are not installed yet.
+sl_ensure_packages()
+{
+	local missing="" p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+			missing="$missing $p"
+	done
+	[ -z "$missing" ] && return 0
+	if [ "$(id -u)" -ne 0 ]; then
+		if command -v sudo >/dev/null 2>&1; then
+			sl_log "installing:$missing (sudo)"
+			sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+				sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing
+			return
+		fi
+		echo "missing Debian packages:$missing (run as root, or install them)" >&2
+		return 1
+	fi
+	sl_log "installing:$missing"
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null &&
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+}
+
+# sl_build_install : compile the extension and install it into PostgreSQL.
+sl_build_install()
+{
+	local sudo=""
+	[ "$(id -u)" -ne 0 ] && sudo="sudo"
+	(cd "$SL_SRCDIR" && make -s PG_CONFIG="$PG_CONFIG" >/dev/null &&
+		$sudo make -s PG_CONFIG="$PG_CONFIG" install >/dev/null)
+}
+
+# The user the server side runs as: initdb and the TAP framework refuse root.
+if [ "$(id -u)" -eq 0 ]; then
+	SL_SERVER_USER=${SL_SERVER_USER:-postgres}
+else
+	SL_SERVER_USER=$(id -un)
+fi
+
+# sl_as_server CMD... : run a command as the server user, keeping the
+# environment variables the tests rely on.
+sl_as_server()
+{
+	local vars=() v
+	for v in PGHOST PGPORT PGUSER PGDATABASE SRCDIR SUITE_TMP PG_REGRESS \
+		PERL5LIB TESTDIR PG_TEST_EXTRA SL_STRESS_SECONDS SL_STRESS_CLIENTS; do
+		[ -n "${!v:-}" ] && vars+=("$v=${!v}")
+	done
+	if [ "$(id -u)" -eq 0 ]; then
+		runuser -u "$SL_SERVER_USER" -- env PATH="$PG_BINDIR:$PATH" \
+			PG_BINDIR="$PG_BINDIR" HOME="${SUITE_TMP:-/tmp}" "${vars[@]}" "$@"
+	else
+		env PATH="$PG_BINDIR:$PATH" PG_BINDIR="$PG_BINDIR" "$@"
+	fi
+}
+
+# sl_mktemp_dir PREFIX : a scratch directory owned by the server user.
+sl_mktemp_dir()
+{
+	local d
+	d=$(mktemp -d "/tmp/$1.XXXXXX")
+	chmod 755 "$d"
+	[ "$(id -u)" -eq 0 ] && chown "$SL_SERVER_USER" "$d"
+	echo "$d"
+}
+
+# sl_free_port : a TCP port number nobody listens on (the socket file name
+# is what matters for Unix-socket clusters, but keep ports distinct anyway).
+sl_free_port()
+{
+	local port
+	for _ in $(seq 1 200); do
+		port=$((20000 + RANDOM % 20000))
+		if ! (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null &&
+			[ ! -e "/tmp/.s.PGSQL.$port" ]; then
+			echo "$port"
+			return 0
+		fi
+	done
+	return 1
+}
+
+SL_CLUSTERS=""
+
+# sl_cluster_start DIR [EXTRA_CONF_LINES] : initdb DIR/data and start it.
+# Sets PGHOST (=DIR), PGPORT, PGUSER for the caller.
+sl_cluster_start()
+{
+	local dir=$1 extra=${2:-} port
+	port=$(sl_free_port)
+	sl_as_server "$PG_BINDIR/initdb" -D "$dir/data" -A trust -U postgres \
+		--no-sync >"$dir/initdb.log" 2>&1 || {
+		cat "$dir/initdb.log" >&2
+		return 1
+	}
+	cat >>"$dir/data/postgresql.conf" <<EOF
+listen_addresses = ''
+unix_socket_directories = '$dir'
+port = $port
+shared_preload_libraries = 'schedlock'
+max_connections = 120
+fsync = off
+log_line_prefix = '%m [%p] %q%a '
+$extra
+EOF
+	sl_as_server "$PG_BINDIR/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
+		-t 60 start >/dev/null || {
+		cat "$dir/server.log" >&2
+		return 1
+	}
+	SL_CLUSTERS="$SL_CLUSTERS $dir"
+	trap sl_cluster_stop_all EXIT
+	export PGHOST=$dir PGPORT=$port PGUSER=postgres
+}
+
+# sl_cluster_stop DIR : stop the cluster in DIR if it runs.
+sl_cluster_stop()
+{
+	local dir=$1
+	if [ -f "$dir/data/postmaster.pid" ]; then
+		sl_as_server "$PG_BINDIR/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 ||
+			sl_as_server "$PG_BINDIR/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1
+	fi
+	SL_CLUSTERS=$(echo "$SL_CLUSTERS" | tr ' ' '\n' | grep -v -x -F "$dir" | tr '\n' ' ')
+}
+
+sl_cluster_stop_all()
+{
+	local d
+	for d in $SL_CLUSTERS; do
+		sl_cluster_stop "$d"
+	done
+}

@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# test/run-all.sh - the test command: every test layer of schedlock.
+#
+#   bash test/run-all.sh            (as root or as a user with sudo)
+#
+# Installs the Debian packages it needs when they are missing, builds and
+# installs the extension, copies the tree to a scratch directory owned by the
+# unprivileged server user, starts one throwaway cluster (Unix socket only,
+# its own port) for the suites that share a server, and runs:
+#
+#   regress     pg_regress on sql/*.sql against expected/*.out
+#   isolation   isolationtester specs in test/isolation/specs
+#   pgtap       pg_prove on test/pgtap/*.sql (one assertion = one test)
+#   suites      every test/suites/*.sh (unit tests, fuzzing, stress)
+#   tap         Perl TAP tests test/t/*.pl (PostgreSQL::Test::Cluster)
+#
+# It prints a summary per suite and ends with "N passed, M failed"; the exit
+# status is non-zero when anything failed.  SL_ONLY="regress isolation" runs a
+# subset.  Every server it starts is stopped on exit.
+
+set -u
+cd "$(dirname "$0")/.." || exit 2
+source test/lib.sh
+
+SL_ONLY=${SL_ONLY:-"regress isolation pgtap suites tap"}
+SL_KEEP=${SL_KEEP:-}
+
+sl_ensure_packages $SL_BASE_PACKAGES clang libclang-rt-14-dev || exit 2
+sl_log "building and installing schedlock"
+sl_build_install || {
+	echo "build failed" >&2
+	exit 2
+}
+
+WORK=$(sl_mktemp_dir schedlock-test)
+sl_log "scratch directory $WORK"
+# a copy of the tree the server user may write into (results, diffs, logs)
+tar --exclude=.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' -cf - . |
+	(mkdir -p "$WORK/src" && cd "$WORK/src" && tar -xf -)
+[ "$(id -u)" -eq 0 ] && chown -R "$SL_SERVER_USER" "$WORK"
+export SRCDIR="$WORK/src"
+
+mkdir -p "$WORK/cluster"
+[ "$(id -u)" -eq 0 ] && chown "$SL_SERVER_USER" "$WORK/cluster"
+sl_log "starting the shared test cluster"
+sl_cluster_start "$WORK/cluster" || exit 2
+
+PGXS_DIR=$(cd "$(dirname "$("$PG_CONFIG" --pgxs)")/../.." && pwd)
+TOTAL_PASS=0
+TOTAL_FAIL=0
+SUMMARY=""
+
+# record SUITE PASSED FAILED [NOTE]
+record()
+{
+	TOTAL_PASS=$((TOTAL_PASS + $2))
+	TOTAL_FAIL=$((TOTAL_FAIL + $3))
+	SUMMARY="$SUMMARY$(printf '  %-28s %4d passed, %4d failed %s' "$1" "$2" "$3" "${4:-}")
+"
+	sl_log "$1: $2 passed, $3 failed ${4:-}"
+}
+
+# count_pg_regress LOGFILE : "P F" from pg_regress's per-test lines
+count_pg_regress()
+{
+	local p f
+	p=$(grep -E -c '^(ok|test|     ).* \.\.\. ok|^ok [0-9]+ ' "$1")
+	f=$(grep -E -c '\.\.\. FAILED|^not ok [0-9]+ ' "$1")
+	echo "$p $f"
+}
+
+run_regress()
+{
+	local tests out log p f rc
+	tests=$(ls sql/*.sql | grep -v '/schedlock--' | xargs -n1 basename | sed 's/\.sql$//' | sort)
+	[ -z "$tests" ] && return
+	out="$WORK/regress"
+	log="$WORK/regress.log"
+	sl_as_server mkdir -p "$out"
+	sl_as_server "$PGXS_DIR/src/test/regress/pg_regress" \
+		--inputdir="$SRCDIR" --outputdir="$out" --bindir="$PG_BINDIR" \
+		--host="$PGHOST" --port="$PGPORT" --user=postgres \
+		--dbname=contrib_regression --load-extension=schedlock \
+		$tests >"$log" 2>&1
+	rc=$?
+	cat "$log"
+	read -r p f <<<"$(count_pg_regress "$log")"
+	[ $rc -ne 0 ] && [ "$f" -eq 0 ] && f=1
+	[ -f "$out/regression.diffs" ] && head -200 "$out/regression.diffs"
+	record regress "$p" "$f"
+}
+
+run_isolation()
+{
+	local specs out log p f rc
+	specs=$(ls test/isolation/specs/*.spec 2>/dev/null | xargs -r -n1 basename | sed 's/\.spec$//' | sort)
+	[ -z "$specs" ] && return
+	out="$WORK/isolation"
+	log="$WORK/isolation.log"
+	sl_as_server mkdir -p "$out"
+	sl_as_server "$PGXS_DIR/src/test/isolation/pg_isolation_regress" \
+		--inputdir="$SRCDIR/test/isolation" --outputdir="$out" \
+		--host="$PGHOST" --port="$PGPORT" --user=postgres \
+		--dbname=isolation_regression --load-extension=schedlock \
+		$specs >"$log" 2>&1
+	rc=$?
+	cat "$log"
+	read -r p f <<<"$(count_pg_regress "$log")"
+	[ $rc -ne 0 ] && [ "$f" -eq 0 ] && f=1
+	[ -f "$out/regression.diffs" ] && head -200 "$out/regression.diffs"
+	record isolation "$p" "$f"
+}
+
+# count_tap LOGFILE RC : "P F" from a verbose TAP stream; a file that died
+# (non-zero exit without a failed assertion) counts as one failure
+count_tap()
+{
+	local p f
+	p=$(grep -E -c '^[[:space:]]*ok [0-9]+' "$1")
+	f=$(grep -E -c '^[[:space:]]*not ok [0-9]+' "$1")
+	if [ "$2" -ne 0 ] && [ "$f" -eq 0 ]; then
+		f=1
+	fi
+	echo "$p $f"
+}
+
+run_pgtap()
+{
+	local files fl log rc p f tp=0 tf=0
+	files=$(ls test/pgtap/*.sql 2>/dev/null | sort)
+	[ -z "$files" ] && return
+	sl_as_server psql -X -q -d postgres -v ON_ERROR_STOP=1 \
+		-c "DROP DATABASE IF EXISTS schedlock_tap" -c "CREATE DATABASE schedlock_tap" >/dev/null
+	sl_as_server psql -X -q -d schedlock_tap -v ON_ERROR_STOP=1 \
+		-c "CREATE EXTENSION pgtap" -c "CREATE EXTENSION schedlock" >/dev/null
+	for fl in $files; do
+		log="$WORK/pgtap-$(basename "$fl" .sql).log"
+		sl_as_server pg_prove --verbose -d schedlock_tap "$SRCDIR/$fl" >"$log" 2>&1
+		rc=$?
+		read -r p f <<<"$(count_tap "$log" $rc)"
+		[ "$f" -ne 0 ] && cat "$log"
+		tail -n 3 "$log"
+		tp=$((tp + p))
+		tf=$((tf + f))
+	done
+	record pgtap "$tp" "$tf"
+}
+
+run_suites()
+{
+	local s name log rc
+	for s in $(ls test/suites/*.sh 2>/dev/null | sort); do
+		name=$(basename "$s" .sh)
+		log="$WORK/suite-$name.log"
+		SUITE_TMP=$(sl_mktemp_dir "schedlock-$name")
+		sl_log "suite $name"
+		(cd "$SRCDIR" && SUITE_TMP=$SUITE_TMP sl_as_server bash "$SRCDIR/test/suites/$name.sh") >"$log" 2>&1
+		rc=$?
+		if [ $rc -eq 0 ]; then
+			tail -n 5 "$log"
+			record "suite $name" 1 0
+		else
+			tail -n 60 "$log"
+			record "suite $name" 0 1 "(exit $rc)"
+		fi
+		[ -z "$SL_KEEP" ] && rm -rf "$SUITE_TMP"
+	done
+}
+
+run_tap()
+{
+	local t name log rc p f tp=0 tf=0
+	[ -n "$(ls test/t/*.pl 2>/dev/null)" ] || return
+	for t in $(ls test/t/*.pl | sort); do
+		name=$(basename "$t" .pl)
+		log="$WORK/tap-$name.log"
+		sl_log "tap $name"
+		(cd "$SRCDIR" && TESTDIR="$WORK/tap-$name" \
+			PERL5LIB="$PGXS_DIR/src/test/perl:$SRCDIR/test/t" \
+			PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress" \
+			sl_as_server prove -v "$SRCDIR/$t") >"$log" 2>&1
+		rc=$?
+		read -r p f <<<"$(count_tap "$log" $rc)"
+		if [ "$f" -ne 0 ]; then
+			cat "$log"
+			for l in "$WORK/tap-$name"/tmp_check/log/*.log; do
+				[ -f "$l" ] && { echo "--- $l"; tail -n 40 "$l"; }
+			done
+		else
+			tail -n 3 "$log"
+		fi
+		tp=$((tp + p))
+		tf=$((tf + f))
+	done
+	record tap "$tp" "$tf"
+}
+
+for suite in $SL_ONLY; do
+	case $suite in
+		regress) run_regress ;;
+		isolation) run_isolation ;;
+		pgtap) run_pgtap ;;
+		suites) run_suites ;;
+		tap) run_tap ;;
+		*) echo "unknown suite $suite" >&2 ;;
+	esac
+done
+
+sl_cluster_stop_all
+[ -z "$SL_KEEP" ] && [ "$TOTAL_FAIL" -eq 0 ] && rm -rf "$WORK"
+
+echo
+echo "Summary:"
+printf '%s' "$SUMMARY"
+echo "$TOTAL_PASS passed, $TOTAL_FAIL failed"
+[ "$TOTAL_FAIL" -eq 0 ] && [ "$TOTAL_PASS" -gt 0 ]
