@@ -130,7 +130,7 @@ run_pgtap()
 	files=$(ls test/pgtap/*.sql 2>/dev/null | sort)
 	[ -z "$files" ] && return
 	sl_as_server psql -X -q -d postgres -v ON_ERROR_STOP=1 \
-		-c "DROP DATABASE IF EXISTS schedlock_tap" -c "CREATE DATABASE schedlock_tap" >/dev/null
+		-c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS schedlock_tap" -c "CREATE DATABASE schedlock_tap" >/dev/null
 	sl_as_server psql -X -q -d schedlock_tap -v ON_ERROR_STOP=1 \
 		-c "CREATE EXTENSION pgtap" -c "CREATE EXTENSION schedlock" >/dev/null
 	for fl in $files; do
