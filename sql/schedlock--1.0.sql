@@ -22,7 +22,7 @@ GRANT USAGE ON SCHEMA schedlock TO PUBLIC;
  * the table; the lock functions switch to the owner internally.
  */
 CREATE TABLE schedlock.lock_state (
-	lock_name text NOT NULL PRIMARY KEY
+	lock_name text COLLATE "C" NOT NULL PRIMARY KEY
 		CHECK (pg_catalog.length(lock_name) BETWEEN 1 AND 255),
 	token bigint NOT NULL,
 	holder text,

@@ -38,10 +38,13 @@
  * locks drops to zero (or at abort, when the change that needed it rolls
  * back), tracked per (sub)transaction below.
  *
- * The table is not writable by ordinary roles.  The functions switch to the
- * table owner (the extension owner) around their SPI calls, and every query
- * names its objects schema-qualified, so the caller's search_path is never
- * consulted.
+ * The table is not writable by ordinary roles.  The functions read it
+ * through its primary key and write it with the heap and index routines
+ * PostgreSQL uses for its own catalogs (no SQL is parsed, planned or
+ * executed), so neither the caller's rights nor its search_path play a part,
+ * and a call costs little more than the index probe and the heap update.
+ * Every change is followed by CommandCounterIncrement, so a later call in the
+ * same transaction (even in the same statement) sees it.
  *
  * IDENTIFICATION
  *	  src/lock.c
@@ -50,23 +53,28 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/stratnum.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
-#include "executor/spi.h"
 #include "fmgr.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
-#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "schedlock.h"
@@ -96,20 +104,6 @@ typedef struct LockRow
 	TimestampTz lock_until;
 	bool		released;
 } LockRow;
-
-/* Saved user identity while running SPI as the table owner. */
-typedef struct OwnerContext
-{
-	Oid			save_userid;
-	int			save_sec_context;
-} OwnerContext;
-
-/* Prepared statements, created on first use and kept for the session. */
-static SPIPlanPtr select_plan = NULL;
-static SPIPlanPtr insert_plan = NULL;
-static SPIPlanPtr takeover_plan = NULL;
-static SPIPlanPtr release_plan = NULL;
-static SPIPlanPtr extend_plan = NULL;
 
 /*
  * Session identity lock bookkeeping.  session_bound_count is the number of
@@ -478,140 +472,188 @@ next_token(bool has_prev, int64 prev)
 }
 
 /*
- * lock_table_owner
- *		OID of the owner of schedlock.lock_state; errors out when the
- *		extension is not installed in this database.
+ * Column numbers of schedlock.lock_state; lock_tables() checks them against
+ * the catalog once per cache fill.
  */
-static Oid
-lock_table_owner(void)
-{
-	Oid			nsp = get_namespace_oid("schedlock", true);
-	Oid			relid = InvalidOid;
-	Oid			owner;
-	HeapTuple	tup;
+#define Anum_lock_name				1
+#define Anum_lock_token				2
+#define Anum_lock_holder			3
+#define Anum_lock_holder_pid		4
+#define Anum_lock_holder_start		5
+#define Anum_lock_session_bound		6
+#define Anum_lock_locked_at			7
+#define Anum_lock_lock_until		8
+#define Anum_lock_min_until			9
+#define Anum_lock_released_at		10
+#define Natts_lock					10
 
-	if (OidIsValid(nsp))
-		relid = get_relname_relid("lock_state", nsp);
-	if (!OidIsValid(relid))
+/* OIDs of the lock table and its primary key, cached per backend. */
+static Oid	lock_relid = InvalidOid;
+static Oid	lock_indexid = InvalidOid;
+static bool lock_inval_registered = false;
+
+/*
+ * lock_relcache_callback
+ *		Forget the cached OIDs when the table (or everything) is invalidated,
+ *		e.g. by DROP EXTENSION.
+ */
+static void
+lock_relcache_callback(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == lock_relid || relid == lock_indexid)
+	{
+		lock_relid = InvalidOid;
+		lock_indexid = InvalidOid;
+	}
+}
+
+/*
+ * check_lock_table_shape
+ *		Make sure the table has the columns this file writes, in order.
+ */
+static void
+check_lock_table_shape(Relation rel)
+{
+	static const struct
+	{
+		const char *name;
+		Oid			type;
+	}			cols[Natts_lock] = {
+		{"lock_name", TEXTOID},
+		{"token", INT8OID},
+		{"holder", TEXTOID},
+		{"holder_pid", INT4OID},
+		{"holder_session_start", TIMESTAMPTZOID},
+		{"session_bound", BOOLOID},
+		{"locked_at", TIMESTAMPTZOID},
+		{"lock_until", TIMESTAMPTZOID},
+		{"min_until", TIMESTAMPTZOID},
+		{"released_at", TIMESTAMPTZOID},
+	};
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			i;
+
+	if (desc->natts != Natts_lock)
 		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("table schedlock.lock_state does not exist"),
-				 errhint("Run CREATE EXTENSION schedlock in this database.")));
-	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-	ReleaseSysCache(tup);
-	return owner;
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table schedlock.lock_state does not have the expected definition"),
+				 errhint("Reinstall the schedlock extension.")));
+	for (i = 0; i < Natts_lock; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped || att->atttypid != cols[i].type ||
+			strcmp(NameStr(att->attname), cols[i].name) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("table schedlock.lock_state does not have the expected definition"),
+					 errdetail("Column %d should be \"%s\".", i + 1, cols[i].name),
+					 errhint("Reinstall the schedlock extension.")));
+	}
 }
 
 /*
- * owner_spi_begin
- *		Become the table owner and connect to SPI.
+ * open_lock_table
+ *		Open schedlock.lock_state with RowExclusiveLock and return it; sets
+ *		*indexid to its primary key.  Errors out when the extension is not
+ *		installed in this database.
  */
-static void
-owner_spi_begin(OwnerContext *ctx)
+static Relation
+open_lock_table(Oid *indexid)
 {
-	Oid			owner = lock_table_owner();
+	Relation	rel;
 
-	GetUserIdAndSecContext(&ctx->save_userid, &ctx->save_sec_context);
-	SetUserIdAndSecContext(owner,
-						   ctx->save_sec_context |
-						   SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-}
+	if (!lock_inval_registered)
+	{
+		CacheRegisterRelcacheCallback(lock_relcache_callback, (Datum) 0);
+		lock_inval_registered = true;
+	}
+	if (!OidIsValid(lock_relid))
+	{
+		Oid			nsp = get_namespace_oid("schedlock", true);
+		Oid			relid = InvalidOid;
+		Oid			idxid = InvalidOid;
 
-/*
- * owner_spi_end
- *		Disconnect from SPI and become the caller again.  (On error, the
- *		transaction or subtransaction abort restores the user.)
- */
-static void
-owner_spi_end(OwnerContext *ctx)
-{
-	SPI_finish();
-	SetUserIdAndSecContext(ctx->save_userid, ctx->save_sec_context);
-}
-
-/*
- * prepare_plan
- *		Prepare and keep a statement; must be connected to SPI.
- */
-static SPIPlanPtr
-prepare_plan(const char *sql, int nargs, Oid *argtypes)
-{
-	SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
-
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
-			 sql, SPI_result_code_string(SPI_result));
-	if (SPI_keepplan(plan) != 0)
-		elog(ERROR, "SPI_keepplan failed");
-	return plan;
-}
-
-/*
- * run_plan
- *		Execute a kept plan with a fresh snapshot; returns SPI_processed.
- */
-static uint64
-run_plan(SPIPlanPtr plan, Datum *values, const char *nulls, int expected)
-{
-	int			rc;
-
-	rc = SPI_execute_snapshot(plan, values, nulls, GetLatestSnapshot(),
-							  InvalidSnapshot, false, false, 0);
-	if (rc != expected)
-		elog(ERROR, "schedlock lock statement failed: %s",
-			 SPI_result_code_string(rc));
-	return SPI_processed;
+		if (OidIsValid(nsp))
+		{
+			relid = get_relname_relid("lock_state", nsp);
+			idxid = get_relname_relid("lock_state_pkey", nsp);
+		}
+		if (!OidIsValid(relid) || !OidIsValid(idxid))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_TABLE),
+					 errmsg("table schedlock.lock_state does not exist"),
+					 errhint("Run CREATE EXTENSION schedlock in this database.")));
+		rel = table_open(relid, RowExclusiveLock);
+		check_lock_table_shape(rel);
+		lock_relid = relid;
+		lock_indexid = idxid;
+		*indexid = idxid;
+		return rel;
+	}
+	*indexid = lock_indexid;
+	return table_open(lock_relid, RowExclusiveLock);
 }
 
 /*
  * fetch_lock_row
- *		Read the row of a lock name; returns false when there is none.  Must
- *		be connected to SPI as the table owner, holding the name's mutex.
+ *		Look up the row of a lock name through the primary key, with a fresh
+ *		snapshot; returns a copy of the tuple (NULL when there is none) and
+ *		fills *row.  Must hold the name's mutex, so the row cannot change
+ *		underneath us.
  */
-static bool
-fetch_lock_row(const char *name, LockRow *row)
+static HeapTuple
+fetch_lock_row(Relation rel, Oid indexid, const char *name, LockRow *row)
 {
-	Datum		values[1];
+	ScanKeyData key;
+	SysScanDesc scan;
+	Snapshot	snapshot;
 	HeapTuple	tup;
-	TupleDesc	desc;
-	bool		isnull;
+	HeapTuple	copy = NULL;
 
-	if (select_plan == NULL)
+	/* the key column is COLLATE "C", which ScanKeyInit assumes */
+	ScanKeyInit(&key, Anum_lock_name, BTEqualStrategyNumber, F_TEXTEQ,
+				CStringGetTextDatum(name));
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	scan = systable_beginscan(rel, indexid, true, snapshot, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
 	{
-		Oid			types[1] = {TEXTOID};
+		Datum		values[Natts_lock];
+		bool		nulls[Natts_lock];
 
-		select_plan = prepare_plan(
-								   "SELECT token, session_bound, holder_pid, "
-								   "holder_session_start, lock_until, "
-								   "released_at IS NOT NULL "
-								   "FROM schedlock.lock_state "
-								   "WHERE lock_name OPERATOR(pg_catalog.=) $1",
-								   1, types);
+		copy = heap_copytuple(tup);
+		heap_deform_tuple(copy, RelationGetDescr(rel), values, nulls);
+		row->token = DatumGetInt64(values[Anum_lock_token - 1]);
+		row->session_bound = DatumGetBool(values[Anum_lock_session_bound - 1]) &&
+			!nulls[Anum_lock_holder_pid - 1] && !nulls[Anum_lock_holder_start - 1];
+		row->holder_pid = nulls[Anum_lock_holder_pid - 1] ? 0 :
+			DatumGetInt32(values[Anum_lock_holder_pid - 1]);
+		row->holder_session_start = nulls[Anum_lock_holder_start - 1] ? 0 :
+			DatumGetTimestampTz(values[Anum_lock_holder_start - 1]);
+		row->lock_until = DatumGetTimestampTz(values[Anum_lock_lock_until - 1]);
+		row->released = !nulls[Anum_lock_released_at - 1];
 	}
-	values[0] = CStringGetTextDatum(name);
-	if (run_plan(select_plan, values, NULL, SPI_OK_SELECT) == 0)
-		return false;
+	systable_endscan(scan);
+	UnregisterSnapshot(snapshot);
+	return copy;
+}
 
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	row->token = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-	row->session_bound = DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
-	row->holder_pid = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
-	if (isnull)
-		row->session_bound = false;
-	row->holder_session_start =
-		DatumGetTimestampTz(SPI_getbinval(tup, desc, 4, &isnull));
-	if (isnull)
-		row->session_bound = false;
-	row->lock_until = DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull));
-	row->released = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
-	return true;
+/*
+ * update_lock_row
+ *		Replace the columns marked in repl of the row oldtup, and make the
+ *		change visible to the rest of this transaction.
+ */
+static void
+update_lock_row(Relation rel, HeapTuple oldtup, Datum *values, bool *nulls,
+				bool *repl)
+{
+	HeapTuple	newtup;
+
+	newtup = heap_modify_tuple(oldtup, RelationGetDescr(rel), values, nulls, repl);
+	CatalogTupleUpdate(rel, &oldtup->t_self, newtup);
+	heap_freetuple(newtup);
+	CommandCounterIncrement();
 }
 
 /*
@@ -662,12 +704,13 @@ schedlock_acquire(PG_FUNCTION_ARGS)
 	TimestampTz until;
 	TimestampTz min_until;
 	LOCKTAG		mutex;
-	OwnerContext ctx;
+	Relation	rel;
+	Oid			indexid;
 	LockRow		row;
-	bool		found;
+	HeapTuple	oldtup;
 	int64		token;
-	Datum		values[9];
-	char		nulls[9];
+	Datum		values[Natts_lock];
+	bool		nulls[Natts_lock];
 
 	if (PG_ARGISNULL(4))
 		ereport(ERROR,
@@ -708,71 +751,51 @@ schedlock_acquire(PG_FUNCTION_ARGS)
 	if (LockAcquire(&mutex, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
 		PG_RETURN_NULL();
 
-	owner_spi_begin(&ctx);
-	found = fetch_lock_row(name, &row);
-	if (found && blocks_acquire(&row, now))
+	rel = open_lock_table(&indexid);
+	oldtup = fetch_lock_row(rel, indexid, name, &row);
+	if (oldtup != NULL && blocks_acquire(&row, now))
 	{
-		owner_spi_end(&ctx);
+		table_close(rel, RowExclusiveLock);
 		LockRelease(&mutex, ExclusiveLock, false);
 		PG_RETURN_NULL();
 	}
 
-	token = next_token(found, found ? row.token : 0);
+	token = next_token(oldtup != NULL, oldtup != NULL ? row.token : 0);
 	if (session_bound)
 		ensure_session_lock();
 
-	memset(nulls, ' ', sizeof(nulls));
-	values[1] = Int64GetDatum(token);
+	memset(nulls, false, sizeof(nulls));
+	values[Anum_lock_name - 1] = CStringGetTextDatum(name);
+	values[Anum_lock_token - 1] = Int64GetDatum(token);
 	if (holder != NULL)
-		values[2] = PointerGetDatum(holder);
+		values[Anum_lock_holder - 1] = PointerGetDatum(holder);
 	else
-		nulls[2] = 'n';
-	values[3] = Int32GetDatum(MyProcPid);
-	values[4] = TimestampTzGetDatum(MyStartTimestamp);
-	values[5] = BoolGetDatum(session_bound);
-	values[6] = TimestampTzGetDatum(now);
-	values[7] = TimestampTzGetDatum(until);
-	values[8] = TimestampTzGetDatum(min_until);
+		nulls[Anum_lock_holder - 1] = true;
+	values[Anum_lock_holder_pid - 1] = Int32GetDatum(MyProcPid);
+	values[Anum_lock_holder_start - 1] = TimestampTzGetDatum(MyStartTimestamp);
+	values[Anum_lock_session_bound - 1] = BoolGetDatum(session_bound);
+	values[Anum_lock_locked_at - 1] = TimestampTzGetDatum(now);
+	values[Anum_lock_lock_until - 1] = TimestampTzGetDatum(until);
+	values[Anum_lock_min_until - 1] = TimestampTzGetDatum(min_until);
+	nulls[Anum_lock_released_at - 1] = true;
 
-	if (found)
+	if (oldtup != NULL)
 	{
-		if (takeover_plan == NULL)
-		{
-			Oid			types[9] = {TEXTOID, INT8OID, TEXTOID, INT4OID,
-			TIMESTAMPTZOID, BOOLOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-			TIMESTAMPTZOID};
+		bool		repl[Natts_lock];
 
-			takeover_plan = prepare_plan(
-										 "UPDATE schedlock.lock_state SET token = $2, holder = $3, "
-										 "holder_pid = $4, holder_session_start = $5, "
-										 "session_bound = $6, locked_at = $7, lock_until = $8, "
-										 "min_until = $9, released_at = NULL "
-										 "WHERE lock_name OPERATOR(pg_catalog.=) $1",
-										 9, types);
-		}
-		values[0] = CStringGetTextDatum(name);
-		if (run_plan(takeover_plan, values, nulls, SPI_OK_UPDATE) != 1)
-			elog(ERROR, "lock row \"%s\" vanished", name);
+		memset(repl, true, sizeof(repl));
+		repl[Anum_lock_name - 1] = false;
+		update_lock_row(rel, oldtup, values, nulls, repl);
 	}
 	else
 	{
-		if (insert_plan == NULL)
-		{
-			Oid			types[9] = {TEXTOID, INT8OID, TEXTOID, INT4OID,
-			TIMESTAMPTZOID, BOOLOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-			TIMESTAMPTZOID};
+		HeapTuple	newtup = heap_form_tuple(RelationGetDescr(rel), values, nulls);
 
-			insert_plan = prepare_plan(
-									   "INSERT INTO schedlock.lock_state (lock_name, token, holder, "
-									   "holder_pid, holder_session_start, session_bound, locked_at, "
-									   "lock_until, min_until) "
-									   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-									   9, types);
-		}
-		values[0] = CStringGetTextDatum(name);
-		run_plan(insert_plan, values, nulls, SPI_OK_INSERT);
+		CatalogTupleInsert(rel, newtup);
+		heap_freetuple(newtup);
+		CommandCounterIncrement();
 	}
-	owner_spi_end(&ctx);
+	table_close(rel, RowExclusiveLock);
 
 	if (session_bound)
 		push_session_delta(1);
@@ -795,10 +818,14 @@ schedlock_release(PG_FUNCTION_ARGS)
 	char	   *name = get_lock_name(fcinfo, 0);
 	int64		token = get_token(fcinfo, 1);
 	LOCKTAG		mutex;
-	OwnerContext ctx;
+	Relation	rel;
+	Oid			indexid;
 	LockRow		row;
+	HeapTuple	oldtup;
 	TimestampTz now;
-	Datum		values[2];
+	Datum		values[Natts_lock];
+	bool		nulls[Natts_lock];
+	bool		repl[Natts_lock];
 
 	check_primary("schedlock_release");
 
@@ -806,29 +833,33 @@ schedlock_release(PG_FUNCTION_ARGS)
 	(void) LockAcquire(&mutex, ExclusiveLock, false, false);
 	now = GetCurrentTimestamp();
 
-	owner_spi_begin(&ctx);
-	if (!fetch_lock_row(name, &row) || row.token != token || row.released)
+	rel = open_lock_table(&indexid);
+	oldtup = fetch_lock_row(rel, indexid, name, &row);
+	if (oldtup == NULL || row.token != token || row.released)
 	{
-		owner_spi_end(&ctx);
+		table_close(rel, RowExclusiveLock);
 		LockRelease(&mutex, ExclusiveLock, false);
 		PG_RETURN_BOOL(false);
 	}
 
-	if (release_plan == NULL)
+	/* lock_until = greatest(now, min_until), released_at = now, unbound */
 	{
-		Oid			types[2] = {TEXTOID, TIMESTAMPTZOID};
+		bool		isnull;
+		TimestampTz min_until;
 
-		release_plan = prepare_plan(
-									"UPDATE schedlock.lock_state "
-									"SET lock_until = GREATEST($2, min_until), released_at = $2, "
-									"session_bound = false "
-									"WHERE lock_name OPERATOR(pg_catalog.=) $1",
-									2, types);
+		min_until = DatumGetTimestampTz(heap_getattr(oldtup, Anum_lock_min_until,
+													 RelationGetDescr(rel), &isnull));
+		memset(repl, false, sizeof(repl));
+		memset(nulls, false, sizeof(nulls));
+		values[Anum_lock_lock_until - 1] = TimestampTzGetDatum(Max(now, min_until));
+		repl[Anum_lock_lock_until - 1] = true;
+		values[Anum_lock_released_at - 1] = TimestampTzGetDatum(now);
+		repl[Anum_lock_released_at - 1] = true;
+		values[Anum_lock_session_bound - 1] = BoolGetDatum(false);
+		repl[Anum_lock_session_bound - 1] = true;
+		update_lock_row(rel, oldtup, values, nulls, repl);
 	}
-	values[0] = CStringGetTextDatum(name);
-	values[1] = TimestampTzGetDatum(now);
-	run_plan(release_plan, values, NULL, SPI_OK_UPDATE);
-	owner_spi_end(&ctx);
+	table_close(rel, RowExclusiveLock);
 
 	if (row.session_bound && row.holder_pid == MyProcPid &&
 		row.holder_session_start == MyStartTimestamp)
@@ -851,10 +882,14 @@ schedlock_extend(PG_FUNCTION_ARGS)
 	int64		token = get_token(fcinfo, 1);
 	Interval   *most = get_interval(fcinfo, 2, "lock_at_most_for");
 	LOCKTAG		mutex;
-	OwnerContext ctx;
+	Relation	rel;
+	Oid			indexid;
 	LockRow		row;
+	HeapTuple	oldtup;
 	TimestampTz now;
-	Datum		values[2];
+	Datum		values[Natts_lock];
+	bool		nulls[Natts_lock];
+	bool		repl[Natts_lock];
 
 	check_lock_at_most_for(most);
 	check_primary("schedlock_extend");
@@ -863,28 +898,21 @@ schedlock_extend(PG_FUNCTION_ARGS)
 	(void) LockAcquire(&mutex, ExclusiveLock, false, false);
 	now = GetCurrentTimestamp();
 
-	owner_spi_begin(&ctx);
-	if (!fetch_lock_row(name, &row) || row.token != token ||
-		!lease_valid(&row, now))
+	rel = open_lock_table(&indexid);
+	oldtup = fetch_lock_row(rel, indexid, name, &row);
+	if (oldtup == NULL || row.token != token || !lease_valid(&row, now))
 	{
-		owner_spi_end(&ctx);
+		table_close(rel, RowExclusiveLock);
 		LockRelease(&mutex, ExclusiveLock, false);
 		PG_RETURN_BOOL(false);
 	}
 
-	if (extend_plan == NULL)
-	{
-		Oid			types[2] = {TEXTOID, TIMESTAMPTZOID};
-
-		extend_plan = prepare_plan(
-								   "UPDATE schedlock.lock_state SET lock_until = $2 "
-								   "WHERE lock_name OPERATOR(pg_catalog.=) $1",
-								   2, types);
-	}
-	values[0] = CStringGetTextDatum(name);
-	values[1] = TimestampTzGetDatum(plus_interval(now, most));
-	run_plan(extend_plan, values, NULL, SPI_OK_UPDATE);
-	owner_spi_end(&ctx);
+	memset(repl, false, sizeof(repl));
+	memset(nulls, false, sizeof(nulls));
+	values[Anum_lock_lock_until - 1] = TimestampTzGetDatum(plus_interval(now, most));
+	repl[Anum_lock_lock_until - 1] = true;
+	update_lock_row(rel, oldtup, values, nulls, repl);
+	table_close(rel, RowExclusiveLock);
 
 	PG_RETURN_BOOL(true);
 }
@@ -904,7 +932,8 @@ schedlock_assert(PG_FUNCTION_ARGS)
 	char	   *name = get_lock_name(fcinfo, 0);
 	int64		token = get_token(fcinfo, 1);
 	LOCKTAG		mutex;
-	OwnerContext ctx;
+	Relation	rel;
+	Oid			indexid;
 	LockRow		row;
 	bool		found;
 	TimestampTz now;
@@ -913,9 +942,9 @@ schedlock_assert(PG_FUNCTION_ARGS)
 	(void) LockAcquire(&mutex, ExclusiveLock, false, false);
 	now = GetCurrentTimestamp();
 
-	owner_spi_begin(&ctx);
-	found = fetch_lock_row(name, &row);
-	owner_spi_end(&ctx);
+	rel = open_lock_table(&indexid);
+	found = fetch_lock_row(rel, indexid, name, &row) != NULL;
+	table_close(rel, RowExclusiveLock);
 
 	if (!found)
 		ereport(ERROR,
