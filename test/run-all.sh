@@ -175,6 +175,7 @@ run_tap()
 		name=$(basename "$t" .pl)
 		log="$WORK/tap-$name.log"
 		sl_log "tap $name"
+		sl_as_server mkdir -p "$WORK/tap-$name/tmp_check/log"
 		(cd "$SRCDIR" && TESTDIR="$WORK/tap-$name" \
 			PERL5LIB="$PGXS_DIR/src/test/perl:$SRCDIR/test/t" \
 			PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress" \
