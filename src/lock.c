@@ -685,6 +685,36 @@ lease_valid(const LockRow *row, TimestampTz now)
 }
 
 /*
+ * wait_and_fetch
+ *		For release, extend and assert: wait for the name's mutex (these are
+ *		short operations by the holder, so waiting is right), open the table
+ *		and fetch the row.  Returns the row's tuple, or NULL when the name
+ *		does not exist; *now is the clock after the wait.
+ */
+static HeapTuple
+wait_and_fetch(const char *name, LOCKTAG *mutex, Relation *rel, Oid *indexid,
+			   LockRow *row, TimestampTz *now)
+{
+	set_mutex_tag(mutex, name);
+	(void) LockAcquire(mutex, ExclusiveLock, false, false);
+	*now = GetCurrentTimestamp();
+	*rel = open_lock_table(indexid);
+	return fetch_lock_row(*rel, *indexid, name, row);
+}
+
+/*
+ * give_up
+ *		Close the table and drop the mutex of an operation that changed
+ *		nothing.
+ */
+static void
+give_up(Relation rel, LOCKTAG *mutex)
+{
+	table_close(rel, RowExclusiveLock);
+	LockRelease(mutex, ExclusiveLock, false);
+}
+
+/*
  * schedlock_acquire
  *		schedlock_acquire(lock_name, lock_at_most_for, lock_at_least_for,
  *						  holder, session_bound) RETURNS bigint
@@ -755,8 +785,7 @@ schedlock_acquire(PG_FUNCTION_ARGS)
 	oldtup = fetch_lock_row(rel, indexid, name, &row);
 	if (oldtup != NULL && blocks_acquire(&row, now))
 	{
-		table_close(rel, RowExclusiveLock);
-		LockRelease(&mutex, ExclusiveLock, false);
+		give_up(rel, &mutex);
 		PG_RETURN_NULL();
 	}
 
@@ -829,16 +858,10 @@ schedlock_release(PG_FUNCTION_ARGS)
 
 	check_primary("schedlock_release");
 
-	set_mutex_tag(&mutex, name);
-	(void) LockAcquire(&mutex, ExclusiveLock, false, false);
-	now = GetCurrentTimestamp();
-
-	rel = open_lock_table(&indexid);
-	oldtup = fetch_lock_row(rel, indexid, name, &row);
+	oldtup = wait_and_fetch(name, &mutex, &rel, &indexid, &row, &now);
 	if (oldtup == NULL || row.token != token || row.released)
 	{
-		table_close(rel, RowExclusiveLock);
-		LockRelease(&mutex, ExclusiveLock, false);
+		give_up(rel, &mutex);
 		PG_RETURN_BOOL(false);
 	}
 
@@ -894,16 +917,10 @@ schedlock_extend(PG_FUNCTION_ARGS)
 	check_lock_at_most_for(most);
 	check_primary("schedlock_extend");
 
-	set_mutex_tag(&mutex, name);
-	(void) LockAcquire(&mutex, ExclusiveLock, false, false);
-	now = GetCurrentTimestamp();
-
-	rel = open_lock_table(&indexid);
-	oldtup = fetch_lock_row(rel, indexid, name, &row);
+	oldtup = wait_and_fetch(name, &mutex, &rel, &indexid, &row, &now);
 	if (oldtup == NULL || row.token != token || !lease_valid(&row, now))
 	{
-		table_close(rel, RowExclusiveLock);
-		LockRelease(&mutex, ExclusiveLock, false);
+		give_up(rel, &mutex);
 		PG_RETURN_BOOL(false);
 	}
 
@@ -937,47 +954,30 @@ schedlock_assert(PG_FUNCTION_ARGS)
 	LockRow		row;
 	bool		found;
 	TimestampTz now;
+	char	   *reason = NULL;
 
-	set_mutex_tag(&mutex, name);
-	(void) LockAcquire(&mutex, ExclusiveLock, false, false);
-	now = GetCurrentTimestamp();
-
-	rel = open_lock_table(&indexid);
-	found = fetch_lock_row(rel, indexid, name, &row) != NULL;
+	found = wait_and_fetch(name, &mutex, &rel, &indexid, &row, &now) != NULL;
 	table_close(rel, RowExclusiveLock);
 
 	if (!found)
+		reason = pstrdup("No lock of that name was ever acquired.");
+	else if (row.token != token)
+		reason = psprintf("The lock was acquired again since, with token " INT64_FORMAT ".",
+						  row.token);
+	else if (row.released)
+		reason = pstrdup("The lease was released.");
+	else if (row.lock_until <= now)
+		reason = psprintf("The lease expired at %s.",
+						  timestamptz_to_str(row.lock_until));
+	else if (!lease_valid(&row, now))
+		reason = pstrdup("The session that held the session-bound lock has ended.");
+
+	if (reason != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_SCHEDLOCK_LEASE_LOST),
 				 errmsg("lock \"%s\" is not held by token " INT64_FORMAT,
 						name, token),
-				 errdetail("No lock of that name was ever acquired.")));
-	if (row.token != token)
-		ereport(ERROR,
-				(errcode(ERRCODE_SCHEDLOCK_LEASE_LOST),
-				 errmsg("lock \"%s\" is not held by token " INT64_FORMAT,
-						name, token),
-				 errdetail("The lock was acquired again since, with token " INT64_FORMAT ".",
-						   row.token)));
-	if (row.released)
-		ereport(ERROR,
-				(errcode(ERRCODE_SCHEDLOCK_LEASE_LOST),
-				 errmsg("lock \"%s\" is not held by token " INT64_FORMAT,
-						name, token),
-				 errdetail("The lease was released.")));
-	if (row.lock_until <= now)
-		ereport(ERROR,
-				(errcode(ERRCODE_SCHEDLOCK_LEASE_LOST),
-				 errmsg("lock \"%s\" is not held by token " INT64_FORMAT,
-						name, token),
-				 errdetail("The lease expired at %s.",
-						   timestamptz_to_str(row.lock_until))));
-	if (!lease_valid(&row, now))
-		ereport(ERROR,
-				(errcode(ERRCODE_SCHEDLOCK_LEASE_LOST),
-				 errmsg("lock \"%s\" is not held by token " INT64_FORMAT,
-						name, token),
-				 errdetail("The session that held the session-bound lock has ended.")));
+				 errdetail_internal("%s", reason)));
 
 	/* keep the mutex: no takeover until this transaction ends */
 	PG_RETURN_VOID();
