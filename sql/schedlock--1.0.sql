@@ -112,6 +112,32 @@ GRANT SELECT ON schedlock.locks TO PUBLIC;
 -- Cron engine (src/cron_sql.c)
 -------------------------------------------------------------------------------
 
+/*
+ * Both functions read schedlock.timezone when timezone is NULL, hence
+ * STABLE.  They are CALLED ON NULL INPUT so that a NULL schedule, after or
+ * count raises an error instead of quietly returning NULL.
+ */
+CREATE FUNCTION @extschema@.cron_next(schedule text,
+									  after timestamptz DEFAULT pg_catalog.now(),
+									  timezone text DEFAULT NULL)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'schedlock_cron_next'
+LANGUAGE C CALLED ON NULL INPUT STABLE PARALLEL SAFE;
+
+COMMENT ON FUNCTION @extschema@.cron_next(text, timestamptz, text) IS
+	'first time strictly after "after" at which the cron schedule fires in the time zone (NULL: schedlock.timezone); NULL for @reboot';
+
+CREATE FUNCTION @extschema@.cron_next_runs(schedule text,
+										   count integer,
+										   after timestamptz DEFAULT pg_catalog.now(),
+										   timezone text DEFAULT NULL)
+RETURNS SETOF timestamptz
+AS 'MODULE_PATHNAME', 'schedlock_cron_next_runs'
+LANGUAGE C CALLED ON NULL INPUT STABLE PARALLEL SAFE ROWS 10;
+
+COMMENT ON FUNCTION @extschema@.cron_next_runs(text, integer, timestamptz, text) IS
+	'the next count (0 to 100000) times strictly after "after" at which the cron schedule fires, in order';
+
 -------------------------------------------------------------------------------
 -- Job scheduler
 -------------------------------------------------------------------------------

@@ -26,7 +26,10 @@
  * Fencing tokens are max(previous token + 1, timeline << 40 | 1): strictly
  * increasing per name, and a promoted standby (which always starts a new,
  * higher timeline) hands out tokens above anything its old primary could have
- * handed out, even tokens whose WAL never reached the standby.
+ * handed out, even tokens whose WAL never reached the standby.  Acquire and
+ * extend force a synchronous commit (ForceSyncCommit), so that under
+ * synchronous_commit = off a crash cannot lose a token or renewal the caller
+ * has already been told about.
  *
  * Session-bound locks: every session that holds at least one session-bound
  * lock holds one session-level advisory lock on a tag that identifies the
@@ -826,6 +829,15 @@ schedlock_acquire(PG_FUNCTION_ARGS)
 	}
 	table_close(rel, RowExclusiveLock);
 
+	/*
+	 * Flush our commit record before the commit is reported, whatever
+	 * synchronous_commit says: under synchronous_commit = off a crash could
+	 * otherwise lose this commit after the caller was told about it, and hand
+	 * the same token out again (test/t/005_tokens_async_commit_crash.pl).
+	 * Costs nothing extra when synchronous_commit is on.
+	 */
+	ForceSyncCommit();
+
 	if (session_bound)
 		push_session_delta(1);
 
@@ -930,6 +942,9 @@ schedlock_extend(PG_FUNCTION_ARGS)
 	repl[Anum_lock_lock_until - 1] = true;
 	update_lock_row(rel, oldtup, values, nulls, repl);
 	table_close(rel, RowExclusiveLock);
+
+	/* a renewal the caller relies on must survive a crash, as in acquire */
+	ForceSyncCommit();
 
 	PG_RETURN_BOOL(true);
 }

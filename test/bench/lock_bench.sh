@@ -12,7 +12,8 @@
 # Environment: BENCH_CLIENTS (8), BENCH_SECONDS (10 per run), BENCH_ROUNDS
 # (3; the median tps of the rounds is reported), BENCH_CONF (extra
 # postgresql.conf lines; default: durable settings, fsync and
-# synchronous_commit on).  Writes test/bench/out/locks.md.
+# synchronous_commit on), BENCH_OUT (the markdown table; default
+# test/bench/out/locks.md).
 
 set -u
 cd "$(dirname "$0")/../.." || exit 2
@@ -25,7 +26,12 @@ CONF=${BENCH_CONF:-"fsync = on
 synchronous_commit = on"}
 
 sl_ensure_packages $SL_BASE_PACKAGES || exit 2
+# build under the project's build lock when we may take it
+if { exec 9>>/tmp/schedlock-build.lock; } 2>/dev/null; then
+	flock 9
+fi
 sl_build_install || exit 2
+exec 9>&-
 B=$(sl_mktemp_dir schedlock-bench)
 sl_cluster_start "$B" "$CONF
 shared_buffers = '256MB'" || exit 2
@@ -54,7 +60,10 @@ SELECT pg_try_advisory_lock(:k) AS got \gset
 SELECT pg_advisory_unlock(:k);
 \endif
 EOF
-	# ShedLock's PostgreSQL lock provider with usingDbTime(): lock, then unlock
+	# ShedLock's PostgreSQL lock provider with usingDbTime(): lock, then
+	# unlock (lock_until = the later of now and locked_at + lockAtLeastFor,
+	# here 0).  ShedLock checks the INSERT's row count; the CTE turns that
+	# count into a variable pgbench can test.
 	cat >"$dir/shedlock.sql" <<EOF
 $pick
 WITH l AS (
@@ -65,7 +74,7 @@ SET lock_until = timezone('utc', CURRENT_TIMESTAMP) + interval '10 minutes', loc
 WHERE shedlock.lock_until <= timezone('utc', CURRENT_TIMESTAMP)
 RETURNING 1) SELECT count(*) AS got FROM l \gset
 \if :got
-UPDATE shedlock SET lock_until = timezone('utc', CURRENT_TIMESTAMP) WHERE name = ('n' || :k) AND locked_by = 'bench-host';
+UPDATE shedlock SET lock_until = CASE WHEN locked_at + interval '0 seconds' > timezone('utc', CURRENT_TIMESTAMP) THEN locked_at + interval '0 seconds' ELSE timezone('utc', CURRENT_TIMESTAMP) END WHERE name = ('n' || :k) AND locked_by = 'bench-host';
 \endif
 EOF
 	cat >"$dir/lease.sql" <<EOF
@@ -100,19 +109,23 @@ median()
 	tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
 }
 
-declare -A TPS
+declare -A TPS RUNS
 WORKLOADS="select1 advisory shedlock lease session"
 for mode in uncontended contended; do
 	# warm the name space once so that uncontended runs update existing rows
 	run_one "$B/$mode" lease >/dev/null
 	run_one "$B/$mode" shedlock >/dev/null
-	for w in $WORKLOADS; do
-		runs=""
-		for _ in $(seq 1 "$ROUNDS"); do
-			runs="$runs $(run_one "$B/$mode" "$w")"
+	# rounds go round the workloads, so that a change in the machine's load
+	# during the run hits every workload alike
+	for r in $(seq 1 "$ROUNDS"); do
+		for w in $WORKLOADS; do
+			RUNS[$mode.$w]="${RUNS[$mode.$w]:-} $(run_one "$B/$mode" "$w")"
 		done
-		TPS[$mode.$w]=$(echo "$runs" | median)
-		sl_log "$mode $w: tps per round:$runs -> median ${TPS[$mode.$w]}"
+		sl_log "$mode round $r done"
+	done
+	for w in $WORKLOADS; do
+		TPS[$mode.$w]=$(echo "${RUNS[$mode.$w]}" | median)
+		sl_log "$mode $w: tps per round:${RUNS[$mode.$w]} -> median ${TPS[$mode.$w]}"
 	done
 done
 
@@ -121,9 +134,12 @@ ratio()
 	awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'
 }
 
-OUT=test/bench/out
-mkdir -p "$OUT"
+OUT=${BENCH_OUT:-test/bench/out/locks.md}
+mkdir -p "$(dirname "$OUT")"
+SETTINGS="$(echo "$CONF" | tr '\n' ',' | sed 's/,$//'); PostgreSQL $("$PG_BINDIR/postgres" --version | awk '{print $3}'), $(nproc) cores"
 {
+	echo "\`bash test/bench/lock_bench.sh\` ($SETTINGS; pgbench -M prepared -c $CLIENTS -j 2, $(date -u +%Y-%m-%d))"
+	echo
 	echo "| workload ($CLIENTS clients, median of $ROUNDS x ${SECS}s) | uncontended tps | contended tps |"
 	echo "| --- | ---: | ---: |"
 	echo "| \`SELECT 1\` | ${TPS[uncontended.select1]} | ${TPS[contended.select1]} |"
@@ -133,10 +149,9 @@ mkdir -p "$OUT"
 	echo "| schedlock session-bound acquire + release | ${TPS[uncontended.session]} | ${TPS[contended.session]} |"
 	echo "| **lease / ShedLock** (target >= 1.0) | **$(ratio "${TPS[uncontended.lease]}" "${TPS[uncontended.shedlock]}")** | **$(ratio "${TPS[contended.lease]}" "${TPS[contended.shedlock]}")** |"
 	echo "| **session-bound / advisory pair** (target >= 0.7) | **$(ratio "${TPS[uncontended.session]}" "${TPS[uncontended.advisory]}")** | **$(ratio "${TPS[contended.session]}" "${TPS[contended.advisory]}")** |"
-} >"$OUT/locks.md"
+} >"$OUT"
 
 echo
-echo "settings: $(echo "$CONF" | tr '\n' ',' | sed 's/,$//'); PostgreSQL $("$PG_BINDIR/postgres" --version | awk '{print $3}'), $(nproc) cores"
-cat "$OUT/locks.md"
+cat "$OUT"
 sl_cluster_stop_all
 rm -rf "$B"

@@ -3,5 +3,5 @@
 \set n random(1, 4)
 SELECT coalesce(schedlock_acquire('stress-' || :n, '50 milliseconds', '0', 'client-' || :client_id), 0) AS tok \gset
 \if :tok > 0
-INSERT INTO crit (name, token, client, kind) VALUES ('stress-' || :n, :tok, :client_id, 'crash');
+SELECT stress_enter('stress-' || :n, :tok, :client_id, 'crash');
 \endif

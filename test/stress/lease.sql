@@ -2,11 +2,13 @@
 \set n random(1, 4)
 SELECT coalesce(schedlock_acquire('stress-' || :n, '30 seconds', '0', 'client-' || :client_id), 0) AS tok \gset
 \if :tok > 0
-INSERT INTO crit (name, token, client, kind) VALUES ('stress-' || :n, :tok, :client_id, 'lease');
+SELECT stress_enter('stress-' || :n, :tok, :client_id, 'lease') AS entered \gset
+\if :entered
 SELECT pg_sleep(0.002);
 BEGIN;
 SELECT schedlock_assert('stress-' || :n, :tok);
 UPDATE crit SET left_at = clock_timestamp() WHERE name = 'stress-' || :n AND token = :tok;
 COMMIT;
 SELECT schedlock_release('stress-' || :n, :tok);
+\endif
 \endif

@@ -1,10 +1,12 @@
 -- test/stress/setup.sql: the critical-section log and its checker.
 CREATE EXTENSION schedlock;
 
--- One row per critical section: entered_at is written after the acquire has
--- committed (so the lock is in force), left_at in the same transaction as a
--- schedlock_assert (so the lease was still in force then).  A holder that
--- "crashes" never writes left_at.
+-- One row per critical section.  Both ends are written in a transaction that
+-- first passed schedlock_assert, i.e. while the lease was proven in force
+-- and nobody could take it over before that transaction committed:
+-- entered_at by stress_enter() after the acquire has committed (an acquire
+-- takes effect only at its commit), left_at by the leave transaction of the
+-- scripts.  A holder that "crashes" never writes left_at.
 CREATE TABLE crit (
 	id bigserial PRIMARY KEY,
 	name text NOT NULL,
@@ -14,6 +16,22 @@ CREATE TABLE crit (
 	entered_at timestamptz NOT NULL DEFAULT clock_timestamp(),
 	left_at timestamptz
 );
+
+-- stress_enter(name, tok, client, kind): record entering the critical
+-- section of the lease held with tok; false (nothing recorded) when the
+-- lease was already lost -- a short lease can expire before its holder gets
+-- here on a loaded machine, and such a holder must not enter.
+CREATE FUNCTION stress_enter(p_name text, p_tok bigint, p_client int, p_kind text)
+RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM schedlock_assert(p_name, p_tok);
+	INSERT INTO crit (name, token, client, kind) VALUES (p_name, p_tok, p_client, p_kind);
+	RETURN true;
+EXCEPTION WHEN SQLSTATE 'SL001' THEN
+	RETURN false;
+END;
+$$;
 
 -- check_log(tab): overlapping holders per name, and tokens that do not
 -- increase in the order the sections were entered.

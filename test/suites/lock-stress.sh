@@ -3,7 +3,9 @@
 # SL_STRESS_SECONDS (default 30) race for 4 lock names.  Each holder logs its
 # critical section with its token; the checker asserts zero overlapping
 # holders per name, strictly increasing tokens, and that the checker itself
-# catches an overlap and a token regression planted in a copy of the log.
+# catches an overlap, a token regression and a reused token planted in a copy
+# of the log.  Both ends of a critical section are recorded in a transaction
+# that passed schedlock_assert (see test/stress/setup.sql).
 set -eu
 CLIENTS=${SL_STRESS_CLIENTS:-32}
 SECONDS_=${SL_STRESS_SECONDS:-30}
@@ -48,10 +50,14 @@ SELECT -1, name, token + 1000000, -1, 'planted', entered_at + (left_at - entered
 INSERT INTO crit_planted (id, name, token, client, kind, entered_at, left_at)
 SELECT -2, name, 1, -1, 'planted', left_at + interval '1 hour', left_at + interval '1 hour 1 ms'
   FROM crit WHERE name = 'stress-2' ORDER BY entered_at DESC LIMIT 1;
+-- a second, later section of stress-3 with a token already used
+INSERT INTO crit_planted (id, name, token, client, kind, entered_at, left_at)
+SELECT -3, name, token, -1, 'planted', left_at + interval '2 hours', left_at + interval '2 hours 1 ms'
+  FROM crit WHERE name = 'stress-3' ORDER BY entered_at DESC LIMIT 1;
 SQL
-read -r _ p_overlaps p_not_increasing _ < <(psql -X -q -A -t -F ' ' -v ON_ERROR_STOP=1 \
+read -r _ p_overlaps p_not_increasing p_dups < <(psql -X -q -A -t -F ' ' -v ON_ERROR_STOP=1 \
 	-c "SELECT * FROM check_log('crit_planted')")
-echo "planted faults found: overlaps=$p_overlaps not_increasing=$p_not_increasing"
+echo "planted faults found: overlaps=$p_overlaps not_increasing=$p_not_increasing duplicate_tokens=$p_dups"
 
 psql -X -q -d postgres -c "DROP DATABASE $DB"
 
@@ -63,5 +69,6 @@ fail=0
 [ "$dups" -eq 0 ] || { echo "FAIL: $dups duplicate tokens"; fail=1; }
 [ "$p_overlaps" -ge 1 ] || { echo "FAIL: the checker missed a planted overlap"; fail=1; }
 [ "$p_not_increasing" -ge 1 ] || { echo "FAIL: the checker missed a planted token regression"; fail=1; }
+[ "$p_dups" -ge 1 ] || { echo "FAIL: the checker missed a planted duplicate token"; fail=1; }
 [ $fail -eq 0 ] && echo "lock-stress: $sections critical sections, 0 overlaps, tokens strictly increasing"
 exit $fail

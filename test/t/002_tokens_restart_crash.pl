@@ -65,6 +65,8 @@ $node->poll_query_until('app', 'SELECT 1', '1')
 ok( $node->log_contains(
 		'terminating any other active server processes|all server processes terminated',
 		$logstart),
+	'the server killed every backend after the crash');
+ok($node->log_contains('automatic recovery in progress', $logstart),
 	'the server went through crash recovery');
 $inflight->quit;
 

@@ -35,12 +35,16 @@ $primary->wait_for_catchup($standby);
 
 is($standby->safe_psql('app', "SELECT token FROM schedlock.locks WHERE lock_name = 'job'"),
 	$seen, 'the standby has replayed the primary\'s last token');
+is($standby->safe_psql('app',
+		"SELECT held, session_bound FROM schedlock.locks WHERE lock_name = 'job'"),
+	'f|f', 'the view is readable on the standby');
 
-my ($ret, $stdout, $stderr) =
-  $standby->psql('app', "SELECT schedlock_acquire('job')");
+my ($ret, $stdout, $stderr) = $standby->psql('app',
+	"\\set VERBOSITY verbose\nSELECT schedlock_acquire('job')");
 isnt($ret, 0, 'acquire on the standby fails');
-like($stderr, qr/cannot execute schedlock_acquire\(\) during recovery/,
-	'with a message saying it is in recovery');
+like($stderr, qr/ERROR:  25006: cannot execute schedlock_acquire\(\) during recovery/,
+	'with SQLSTATE 25006 and a message saying it is in recovery');
+like($stderr, qr/HINT:.*primary/, 'and a hint to connect to the primary');
 ($ret, $stdout, $stderr) = $standby->psql('app',
 	"\\set VERBOSITY verbose\nSELECT schedlock_release('job', $seen)");
 like($stderr, qr/25006/, 'a release on the standby fails with SQLSTATE 25006');

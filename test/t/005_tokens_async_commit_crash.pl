@@ -1,0 +1,44 @@
+# 005_tokens_async_commit_crash.pl: a fencing token handed out under
+# synchronous_commit = off is not handed out again after a crash, even when
+# the crash loses the WAL of commits that were not flushed yet.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('async');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'schedlock'
+restart_after_crash = on
+synchronous_commit = off
+wal_writer_delay = 10000ms
+wal_writer_flush_after = 0
+});
+$node->start;
+$node->safe_psql('postgres', 'CREATE DATABASE app');
+$node->safe_psql('app', 'CREATE EXTENSION schedlock');
+# make sure everything so far is on disk
+$node->safe_psql('app', 'CHECKPOINT');
+
+my $s = $node->background_psql('app');
+my $pid = $s->query_safe('SELECT pg_backend_pid()');
+my $t1 = $s->query_safe("SELECT schedlock_acquire('job', '1 second')");
+like($t1, qr/^\d+$/, 'a token is handed out under synchronous_commit = off');
+
+my $logstart = -s $node->logfile;
+kill 'KILL', $pid;
+$node->poll_query_until('app', 'SELECT 1', '1')
+  or die 'server did not come back after the crash';
+ok($node->log_contains('automatic recovery in progress', $logstart),
+	'the server went through crash recovery');
+$s->quit;
+
+sleep 2;
+my $t2 = $node->safe_psql('app', "SELECT schedlock_acquire('job', '1 hour')");
+like($t2, qr/^\d+$/, 'the name can be acquired after the crash');
+cmp_ok($t2, '>', $t1, 'the token after the crash is higher than the one handed out before it');
+
+$node->stop;
+done_testing();
