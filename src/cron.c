@@ -1,0 +1,1186 @@
+/*-------------------------------------------------------------------------
+ *
+ * cron.c
+ *	  Cron schedule parser and next-fire-time search, in plain C.
+ *
+ * The parser turns a schedule into bitmasks (SchedlockCronSchedule) and is
+ * deliberately strict: anything it does not understand completely is
+ * rejected with a message naming the field and the offending text, rather
+ * than half-read the way Vixie-derived parsers do.  The search finds the
+ * next matching wall-clock minute by jumping a field at a time (month, then
+ * day, then hour, then minute) with bit operations, so even a schedule that
+ * fires once in decades answers in microseconds.
+ *
+ * Nothing here knows about time zones or PostgreSQL; see cron_sql.c.
+ *
+ * IDENTIFICATION
+ *	  src/cron.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "cron.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define SECS_PER_DAY	INT64_C(86400)
+
+/* Earliest year the calendar helpers and the search accept. */
+#define CRON_MIN_YEAR	(-4800)
+
+/* Longest quoted excerpt of user input in a message, in bytes. */
+#define CRON_QUOTE_MAX	60
+
+/* How one of the five fields is read. */
+typedef struct CronFieldSpec
+{
+	SchedlockCronField field;
+	const char *name;			/* "minute", used in messages */
+	int			min;			/* smallest accepted value */
+	int			max;			/* largest accepted value */
+	int			max_step;		/* largest accepted step */
+	const char *const *names;	/* three-letter names, or NULL */
+	int			name_base;		/* value of names[0] */
+	const char *name_kind;		/* "month" or "day" for messages */
+} CronFieldSpec;
+
+static const char *const month_names[] = {
+	"jan", "feb", "mar", "apr", "may", "jun",
+	"jul", "aug", "sep", "oct", "nov", "dec", NULL
+};
+
+static const char *const weekday_names[] = {
+	"sun", "mon", "tue", "wed", "thu", "fri", "sat", NULL
+};
+
+static const CronFieldSpec field_specs[5] = {
+	{SCHEDLOCK_CRON_FIELD_MINUTE, "minute", 0, 59, 59, NULL, 0, NULL},
+	{SCHEDLOCK_CRON_FIELD_HOUR, "hour", 0, 23, 23, NULL, 0, NULL},
+	{SCHEDLOCK_CRON_FIELD_DAY_OF_MONTH, "day-of-month", 1, 31, 30, NULL, 0, NULL},
+	{SCHEDLOCK_CRON_FIELD_MONTH, "month", 1, 12, 11, month_names, 1, "month"},
+	{SCHEDLOCK_CRON_FIELD_DAY_OF_WEEK, "day-of-week", 0, 7, 7, weekday_names, 0, "day"},
+};
+
+static const char *const field_hints[] = {
+	/* SCHEDLOCK_CRON_FIELD_SCHEDULE */
+	"A schedule is five fields \"minute hour day-of-month month day-of-week\", "
+	"one of @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly, @reboot, "
+	"or \"N seconds\" with N from 1 to 59.",
+	/* SCHEDLOCK_CRON_FIELD_MINUTE */
+	"The minute field accepts *, N, N-M, */S and N-M/S with N and M from 0 to 59 "
+	"and S from 1 to 59, or a comma-separated list of these.",
+	/* SCHEDLOCK_CRON_FIELD_HOUR */
+	"The hour field accepts *, N, N-M, */S and N-M/S with N and M from 0 to 23 "
+	"and S from 1 to 23, or a comma-separated list of these.",
+	/* SCHEDLOCK_CRON_FIELD_DAY_OF_MONTH */
+	"The day-of-month field accepts *, N, N-M, */S and N-M/S with N and M from 1 to 31 "
+	"and S from 1 to 30, a comma-separated list of these, or $ alone for the last day of the month.",
+	/* SCHEDLOCK_CRON_FIELD_MONTH */
+	"The month field accepts *, N, N-M, */S and N-M/S with N and M from 1 to 12 "
+	"or jan to dec and S from 1 to 11, or a comma-separated list of these.",
+	/* SCHEDLOCK_CRON_FIELD_DAY_OF_WEEK */
+	"The day-of-week field accepts *, N, N-M, */S and N-M/S with N and M from 0 to 7 "
+	"(0 and 7 are Sunday) or sun to sat and S from 1 to 7, or a comma-separated list of these.",
+	/* SCHEDLOCK_CRON_FIELD_KEYWORD */
+	"The keywords are @yearly, @annually, @monthly, @weekly, @daily, @midnight, "
+	"@hourly and @reboot.",
+	/* SCHEDLOCK_CRON_FIELD_INTERVAL */
+	"The interval form is \"N seconds\" (or \"N second\") with N from 1 to 59."
+};
+
+/* A piece of the input: start and length, not NUL-terminated. */
+typedef struct CronSpan
+{
+	const char *p;
+	size_t		len;
+} CronSpan;
+
+/*
+ * schedlock_cron_field_hint
+ *		The errhint text listing what a field accepts.
+ */
+const char *
+schedlock_cron_field_hint(SchedlockCronField field)
+{
+	if ((int) field < 0 ||
+		(size_t) field >= sizeof(field_hints) / sizeof(field_hints[0]))
+		field = SCHEDLOCK_CRON_FIELD_SCHEDULE;
+	return field_hints[field];
+}
+
+/*
+ * is_blank
+ *		Whitespace that separates fields (ASCII only).
+ */
+static bool
+is_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' ||
+		c == '\v' || c == '\f';
+}
+
+/*
+ * is_digit / is_alpha / to_lower
+ *		Locale-independent ASCII character classes.
+ */
+static bool
+is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static bool
+is_alpha(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static char
+to_lower(char c)
+{
+	return (c >= 'A' && c <= 'Z') ? (char) (c - 'A' + 'a') : c;
+}
+
+/*
+ * span_equals_ci
+ *		Whether a span equals a lower-case word, ignoring ASCII case.
+ */
+static bool
+span_equals_ci(CronSpan s, const char *word)
+{
+	size_t		n = strlen(word);
+	size_t		i;
+
+	if (s.len != n)
+		return false;
+	for (i = 0; i < n; i++)
+		if (to_lower(s.p[i]) != word[i])
+			return false;
+	return true;
+}
+
+/*
+ * quote
+ *		Copy at most CRON_QUOTE_MAX bytes of a span into buf for use inside
+ *		a message, cutting only at a UTF-8 character boundary and marking a
+ *		cut with "...".  buf must hold CRON_QUOTE_MAX + 4 bytes.
+ */
+static const char *
+quote(CronSpan s, char *buf)
+{
+	size_t		n = s.len;
+	bool		cut = false;
+
+	if (n > CRON_QUOTE_MAX)
+	{
+		n = CRON_QUOTE_MAX;
+		/* do not split a multibyte character */
+		while (n > 0 && (((unsigned char) s.p[n]) & 0xC0) == 0x80)
+			n--;
+		cut = true;
+	}
+	memcpy(buf, s.p, n);
+	if (cut)
+	{
+		memcpy(buf + n, "...", 3);
+		n += 3;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+/*
+ * set_error
+ *		Fill *err (which may be NULL) and return false, for "return
+ *		set_error(...)" at every rejection.  message and detail are
+ *		printf-style pairs already formatted by the caller.
+ */
+static bool
+set_error(SchedlockCronError *err, SchedlockCronField field,
+		  const char *message, const char *detail)
+{
+	if (err != NULL)
+	{
+		err->field = field;
+		snprintf(err->message, sizeof(err->message), "%s", message);
+		snprintf(err->detail, sizeof(err->detail), "%s", detail);
+		err->hint = schedlock_cron_field_hint(field);
+	}
+	return false;
+}
+
+/*
+ * field_error
+ *		Reject a field: the message names the field and quotes its text,
+ *		the detail says what is wrong with it.
+ */
+static bool
+field_error(SchedlockCronError *err, const CronFieldSpec *spec,
+			CronSpan fieldtext, const char *detail)
+{
+	char		message[256];
+	char		q[CRON_QUOTE_MAX + 4];
+
+	snprintf(message, sizeof(message), "invalid %s field \"%s\" in cron schedule",
+			 spec->name, quote(fieldtext, q));
+	return set_error(err, spec->field, message, detail);
+}
+
+/*
+ * parse_number
+ *		Read a run of digits at *pp (moving *pp past it).  Values above
+ *		999999 are reported as 1000000, which every range check rejects.
+ *		Returns false when *pp does not start with a digit.
+ */
+static bool
+parse_number(const char **pp, const char *end, int *value)
+{
+	const char *p = *pp;
+	int			v = 0;
+
+	if (p >= end || !is_digit(*p))
+		return false;
+	while (p < end && is_digit(*p))
+	{
+		if (v < 1000000)
+			v = v * 10 + (*p - '0');
+		p++;
+	}
+	if (v > 1000000)
+		v = 1000000;
+	*pp = p;
+	*value = v;
+	return true;
+}
+
+/*
+ * parse_value
+ *		Read one value of a field (a number, or a three-letter name when the
+ *		field has names) at *pp.  On failure writes the detail to detail[]
+ *		and returns false.  after_dash says the value ends a range.  Range
+ *		checks are left to the caller.
+ */
+static bool
+parse_value(const CronFieldSpec *spec, const char **pp, const char *end,
+			bool after_dash, int *value, char *detail, size_t detaillen)
+{
+	const char *p = *pp;
+	char		q[CRON_QUOTE_MAX + 4];
+	CronSpan	word;
+	int			i;
+
+	if (parse_number(pp, end, value))
+		return true;
+
+	/* not a number: a name, or garbage up to the next separator */
+	word.p = p;
+	while (p < end && is_alpha(*p))
+		p++;
+	word.len = (size_t) (p - word.p);
+
+	if (word.len == 0)
+	{
+		const char *stop = word.p;
+
+		while (stop < end && *stop != ',' && *stop != '-' && *stop != '/')
+			stop++;
+		word.len = (size_t) (stop - word.p);
+		if (word.len == 0 && after_dash)
+			snprintf(detail, detaillen, "A value is missing after \"-\".");
+		else if (word.len == 0 && (word.p >= end || *word.p == ','))
+			snprintf(detail, detaillen, "The field has an empty list element.");
+		else if (word.len == 0)
+			snprintf(detail, detaillen, "A value is missing before \"%c\".", *word.p);
+		else if (spec->field == SCHEDLOCK_CRON_FIELD_DAY_OF_MONTH &&
+				 word.p[0] == '$')
+			snprintf(detail, detaillen,
+					 "\"$\" (last day of the month) must be the whole day-of-month field.");
+		else
+			snprintf(detail, detaillen, "\"%s\" is not a number.", quote(word, q));
+		return false;
+	}
+
+	if (spec->names != NULL)
+	{
+		for (i = 0; spec->names[i] != NULL; i++)
+		{
+			if (span_equals_ci(word, spec->names[i]))
+			{
+				*pp = p;
+				*value = spec->name_base + i;
+				return true;
+			}
+		}
+		/* a full name such as "january" or "monday": point to the short one */
+		if (word.len > 3)
+		{
+			CronSpan	prefix = {word.p, 3};
+
+			for (i = 0; spec->names[i] != NULL; i++)
+			{
+				if (span_equals_ci(prefix, spec->names[i]))
+				{
+					snprintf(detail, detaillen,
+							 "Only three-letter %s names are accepted: write \"%s\" instead of \"%s\".",
+							 spec->name_kind, spec->names[i], quote(word, q));
+					return false;
+				}
+			}
+		}
+		snprintf(detail, detaillen,
+				 "\"%s\" is neither a number nor a three-letter %s name.",
+				 quote(word, q), spec->name_kind);
+		return false;
+	}
+
+	snprintf(detail, detaillen, "\"%s\" is not a number.", quote(word, q));
+	return false;
+}
+
+/*
+ * format_range
+ *		Write "lo-hi", or just "lo" when both are equal, into buf.
+ */
+static const char *
+format_range(int lo, int hi, char *buf)
+{
+	if (lo == hi)
+		snprintf(buf, CRON_QUOTE_MAX + 4, "%d", lo);
+	else
+		snprintf(buf, CRON_QUOTE_MAX + 4, "%d-%d", lo, hi);
+	return buf;
+}
+
+/*
+ * parse_field
+ *		Parse one of the five fields into a bitmask (bit n = value n).
+ *		Day-of-week 7 is stored as 0.  Returns false with *err filled in.
+ */
+static bool
+parse_field(const CronFieldSpec *spec, CronSpan text, uint64_t *mask,
+			SchedlockCronError *err)
+{
+	const char *p = text.p;
+	const char *end = text.p + text.len;
+	char		detail[512];
+	char		q1[CRON_QUOTE_MAX + 4];
+	char		q2[CRON_QUOTE_MAX + 4];
+
+	*mask = 0;
+	for (;;)
+	{
+		const char *elem_start = p;
+		const char *elem_end;
+		const char *value_end;
+		int			lo,
+					hi,
+					step = 1;
+		bool		star = false;
+		bool		range = false;
+		int			v;
+
+		/* the element runs to the next comma */
+		elem_end = p;
+		while (elem_end < end && *elem_end != ',')
+			elem_end++;
+
+		if (p < end && *p == '*')
+		{
+			star = true;
+			lo = spec->min;
+			hi = spec->max;
+			p++;
+		}
+		else
+		{
+			if (!parse_value(spec, &p, elem_end, false, &lo, detail, sizeof(detail)))
+				return field_error(err, spec, text, detail);
+			hi = lo;
+			if (p < elem_end && *p == '-')
+			{
+				p++;
+				if (!parse_value(spec, &p, elem_end, true, &hi, detail, sizeof(detail)))
+					return field_error(err, spec, text, detail);
+				range = true;
+			}
+		}
+		value_end = p;
+
+		if (p < elem_end && *p == '/')
+		{
+			CronSpan	stepword;
+
+			p++;
+			stepword.p = p;
+			if (!parse_number(&p, elem_end, &step))
+			{
+				stepword.len = (size_t) (elem_end - stepword.p);
+				if (stepword.len == 0)
+					snprintf(detail, sizeof(detail), "\"/\" must be followed by a step.");
+				else
+					snprintf(detail, sizeof(detail), "Step \"%s\" is not a number.",
+							 quote(stepword, q1));
+				return field_error(err, spec, text, detail);
+			}
+			if (!star && !range)
+			{
+				CronSpan	val = {elem_start, (size_t) (value_end - elem_start)};
+				CronSpan	st = {stepword.p, (size_t) (p - stepword.p)};
+
+				quote(val, q1);
+				quote(st, q2);
+				snprintf(detail, sizeof(detail),
+						 "A step needs a range or \"*\" before it: write \"%s-%d/%s\" or \"*/%s\" instead of \"%s/%s\".",
+						 q1, spec->max, q2, q2, q1, q2);
+				return field_error(err, spec, text, detail);
+			}
+		}
+
+		if (p < elem_end)
+		{
+			CronSpan	elem = {elem_start, (size_t) (elem_end - elem_start)};
+			CronSpan	rest = {p, (size_t) (elem_end - p)};
+			CronSpan	head = {elem_start, (size_t) (p - elem_start)};
+			char		q3[CRON_QUOTE_MAX + 4];
+
+			snprintf(detail, sizeof(detail),
+					 "Element \"%s\" has unexpected text \"%s\" after \"%s\".",
+					 quote(elem, q1), quote(rest, q2), quote(head, q3));
+			return field_error(err, spec, text, detail);
+		}
+
+		/* range checks */
+		if (lo < spec->min || lo > spec->max || hi < spec->min || hi > spec->max)
+		{
+			v = (lo < spec->min || lo > spec->max) ? lo : hi;
+			if (v >= 1000000)
+				snprintf(detail, sizeof(detail),
+						 "A value is out of range: the %s field accepts %d to %d.",
+						 spec->name, spec->min, spec->max);
+			else
+				snprintf(detail, sizeof(detail),
+						 "Value %d is out of range: the %s field accepts %d to %d.",
+						 v, spec->name, spec->min, spec->max);
+			return field_error(err, spec, text, detail);
+		}
+		if (lo > hi)
+		{
+			if (spec->field == SCHEDLOCK_CRON_FIELD_DAY_OF_WEEK && hi == 0)
+				snprintf(detail, sizeof(detail),
+						 "Range %d-%d runs backwards; write %d-7 (7 is also Sunday).",
+						 lo, hi, lo);
+			else
+			{
+				int			top = spec->field == SCHEDLOCK_CRON_FIELD_DAY_OF_WEEK ? 6 : spec->max;
+
+				snprintf(detail, sizeof(detail),
+						 "Range %d-%d runs backwards; write %s,%s instead.",
+						 lo, hi, format_range(lo, top, q1), format_range(spec->min, hi, q2));
+			}
+			return field_error(err, spec, text, detail);
+		}
+		if (step < 1 || step > spec->max_step)
+		{
+			if (step >= 1000000)
+				snprintf(detail, sizeof(detail),
+						 "A step is out of range: steps in the %s field go from 1 to %d.",
+						 spec->name, spec->max_step);
+			else
+				snprintf(detail, sizeof(detail),
+						 "Step %d is out of range: steps in the %s field go from 1 to %d.",
+						 step, spec->name, spec->max_step);
+			return field_error(err, spec, text, detail);
+		}
+
+		for (v = lo; v <= hi; v += step)
+			*mask |= UINT64_C(1) << v;
+
+		if (elem_end >= end)
+			break;
+		p = elem_end + 1;		/* skip the comma */
+		if (p >= end)
+		{
+			snprintf(detail, sizeof(detail), "The field has an empty list element.");
+			return field_error(err, spec, text, detail);
+		}
+	}
+
+	if (spec->field == SCHEDLOCK_CRON_FIELD_DAY_OF_WEEK && (*mask & (UINT64_C(1) << 7)))
+		*mask = (*mask | 1) & 0x7F;
+	return true;
+}
+
+/*
+ * schedlock_cron_is_leap_year
+ *		Gregorian leap year rule (2000 is a leap year, 2100 is not).
+ */
+bool
+schedlock_cron_is_leap_year(int year)
+{
+	return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+}
+
+/*
+ * schedlock_cron_days_in_month
+ *		Length of a month (1-12) in a year.
+ */
+int
+schedlock_cron_days_in_month(int year, int month)
+{
+	static const int lengths[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+
+	if (month == 2 && schedlock_cron_is_leap_year(year))
+		return 29;
+	return lengths[month - 1];
+}
+
+/*
+ * schedlock_cron_days_from_civil
+ *		Days from 1970-01-01 to the given proleptic Gregorian date, using
+ *		400-year eras so that negative years work too.
+ */
+int64_t
+schedlock_cron_days_from_civil(int year, int month, int day)
+{
+	int64_t		y = (int64_t) year - (month <= 2 ? 1 : 0);
+	int64_t		era = (y >= 0 ? y : y - 399) / 400;
+	int64_t		yoe = y - era * 400;	/* 0..399 */
+	int64_t		mp = (month + 9) % 12;	/* March = 0 */
+	int64_t		doy = (153 * mp + 2) / 5 + day - 1;
+	int64_t		doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+
+	return era * 146097 + doe - 719468;
+}
+
+/*
+ * civil_from_days
+ *		Inverse of schedlock_cron_days_from_civil.
+ */
+static void
+civil_from_days(int64_t days, int *year, int *month, int *day)
+{
+	int64_t		z = days + 719468;
+	int64_t		era = (z >= 0 ? z : z - 146096) / 146097;
+	int64_t		doe = z - era * 146097;
+	int64_t		yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	int64_t		doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	int64_t		mp = (5 * doy + 2) / 153;
+	int			m = (int) (mp < 10 ? mp + 3 : mp - 9);
+
+	*day = (int) (doy - (153 * mp + 2) / 5 + 1);
+	*month = m;
+	*year = (int) (yoe + era * 400 + (m <= 2 ? 1 : 0));
+}
+
+/*
+ * floor_div
+ *		Integer division rounding towards minus infinity (b > 0).
+ */
+static int64_t
+floor_div(int64_t a, int64_t b)
+{
+	int64_t		q = a / b;
+
+	if ((a % b) < 0)
+		q--;
+	return q;
+}
+
+/*
+ * schedlock_cron_time_from_seconds
+ *		Broken-down UTC time of a count of seconds since 1970-01-01.  The
+ *		caller keeps secs within the years CRON_MIN_YEAR..MAX_YEAR.
+ */
+void
+schedlock_cron_time_from_seconds(int64_t secs, SchedlockCronTime *tm)
+{
+	int64_t		days = floor_div(secs, SECS_PER_DAY);
+	int64_t		rem = secs - days * SECS_PER_DAY;
+
+	civil_from_days(days, &tm->year, &tm->month, &tm->day);
+	tm->hour = (int) (rem / 3600);
+	tm->minute = (int) (rem / 60 % 60);
+	tm->second = (int) (rem % 60);
+}
+
+/*
+ * schedlock_cron_seconds_from_time
+ *		Seconds since 1970-01-01 of a broken-down time taken as UTC.
+ */
+int64_t
+schedlock_cron_seconds_from_time(const SchedlockCronTime *tm)
+{
+	return schedlock_cron_days_from_civil(tm->year, tm->month, tm->day) * SECS_PER_DAY +
+		tm->hour * 3600 + tm->minute * 60 + tm->second;
+}
+
+/*
+ * weekday_of
+ *		Day of the week (0 = Sunday) of a date.
+ */
+static int
+weekday_of(int year, int month, int day)
+{
+	int64_t		days = schedlock_cron_days_from_civil(year, month, day);
+	int64_t		w = (days + 4) % 7; /* 1970-01-01 was a Thursday */
+
+	return (int) (w < 0 ? w + 7 : w);
+}
+
+/*
+ * day_mask
+ *		Bitmask (bits 1-31) of the days of a month the schedule matches,
+ *		applying the day-of-month / day-of-week rule: when both fields are
+ *		restricted (neither began with '*'), a day matches if either does;
+ *		otherwise it must match both.
+ */
+static uint32_t
+day_mask(const SchedlockCronSchedule *s, int year, int month)
+{
+	int			ndays = schedlock_cron_days_in_month(year, month);
+	uint32_t	valid = (uint32_t) (((UINT64_C(1) << (ndays + 1)) - 1) & ~UINT64_C(1));
+	uint32_t	dom;
+	uint32_t	dow;
+	uint32_t	week = 0;
+	int			first = weekday_of(year, month, 1);
+	int			k;
+
+	if (s->flags & SCHEDLOCK_CRON_LAST_DAY)
+		dom = UINT32_C(1) << ndays;
+	else
+		dom = s->days & valid;
+
+	/* bit k of week: day k+1 falls on a matching weekday */
+	for (k = 0; k < 7; k++)
+		if (s->weekdays & (1u << ((first + k) % 7)))
+			week |= 1u << k;
+	dow = (uint32_t) (((uint64_t) week | ((uint64_t) week << 7) | ((uint64_t) week << 14) |
+					   ((uint64_t) week << 21) | ((uint64_t) week << 28)) << 1) & valid;
+
+	if ((s->flags & (SCHEDLOCK_CRON_DOM_STAR | SCHEDLOCK_CRON_DOW_STAR)) == 0)
+		return dom | dow;
+	return dom & dow;
+}
+
+/*
+ * lowest_bit
+ *		Index of the lowest set bit of a non-zero mask.
+ */
+static int
+lowest_bit(uint64_t mask)
+{
+	return __builtin_ctzll(mask);
+}
+
+/*
+ * never_fires
+ *		Whether a five-field schedule can never match any day: the day must
+ *		match the day-of-month field (day-of-week began with '*') and no
+ *		selected month ever has a selected day.  February counts as having
+ *		29 days; the weekday rule cannot make a day impossible, since every
+ *		date falls on every weekday over the 400-year Gregorian cycle.
+ */
+static bool
+never_fires(const SchedlockCronSchedule *s)
+{
+	static const int longest[13] = {0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	int			m;
+
+	if (s->flags & SCHEDLOCK_CRON_LAST_DAY)
+		return false;
+	if ((s->flags & (SCHEDLOCK_CRON_DOM_STAR | SCHEDLOCK_CRON_DOW_STAR)) == 0)
+		return false;			/* either field may match */
+	for (m = 1; m <= 12; m++)
+	{
+		uint32_t	valid = (uint32_t) (((UINT64_C(1) << (longest[m] + 1)) - 1) & ~UINT64_C(1));
+
+		if ((s->months & (1u << m)) && (s->days & valid))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * split_fields
+ *		Split text at whitespace into at most max spans; returns the number
+ *		of fields found (which may exceed max; only max are stored).
+ */
+static int
+split_fields(const char *text, CronSpan *fields, int max)
+{
+	const char *p = text;
+	int			n = 0;
+
+	for (;;)
+	{
+		const char *start;
+
+		while (*p && is_blank(*p))
+			p++;
+		if (*p == '\0')
+			break;
+		start = p;
+		while (*p && !is_blank(*p))
+			p++;
+		if (n < max)
+		{
+			fields[n].p = start;
+			fields[n].len = (size_t) (p - start);
+		}
+		n++;
+	}
+	return n;
+}
+
+/*
+ * parse_keyword
+ *		Parse "@word" (the whole schedule) into *out.
+ */
+static bool
+parse_keyword(CronSpan word, int nfields, CronSpan second,
+			  SchedlockCronSchedule *out, SchedlockCronError *err)
+{
+	char		message[256];
+	char		q[CRON_QUOTE_MAX + 4];
+	char		q2[CRON_QUOTE_MAX + 4];
+	CronSpan	name = {word.p + 1, word.len - 1};
+
+	if (span_equals_ci(name, "reboot") || span_equals_ci(name, "restart"))
+		out->flags = SCHEDLOCK_CRON_REBOOT;
+	else if (span_equals_ci(name, "yearly") || span_equals_ci(name, "annually"))
+	{
+		out->minutes = 1;
+		out->hours = 1;
+		out->days = 1u << 1;
+		out->months = 1u << 1;
+		out->weekdays = 0x7F;
+		out->flags = SCHEDLOCK_CRON_DOW_STAR;
+	}
+	else if (span_equals_ci(name, "monthly"))
+	{
+		out->minutes = 1;
+		out->hours = 1;
+		out->days = 1u << 1;
+		out->months = 0x1FFE;
+		out->weekdays = 0x7F;
+		out->flags = SCHEDLOCK_CRON_DOW_STAR;
+	}
+	else if (span_equals_ci(name, "weekly"))
+	{
+		out->minutes = 1;
+		out->hours = 1;
+		out->days = 0xFFFFFFFE;
+		out->months = 0x1FFE;
+		out->weekdays = 1;
+		out->flags = SCHEDLOCK_CRON_DOM_STAR;
+	}
+	else if (span_equals_ci(name, "daily") || span_equals_ci(name, "midnight"))
+	{
+		out->minutes = 1;
+		out->hours = 1;
+		out->days = 0xFFFFFFFE;
+		out->months = 0x1FFE;
+		out->weekdays = 0x7F;
+		out->flags = SCHEDLOCK_CRON_DOM_STAR | SCHEDLOCK_CRON_DOW_STAR;
+	}
+	else if (span_equals_ci(name, "hourly"))
+	{
+		out->minutes = 1;
+		out->hours = 0xFFFFFF;
+		out->days = 0xFFFFFFFE;
+		out->months = 0x1FFE;
+		out->weekdays = 0x7F;
+		out->flags = SCHEDLOCK_CRON_DOM_STAR | SCHEDLOCK_CRON_DOW_STAR;
+	}
+	else
+	{
+		snprintf(message, sizeof(message), "unknown cron keyword \"%s\"", quote(word, q));
+		return set_error(err, SCHEDLOCK_CRON_FIELD_KEYWORD, message,
+						 "A schedule that starts with \"@\" must be one of the cron keywords.");
+	}
+
+	if (nfields > 1)
+	{
+		snprintf(message, sizeof(message),
+				 "unexpected text \"%s\" after cron keyword \"%s\"",
+				 quote(second, q), quote(word, q2));
+		return set_error(err, SCHEDLOCK_CRON_FIELD_KEYWORD, message,
+						 "A keyword must be the whole schedule.");
+	}
+	return true;
+}
+
+/*
+ * looks_like_interval
+ *		Whether the schedule is meant as the "N seconds" form: a number
+ *		(possibly signed or malformed) followed, with or without blanks, by
+ *		the word "second" or "seconds".  Sets *number to the part before the
+ *		word.
+ */
+static bool
+looks_like_interval(const char *text, CronSpan *number)
+{
+	const char *p = text;
+	const char *end;
+	const char *word_end;
+	const char *word_start;
+
+	while (*p && is_blank(*p))
+		p++;
+	end = p + strlen(p);
+	while (end > p && is_blank(end[-1]))
+		end--;
+	word_end = end;
+	word_start = word_end;
+	while (word_start > p && is_alpha(word_start[-1]))
+		word_start--;
+	{
+		CronSpan	word = {word_start, (size_t) (word_end - word_start)};
+
+		if (!span_equals_ci(word, "second") && !span_equals_ci(word, "seconds"))
+			return false;
+	}
+	number->p = p;
+	end = word_start;
+	while (end > p && is_blank(end[-1]))
+		end--;
+	number->len = (size_t) (end - p);
+	/* "30 seconds" or "30seconds"; "* * * seconds" is not meant as interval */
+	if (number->len == 0)
+		return true;
+	return is_digit(p[0]) || p[0] == '-' || p[0] == '+' || p[0] == '.';
+}
+
+/*
+ * parse_interval
+ *		Parse the N of "N seconds" (1-59).
+ */
+static bool
+parse_interval(CronSpan number, SchedlockCronSchedule *out, SchedlockCronError *err)
+{
+	const char *p = number.p;
+	const char *end = number.p + number.len;
+	int			n;
+	char		message[256];
+	char		q[CRON_QUOTE_MAX + 4];
+
+	if (!parse_number(&p, end, &n) || p != end || n < 1 || n > 59)
+	{
+		snprintf(message, sizeof(message),
+				 "invalid interval \"%s\" in cron schedule", quote(number, q));
+		return set_error(err, SCHEDLOCK_CRON_FIELD_INTERVAL, message,
+						 "The number of seconds must be a whole number from 1 to 59.");
+	}
+	out->flags = SCHEDLOCK_CRON_INTERVAL;
+	out->interval_seconds = (uint8_t) n;
+	return true;
+}
+
+/*
+ * schedlock_cron_parse
+ *		Parse a schedule.  On success fills *out and returns true; on failure
+ *		fills *err (when not NULL) and returns false.  *out is zeroed either
+ *		way.
+ */
+bool
+schedlock_cron_parse(const char *text, SchedlockCronSchedule *out,
+					 SchedlockCronError *err)
+{
+	CronSpan	fields[6];
+	int			nfields;
+	uint64_t	masks[5];
+	char		message[256];
+	char		detail[512];
+	char		q[CRON_QUOTE_MAX + 4];
+	char		q2[CRON_QUOTE_MAX + 4];
+	size_t		len;
+	int			i;
+
+	memset(out, 0, sizeof(*out));
+	if (text == NULL)
+		return set_error(err, SCHEDLOCK_CRON_FIELD_SCHEDULE,
+						 "cron schedule must not be null",
+						 "A NULL schedule has no fire times.");
+	len = strlen(text);
+	if (len > SCHEDLOCK_CRON_MAX_LENGTH)
+	{
+		snprintf(detail, sizeof(detail),
+				 "The schedule is %zu bytes long; at most %d bytes are accepted.",
+				 len, SCHEDLOCK_CRON_MAX_LENGTH);
+		return set_error(err, SCHEDLOCK_CRON_FIELD_SCHEDULE,
+						 "cron schedule is too long", detail);
+	}
+
+	nfields = split_fields(text, fields, 6);
+	if (nfields == 0)
+		return set_error(err, SCHEDLOCK_CRON_FIELD_SCHEDULE,
+						 "cron schedule is empty",
+						 "The schedule contains nothing but whitespace.");
+
+	if (fields[0].p[0] == '@')
+		return parse_keyword(fields[0], nfields, fields[nfields > 1 ? 1 : 0], out, err);
+
+	{
+		CronSpan	number;
+
+		if (nfields <= 2 && looks_like_interval(text, &number))
+			return parse_interval(number, out, err);
+	}
+
+	if (nfields > 5)
+	{
+		snprintf(message, sizeof(message),
+				 "unexpected sixth field \"%s\" in cron schedule", quote(fields[5], q));
+		snprintf(detail, sizeof(detail),
+				 "The schedule has %d fields; a cron schedule has exactly five: minute, hour, day-of-month, month and day-of-week.",
+				 nfields);
+		return set_error(err, SCHEDLOCK_CRON_FIELD_SCHEDULE, message, detail);
+	}
+	if (nfields < 5)
+	{
+		CronSpan	whole = {text, len};
+
+		snprintf(message, sizeof(message),
+				 "missing %s field in cron schedule \"%s\"",
+				 field_specs[nfields].name, quote(whole, q));
+		snprintf(detail, sizeof(detail),
+				 "The schedule has %d field%s; a cron schedule has exactly five: minute, hour, day-of-month, month and day-of-week.",
+				 nfields, nfields == 1 ? "" : "s");
+		return set_error(err, SCHEDLOCK_CRON_FIELD_SCHEDULE, message, detail);
+	}
+
+	for (i = 0; i < 5; i++)
+	{
+		if (i == 2 && fields[2].len == 1 && fields[2].p[0] == '$')
+		{
+			out->flags |= SCHEDLOCK_CRON_LAST_DAY;
+			masks[2] = 0;
+			continue;
+		}
+		if (!parse_field(&field_specs[i], fields[i], &masks[i], err))
+			return false;
+	}
+	out->minutes = masks[0];
+	out->hours = (uint32_t) masks[1];
+	out->days = (uint32_t) masks[2];
+	out->months = (uint16_t) masks[3];
+	out->weekdays = (uint8_t) masks[4];
+	if (fields[2].p[0] == '*')
+		out->flags |= SCHEDLOCK_CRON_DOM_STAR;
+	if (fields[4].p[0] == '*')
+		out->flags |= SCHEDLOCK_CRON_DOW_STAR;
+
+	if (never_fires(out))
+	{
+		snprintf(message, sizeof(message),
+				 "day-of-month field \"%s\" selects no day that exists in month field \"%s\"",
+				 quote(fields[2], q), quote(fields[3], q2));
+		snprintf(detail, sizeof(detail),
+				 "Because the day-of-week field \"%s\" starts with \"*\", a day must match the day-of-month field as well, so the schedule would never fire.",
+				 quote(fields[4], q));
+		set_error(err, SCHEDLOCK_CRON_FIELD_DAY_OF_MONTH, message, detail);
+		if (err != NULL)
+			err->hint = "Choose days that exist in the selected months (February has 29 days in leap years; "
+				"April, June, September and November have 30), or use $ for the last day of the month.";
+		memset(out, 0, sizeof(*out));
+		return false;
+	}
+	return true;
+}
+
+/*
+ * valid_time
+ *		Whether a broken-down time is a real date and time in the years the
+ *		search supports.
+ */
+static bool
+valid_time(const SchedlockCronTime *t)
+{
+	if (t->year < CRON_MIN_YEAR || t->year > SCHEDLOCK_CRON_MAX_YEAR)
+		return false;
+	if (t->month < 1 || t->month > 12)
+		return false;
+	if (t->day < 1 || t->day > schedlock_cron_days_in_month(t->year, t->month))
+		return false;
+	return t->hour >= 0 && t->hour <= 23 && t->minute >= 0 && t->minute <= 59 &&
+		t->second >= 0 && t->second <= 60;
+}
+
+/*
+ * schedlock_cron_next_local
+ *		Find the first wall-clock minute strictly after *after matching a
+ *		five-field schedule.  Each step moves to the next candidate month,
+ *		then day (one bitmask per month), then hour, then minute, so the
+ *		loop runs a handful of times per month or year skipped.
+ */
+bool
+schedlock_cron_next_local(const SchedlockCronSchedule *s,
+						  const SchedlockCronTime *after,
+						  SchedlockCronTime *next)
+{
+	int			y,
+				mo,
+				d,
+				h,
+				mi;
+	int			start_year;
+
+	if (s->flags & (SCHEDLOCK_CRON_REBOOT | SCHEDLOCK_CRON_INTERVAL))
+		return false;
+	if (s->minutes == 0 || s->hours == 0 || s->months == 0 ||
+		(s->days == 0 && !(s->flags & SCHEDLOCK_CRON_LAST_DAY)) || s->weekdays == 0)
+		return false;
+	if (!valid_time(after))
+		return false;
+
+	y = after->year;
+	mo = after->month;
+	d = after->day;
+	h = after->hour;
+	mi = after->minute + 1;		/* the search is strictly after */
+	start_year = y;
+
+	for (;;)
+	{
+		uint64_t	m;
+
+		/* normalise carries from the steps below */
+		if (mi > 59)
+		{
+			mi = 0;
+			h++;
+		}
+		if (h > 23)
+		{
+			h = 0;
+			mi = 0;
+			d++;
+		}
+		if (d > 31)
+		{
+			d = 1;
+			h = 0;
+			mi = 0;
+			mo++;
+		}
+		if (mo > 12)
+		{
+			mo = 1;
+			d = 1;
+			h = 0;
+			mi = 0;
+			y++;
+		}
+		/* 400 years repeat the calendar; past that nothing will match */
+		if (y > SCHEDLOCK_CRON_MAX_YEAR || y > start_year + 401)
+			return false;
+
+		/* month */
+		m = (uint64_t) s->months >> mo;
+		if (m == 0)
+		{
+			mo = 13;			/* next year */
+			continue;
+		}
+		if ((m & 1) == 0)
+		{
+			mo += lowest_bit(m);
+			d = 1;
+			h = 0;
+			mi = 0;
+		}
+
+		/* day */
+		m = (uint64_t) day_mask(s, y, mo) >> d;
+		if (m == 0)
+		{
+			d = 32;				/* next month */
+			continue;
+		}
+		if ((m & 1) == 0)
+		{
+			d += lowest_bit(m);
+			h = 0;
+			mi = 0;
+		}
+
+		/* hour */
+		m = (uint64_t) s->hours >> h;
+		if (m == 0)
+		{
+			h = 24;				/* next day */
+			continue;
+		}
+		if ((m & 1) == 0)
+		{
+			h += lowest_bit(m);
+			mi = 0;
+		}
+
+		/* minute */
+		m = s->minutes >> mi;
+		if (m == 0)
+		{
+			mi = 60;			/* next hour */
+			continue;
+		}
+		mi += lowest_bit(m);
+
+		next->year = y;
+		next->month = mo;
+		next->day = d;
+		next->hour = h;
+		next->minute = mi;
+		next->second = 0;
+		return true;
+	}
+}
+
+/*
+ * schedlock_cron_next_interval
+ *		Next multiple of interval_seconds (counted from the Unix epoch)
+ *		strictly after after_secs.
+ */
+bool
+schedlock_cron_next_interval(const SchedlockCronSchedule *s,
+							 int64_t after_secs, int64_t *next_secs)
+{
+	int64_t		n;
+
+	if (!(s->flags & SCHEDLOCK_CRON_INTERVAL) ||
+		s->interval_seconds < 1 || s->interval_seconds > 59)
+		return false;
+	if (after_secs > INT64_MAX - 60 || after_secs < INT64_MIN + 60)
+		return false;
+	n = s->interval_seconds;
+	*next_secs = (floor_div(after_secs, n) + 1) * n;
+	return true;
+}
+
+/*
+ * schedlock_cron_next_utc
+ *		Next fire time strictly after after_secs with wall-clock time in UTC.
+ */
+bool
+schedlock_cron_next_utc(const SchedlockCronSchedule *s, int64_t after_secs,
+						int64_t *next_secs)
+{
+	SchedlockCronTime after;
+	SchedlockCronTime next;
+	int64_t		min_secs;
+	int64_t		max_secs;
+
+	if (s->flags & SCHEDLOCK_CRON_REBOOT)
+		return false;
+	if (s->flags & SCHEDLOCK_CRON_INTERVAL)
+		return schedlock_cron_next_interval(s, after_secs, next_secs);
+	min_secs = schedlock_cron_days_from_civil(CRON_MIN_YEAR, 1, 1) * SECS_PER_DAY;
+	max_secs = schedlock_cron_days_from_civil(SCHEDLOCK_CRON_MAX_YEAR, 1, 1) * SECS_PER_DAY;
+	if (after_secs < min_secs || after_secs >= max_secs)
+		return false;
+	schedlock_cron_time_from_seconds(after_secs, &after);
+	if (!schedlock_cron_next_local(s, &after, &next))
+		return false;
+	*next_secs = schedlock_cron_seconds_from_time(&next);
+	return true;
+}
