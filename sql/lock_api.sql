@@ -21,15 +21,15 @@ EXCEPTION WHEN OTHERS THEN
 END;
 $$;
 
--- the functions live in the extension schema, the tables in "schedlock"
+-- the lock functions live in the extension schema, the lock table and view in "schedlock"
 SELECT p.proname, n.nspname, pg_get_function_arguments(p.oid) AS args,
        pg_get_function_result(p.oid) AS result
   FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
- WHERE p.proname LIKE 'schedlock\_%'
+ WHERE p.proname IN ('schedlock_acquire', 'schedlock_release', 'schedlock_extend', 'schedlock_assert')
  ORDER BY 1;
 SELECT c.relname, c.relkind, n.nspname
   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
- WHERE n.nspname = 'schedlock' AND c.relkind IN ('r', 'v')
+ WHERE n.nspname = 'schedlock' AND c.relname IN ('lock_state', 'locks')
  ORDER BY 1;
 
 -- a new name: the caller gets a token; everybody else gets NULL

@@ -14,17 +14,38 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_database.h"
+#include "commands/dbcommands.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "nodes/parsenodes.h"
 #include "pgtime.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/guc.h"
 
 #include "schedlock.h"
+#include "scheduler.h"
 
 PG_MODULE_MAGIC;
 
 /* Default time zone for cron schedules (schedlock.timezone). */
 char	   *schedlock_timezone = NULL;
+
+/* Dispatch workers per database (schedlock.workers). */
+int			schedlock_workers = 2;
+
+/* Whether the workers run jobs at all (schedlock.enabled). */
+bool		schedlock_enabled = true;
+
+/* Minutes of run history the workers keep (schedlock.history_retention). */
+int			schedlock_history_retention = 7 * 24 * 60;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
 PGDLLEXPORT void _PG_init(void);
 
@@ -73,6 +94,145 @@ schedlock_check_preloaded(void)
 }
 
 /*
+ * sl_shmem_request
+ *		shmem_request_hook: reserve the scheduler's shared memory.
+ */
+static void
+sl_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	schedlock_shmem_request();
+}
+
+/*
+ * sl_shmem_startup
+ *		shmem_startup_hook: create or attach to the scheduler's state.
+ */
+static void
+sl_shmem_startup(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	schedlock_shmem_startup();
+}
+
+/*
+ * call_prev_utility
+ *		Hand a utility statement on to the next hook or to PostgreSQL.
+ */
+static void
+call_prev_utility(PlannedStmt *pstmt, const char *queryString,
+				  bool readOnlyTree, ProcessUtilityContext context,
+				  ParamListInfo params, QueryEnvironment *queryEnv,
+				  DestReceiver *dest, QueryCompletion *qc)
+{
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+							params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+}
+
+/*
+ * drops_schedlock
+ *		Whether a utility statement is DROP EXTENSION naming schedlock.
+ */
+static bool
+drops_schedlock(Node *parsetree)
+{
+	DropStmt   *stmt;
+	ListCell   *lc;
+
+	if (!IsA(parsetree, DropStmt))
+		return false;
+	stmt = (DropStmt *) parsetree;
+	if (stmt->removeType != OBJECT_EXTENSION)
+		return false;
+	foreach(lc, stmt->objects)
+	{
+		Node	   *obj = (Node *) lfirst(lc);
+
+		if (IsA(obj, String) && strcmp(strVal(obj), "schedlock") == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * sl_process_utility
+ *		ProcessUtility_hook: tell the scheduler about statements that
+ *		change where jobs run.
+ *
+ * CREATE EXTENSION schedlock and CREATE DATABASE make the launcher look
+ * for the extension again once they commit.  DROP DATABASE and DROP
+ * EXTENSION schedlock first stop the database's workers and keep the
+ * launcher from restarting them while the statement runs, so that the drop
+ * neither fails with "database is being accessed by other users" nor
+ * deadlocks with a worker; only the database's owner (or a superuser) can
+ * stop them this way.  After DROP EXTENSION the launcher probes again and
+ * finds the extension gone once the drop commits.
+ */
+static void
+sl_process_utility(PlannedStmt *pstmt, const char *queryString,
+				   bool readOnlyTree, ProcessUtilityContext context,
+				   ParamListInfo params, QueryEnvironment *queryEnv,
+				   DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *parsetree = pstmt->utilityStmt;
+
+	if (IsA(parsetree, DropdbStmt) || drops_schedlock(parsetree))
+	{
+		Oid			dboid;
+
+		if (IsA(parsetree, DropdbStmt))
+		{
+			dboid = get_database_oid(((DropdbStmt *) parsetree)->dbname, true);
+			if (dboid == MyDatabaseId ||
+				(OidIsValid(dboid) && !pg_database_ownercheck(dboid, GetUserId())))
+				dboid = InvalidOid;
+		}
+		else
+		{
+			/* DROP EXTENSION schedlock: wait for this database's workers */
+			dboid = MyDatabaseId;
+			if (pg_database_ownercheck(dboid, GetUserId()))
+				schedlock_probe_database_at_commit();
+			else
+				dboid = InvalidOid;
+		}
+		if (!OidIsValid(dboid))
+		{
+			call_prev_utility(pstmt, queryString, readOnlyTree, context,
+							  params, queryEnv, dest, qc);
+			return;
+		}
+		schedlock_stop_database_workers(dboid);
+		PG_TRY();
+		{
+			call_prev_utility(pstmt, queryString, readOnlyTree, context,
+							  params, queryEnv, dest, qc);
+		}
+		PG_FINALLY();
+		{
+			schedlock_database_drop_done(dboid);
+		}
+		PG_END_TRY();
+		return;
+	}
+
+	if (IsA(parsetree, CreateExtensionStmt) &&
+		strcmp(((CreateExtensionStmt *) parsetree)->extname, "schedlock") == 0)
+		schedlock_probe_database_at_commit();
+	else if (IsA(parsetree, CreatedbStmt))
+		schedlock_probe_all_at_commit();
+
+	call_prev_utility(pstmt, queryString, readOnlyTree, context,
+					  params, queryEnv, dest, qc);
+}
+
+/*
  * _PG_init
  *		Module load callback.
  */
@@ -92,6 +252,43 @@ _PG_init(void)
 							   NULL,
 							   NULL);
 
+	DefineCustomIntVariable("schedlock.workers",
+							"Number of job dispatch workers per database that has the extension.",
+							"Each worker takes one background worker process; max_worker_processes must leave room for one launcher plus this many workers per database.",
+							&schedlock_workers,
+							2,
+							1,
+							SCHEDLOCK_MAX_WORKERS_PER_DB,
+							PGC_SIGHUP,
+							0,
+							NULL,
+							NULL,
+							NULL);
+
+	DefineCustomBoolVariable("schedlock.enabled",
+							 "Whether the job scheduler runs jobs.",
+							 "When off, the workers stay connected but start no runs; jobs that fall due meanwhile are handled by their misfire policy.",
+							 &schedlock_enabled,
+							 true,
+							 PGC_SIGHUP,
+							 0,
+							 NULL,
+							 NULL,
+							 NULL);
+
+	DefineCustomIntVariable("schedlock.history_retention",
+							"How long finished job runs are kept in schedlock.job_runs.",
+							"0 keeps them forever.",
+							&schedlock_history_retention,
+							7 * 24 * 60,
+							0,
+							INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MIN,
+							NULL,
+							NULL,
+							NULL);
+
 #if PG_VERSION_NUM >= 150000
 	MarkGUCPrefixReserved("schedlock");
 #else
@@ -99,4 +296,23 @@ _PG_init(void)
 #endif
 
 	schedlock_lock_init();
+
+	if (max_worker_processes < 1 + schedlock_workers)
+		ereport(WARNING,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("max_worker_processes (%d) is too low for the schedlock job scheduler",
+						max_worker_processes),
+				 errdetail("The scheduler needs one launcher process plus schedlock.workers (%d) processes for each database that has the extension.",
+						   schedlock_workers),
+				 errhint("Raise max_worker_processes and restart the server.")));
+
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = sl_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = sl_shmem_startup;
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = sl_process_utility;
+
+	schedlock_xact_init();
+	schedlock_register_launcher();
 }

@@ -40,13 +40,21 @@
 #define SCHEDLOCK_LOCKTAG_MUTEX		0x534D	/* "SM": per-name transaction mutex */
 #define SCHEDLOCK_LOCKTAG_SESSION	0x5353	/* "SS": per-session identity lock */
 
+/* Largest schedlock.workers value (workers per database). */
+#define SCHEDLOCK_MAX_WORKERS_PER_DB	32
+
 /* GUC variables (schedlock.c) */
 extern char *schedlock_timezone;
+extern int	schedlock_workers;
+extern bool schedlock_enabled;
+extern int	schedlock_history_retention;	/* minutes; 0 keeps history forever */
 
 /* schedlock.c */
 extern void schedlock_check_preloaded(void);
 
 /* lock.c */
 extern void schedlock_lock_init(void);
+
+/* The job scheduler's files declare what they share in scheduler.h. */
 
 #endif							/* SCHEDLOCK_H */

@@ -130,6 +130,7 @@ unix_socket_directories = '$dir'
 port = $port
 shared_preload_libraries = 'schedlock'
 max_connections = 120
+max_worker_processes = 32
 fsync = off
 log_line_prefix = '%m [%p] %q%a '
 $extra

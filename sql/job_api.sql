@@ -1,0 +1,183 @@
+--
+-- job_api: the SQL surface of the job scheduler -- functions and defaults,
+-- the upsert, alter_job, run_job, unschedule_job, every input error with its
+-- SQLSTATE, run_as rules, the claim/finish protocol of NOTIFY runs, and
+-- row-level security between roles.  Nothing here waits for a worker: the
+-- jobs are scheduled far in the future or disabled, so the output does not
+-- depend on timing.
+--
+
+-- errors are shown as rows: SQLSTATE, message, detail, hint
+CREATE FUNCTION pg_temp.try(query text,
+							OUT state text, OUT message text,
+							OUT detail text, OUT hint text)
+LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE query;
+	message := 'no error';
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT,
+		detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+END;
+$$;
+
+-- the API functions and their named arguments with defaults
+SELECT p.proname, pg_get_function_arguments(p.oid) AS args,
+       pg_get_function_result(p.oid) AS result
+  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+ WHERE n.nspname = 'public'
+   AND p.proname IN ('schedule_job', 'unschedule_job', 'alter_job', 'run_job',
+                     'schedlock_claim_run', 'schedlock_finish_run')
+ ORDER BY 1;
+
+-- the settings and their defaults
+SELECT name, setting, unit, context FROM pg_settings
+ WHERE name IN ('schedlock.workers', 'schedlock.enabled', 'schedlock.history_retention')
+ ORDER BY 1;
+
+-- an SQL job with every default; it fires first on 1 January at midnight
+SELECT schedule_job('yearly_report', '0 0 1 1 *', 'SELECT 1') AS job_id \gset
+SELECT job_name, owner, schedule, command, notify_channel, payload, timezone,
+       timeout, max_attempts, retry_delay, misfire, atomic, enabled, run_as,
+       next_run_at = cron_next('0 0 1 1 *', now(), 'UTC') AS next_run_is_next_slot,
+       consecutive_failures
+  FROM schedlock.jobs WHERE job_id = :job_id;
+
+-- the same name again updates the job in place (upsert): same id
+SELECT schedule_job(job_name => 'yearly_report', schedule => '0 6 1 1 *',
+                    command => 'SELECT 2', timezone => 'Europe/Paris',
+                    timeout => '5 minutes', max_attempts => 3,
+                    retry_delay => '10 seconds', misfire => 'skip') = :job_id AS same_id;
+SELECT schedule, command, timezone, timeout, max_attempts, retry_delay, misfire,
+       next_run_at = cron_next('0 6 1 1 *', now(), 'Europe/Paris') AS next_run_is_next_slot
+  FROM schedlock.jobs WHERE job_id = :job_id;
+
+-- a NOTIFY job with a payload, and an @reboot job (no next run until a start)
+SELECT schedule_job('mail', '0 0 1 1 *', notify_channel => 'stats_mail',
+                    payload => '{"to": "ops"}') IS NOT NULL AS scheduled;
+SELECT schedule_job('warmup', '@reboot', 'SELECT 1') IS NOT NULL AS scheduled;
+SELECT job_name, notify_channel, payload, reboot, next_run_at IS NULL AS no_next_run
+  FROM schedlock.jobs WHERE job_name IN ('mail', 'warmup') ORDER BY 1;
+
+-- bad input: a clear error, a real SQLSTATE, and nothing written
+SELECT * FROM pg_temp.try($$SELECT schedule_job('bad', '61 * * * *', 'SELECT 1')$$);
+SELECT * FROM pg_temp.try($$SELECT schedule_job('bad', 'every day', 'SELECT 1')$$);
+SELECT * FROM pg_temp.try($$SELECT schedule_job('bad', NULL, 'SELECT 1')$$);
+SELECT * FROM pg_temp.try($$SELECT schedule_job('bad', '@daily', 'SELECT 1', timezone => 'Mars/Olympus')$$);
+SELECT * FROM pg_temp.try($$SELECT schedule_job('bad', '@daily', 'SELEC 1')$$);
+SELECT * FROM pg_temp.try($$SELECT schedule_job('bad', '@daily', 'SELECT 1; COMMIT')$$);
+SELECT * FROM pg_temp.try($$SELECT schedule_job('bad', '@daily', '  ')$$);
+SELECT * FROM pg_temp.try($$SELECT schedule_job('bad', '@daily')$$);
+SELECT * FROM pg_temp.try($$SELECT schedule_job('bad', '@daily', 'SELECT 1', notify_channel => 'ch')$$);
+SELECT * FROM pg_temp.try($$SELECT schedule_job('bad', '@daily', notify_channel => 'Stats Mail')$$);
+SELECT * FROM pg_temp.try($$SELECT schedule_job('bad', '@daily', notify_channel => 'select')$$);
+SELECT * FROM pg_temp.try($$SELECT schedule_job('bad', '@daily', notify_channel => 'ch',
+                                                payload => jsonb_build_object('blob', repeat('x', 8000)))$$);
+SELECT * FROM pg_temp.try($$SELECT schedule_job('bad', '@daily', 'SELECT 1', payload => '{}')$$);
+SELECT * FROM pg_temp.try($$SELECT schedule_job('bad', '@daily', 'SELECT 1', misfire => 'sometimes')$$);
+SELECT * FROM pg_temp.try($$SELECT schedule_job('bad', '@daily', 'SELECT 1', max_attempts => 0)$$);
+SELECT * FROM pg_temp.try($$SELECT schedule_job('bad', '@daily', 'SELECT 1', retry_delay => '-1 second')$$);
+SELECT * FROM pg_temp.try($$SELECT schedule_job('bad', '@daily', 'SELECT 1', timeout => '0')$$);
+SELECT * FROM pg_temp.try($$SELECT schedule_job('', '@daily', 'SELECT 1')$$);
+SELECT * FROM pg_temp.try($$SELECT schedule_job(repeat('n', 256), '@daily', 'SELECT 1')$$);
+SELECT count(*) AS bad_jobs_written FROM schedlock.jobs WHERE job_name = 'bad';
+
+-- run_as: superusers only, and the role must exist and be able to log in
+CREATE ROLE regress_job_alice LOGIN;
+CREATE ROLE regress_job_bob LOGIN;
+CREATE ROLE regress_job_nologin NOLOGIN;
+GRANT USAGE ON SCHEMA public TO regress_job_alice, regress_job_bob;
+SELECT * FROM pg_temp.try($$SELECT schedule_job('as_other', '@daily', 'SELECT 1', run_as => 'regress_job_nobody')$$);
+SELECT * FROM pg_temp.try($$SELECT schedule_job('as_other', '@daily', 'SELECT 1', run_as => 'regress_job_nologin')$$);
+SELECT * FROM pg_temp.try($$SELECT schedule_job('as_other', '@daily', 'SELECT 1', run_as => 'regress_job_alice')$$);
+SELECT job_name, run_as FROM schedlock.jobs WHERE job_name = 'as_other';
+
+-- alter_job: NULL leaves a setting unchanged; the result is checked whole
+SELECT alter_job('yearly_report', max_attempts => 5, enabled => false);
+SELECT schedule, command, max_attempts, misfire, enabled FROM schedlock.jobs WHERE job_id = :job_id;
+SELECT alter_job('yearly_report', schedule => '0 7 1 1 *', enabled => true);
+SELECT schedule, enabled,
+       next_run_at = cron_next('0 7 1 1 *', now(), 'Europe/Paris') AS next_run_is_next_slot
+  FROM schedlock.jobs WHERE job_id = :job_id;
+-- giving notify_channel turns an SQL job into a NOTIFY job, and back
+SELECT alter_job('as_other', notify_channel => 'as_other_due');
+SELECT command, notify_channel, payload FROM schedlock.jobs WHERE job_name = 'as_other';
+SELECT alter_job('as_other', command => 'SELECT 3');
+SELECT command, notify_channel, payload FROM schedlock.jobs WHERE job_name = 'as_other';
+SELECT * FROM pg_temp.try($$SELECT alter_job('yearly_report', schedule => '* * *')$$);
+SELECT * FROM pg_temp.try($$SELECT alter_job('yearly_report', misfire => 'never')$$);
+SELECT * FROM pg_temp.try($$SELECT alter_job('yearly_report', command => 'SELECT 1', notify_channel => 'ch')$$);
+SELECT * FROM pg_temp.try($$SELECT alter_job('no_such_job', enabled => false)$$);
+SELECT schedule, misfire FROM schedlock.jobs WHERE job_id = :job_id;
+
+-- run_job queues a run now, outside the schedule (seen before commit here)
+BEGIN;
+SELECT run_job('yearly_report') AS run_id \gset
+SELECT status, manual, attempt, scheduled_for <= clock_timestamp() AS now_or_before
+  FROM schedlock.job_runs WHERE run_id = :run_id;
+SELECT manual_pending, next_run_at <= clock_timestamp() AS due_now
+  FROM schedlock.jobs WHERE job_id = :job_id;
+ROLLBACK;
+SELECT * FROM pg_temp.try($$SELECT run_job('no_such_job')$$);
+SELECT alter_job('warmup', enabled => false);
+SELECT * FROM pg_temp.try($$SELECT run_job('warmup')$$);
+
+-- claim and finish a notified run: exactly one claim, one finish
+INSERT INTO schedlock.job_runs (job_id, owner, scheduled_for, attempt, status, deadline)
+SELECT job_id, owner, '2030-01-01 00:00+00', 1, 'pending', now() + interval '1 hour'
+  FROM schedlock.jobs WHERE job_name = 'mail'
+RETURNING run_id AS mail_run \gset
+SELECT schedlock_claim_run(:mail_run, 'app-1') AS first_claim;
+SELECT schedlock_claim_run(:mail_run, 'app-2') AS second_claim;
+SELECT status, claimed_by, worker_pid = pg_backend_pid() AS claimer_pid
+  FROM schedlock.job_runs WHERE run_id = :mail_run;
+SELECT schedlock_finish_run(:mail_run, true, 'sent') AS finished;
+SELECT schedlock_finish_run(:mail_run, false) AS finished_again;
+SELECT status, message, finished_at IS NOT NULL AS has_finish_time
+  FROM schedlock.job_runs WHERE run_id = :mail_run;
+SELECT * FROM pg_temp.try($$SELECT schedlock_claim_run(-1)$$);
+SELECT * FROM pg_temp.try($$SELECT schedlock_finish_run(NULL, true)$$);
+
+-- ordinary roles cannot write the tables directly
+SET ROLE regress_job_alice;
+SELECT * FROM pg_temp.try($$UPDATE schedlock.jobs SET run_as = 'postgres'$$);
+SELECT * FROM pg_temp.try($$INSERT INTO schedlock.job_runs (job_id, owner, scheduled_for, status) VALUES (1, 'regress_job_alice', now(), 'queued')$$);
+
+-- each role sees and changes only its own jobs and runs
+SELECT schedule_job('alice_job', '0 0 1 1 *', 'SELECT 1') IS NOT NULL AS alice_scheduled;
+SELECT * FROM pg_temp.try($$SELECT schedule_job('alice_job', '@daily', 'SELECT 1', run_as => 'regress_job_bob')$$);
+SELECT job_name, owner FROM schedlock.jobs ORDER BY 1;
+SELECT job_name FROM schedlock.job_status ORDER BY 1;
+SELECT count(*) AS runs_visible FROM schedlock.job_runs;
+RESET ROLE;
+SET ROLE regress_job_bob;
+SELECT job_name, owner FROM schedlock.jobs ORDER BY 1;
+SELECT count(*) AS runs_visible FROM schedlock.job_runs;
+SELECT * FROM pg_temp.try($$SELECT alter_job('alice_job', enabled => false)$$);
+SELECT * FROM pg_temp.try($$SELECT run_job('alice_job')$$);
+SELECT unschedule_job('alice_job') AS bob_unscheduled;
+SELECT state, replace(message, :'mail_run', 'N') AS message
+  FROM pg_temp.try(format('SELECT schedlock_claim_run(%s)', :mail_run));
+-- bob may have a job of the same name
+SELECT schedule_job('alice_job', '0 0 1 1 *', 'SELECT 1') IS NOT NULL AS bob_scheduled;
+SELECT job_name, owner FROM schedlock.jobs ORDER BY 1;
+RESET ROLE;
+SELECT job_name, owner, enabled FROM schedlock.jobs WHERE job_name = 'alice_job' ORDER BY 2;
+-- a superuser naming a job two roles have must say whose
+SELECT * FROM pg_temp.try($$SELECT alter_job('alice_job', enabled => false)$$);
+
+-- unschedule_job: true once, then false; history goes with the job
+SELECT unschedule_job('yearly_report') AS removed, unschedule_job('yearly_report') AS removed_again;
+SET ROLE regress_job_alice;
+SELECT unschedule_job('alice_job') AS alice_removed;
+RESET ROLE;
+SELECT job_name, owner FROM schedlock.jobs ORDER BY 1, 2;
+SELECT count(*) AS mail_runs FROM schedlock.job_runs WHERE run_id = :mail_run;
+SELECT unschedule_job(job_name) FROM schedlock.jobs WHERE owner = current_user::regrole ORDER BY job_name;
+SET ROLE regress_job_bob;
+SELECT unschedule_job('alice_job') AS bob_removed;
+RESET ROLE;
+SELECT count(*) AS jobs_left FROM schedlock.jobs;
+
+REVOKE USAGE ON SCHEMA public FROM regress_job_alice, regress_job_bob;
+DROP ROLE regress_job_alice, regress_job_bob, regress_job_nologin;

@@ -1,0 +1,809 @@
+/*-------------------------------------------------------------------------
+ *
+ * job.c
+ *	  The job API: schedule_job, alter_job, unschedule_job and run_job.
+ *
+ * Everything the caller gives is checked before anything is written: the
+ * schedule by the cron engine, the time zone, the SQL command by the
+ * parser (syntax only: the tables it names may not exist yet), the NOTIFY
+ * channel and payload, the retry and misfire settings, and run_as.  Bad
+ * input raises an error with a real SQLSTATE.
+ *
+ * A job belongs to the role that scheduled it (GetUserId() at the call).
+ * The tables are written as the extension owner, so ordinary roles need
+ * (and have) no write privilege on them; every lookup is restricted to the
+ * caller's own jobs.  A superuser may name another role's job when the name
+ * is unambiguous.  The functions wake this database's workers when the
+ * transaction commits.
+ *
+ * IDENTIFICATION
+ *	  src/job.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "parser/parser.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "cron_pg.h"
+#include "schedlock.h"
+#include "scheduler.h"
+
+PG_FUNCTION_INFO_V1(schedlock_schedule_job);
+PG_FUNCTION_INFO_V1(schedlock_alter_job);
+PG_FUNCTION_INFO_V1(schedlock_unschedule_job);
+PG_FUNCTION_INFO_V1(schedlock_run_job);
+
+PGDLLEXPORT Datum schedlock_schedule_job(PG_FUNCTION_ARGS);
+PGDLLEXPORT Datum schedlock_alter_job(PG_FUNCTION_ARGS);
+PGDLLEXPORT Datum schedlock_unschedule_job(PG_FUNCTION_ARGS);
+PGDLLEXPORT Datum schedlock_run_job(PG_FUNCTION_ARGS);
+
+/* Argument positions shared by schedule_job and alter_job. */
+enum
+{
+	ARG_NAME = 0,
+	ARG_SCHEDULE,
+	ARG_COMMAND,
+	ARG_CHANNEL,
+	ARG_PAYLOAD,
+	ARG_TIMEZONE,
+	ARG_TIMEOUT,
+	ARG_MAX_ATTEMPTS,
+	ARG_RETRY_DELAY,
+	ARG_MISFIRE,
+	ARG_ATOMIC,
+	ARG_ENABLED,
+	ARG_RUN_AS
+};
+
+/* A job's definition, as given or as stored. */
+typedef struct JobDef
+{
+	char	   *schedule;
+	char	   *command;		/* NULL for a NOTIFY job */
+	char	   *channel;		/* NULL for an SQL job */
+	Datum		payload;		/* jsonb; valid when has_payload */
+	bool		has_payload;
+	char	   *timezone;		/* never NULL once resolved */
+	Interval   *timeout;		/* NULL: none */
+	int32		max_attempts;
+	Interval   *retry_delay;
+	char	   *misfire;
+	bool		atomic;
+	bool		enabled;
+	Oid			run_as;			/* InvalidOid: the owner */
+} JobDef;
+
+/*
+ * schedlock_check_command
+ *		Parse-check a job's SQL command (syntax only) and refuse what a job
+ *		cannot run: an empty command and transaction control.
+ */
+void
+schedlock_check_command(const char *command)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	List	   *parsetrees = NIL;
+	ListCell   *lc;
+
+	PG_TRY();
+	{
+		parsetrees = raw_parser(command, RAW_PARSE_DEFAULT);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		ereport(ERROR,
+				(errcode(edata->sqlerrcode),
+				 errmsg("job command is not valid SQL: %s", edata->message),
+				 edata->cursorpos > 0 ?
+				 errdetail("The error is at character %d of the command.",
+						   edata->cursorpos) : 0));
+	}
+	PG_END_TRY();
+
+	if (parsetrees == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("job command must contain at least one SQL statement")));
+	foreach(lc, parsetrees)
+	{
+		RawStmt    *raw = lfirst_node(RawStmt, lc);
+
+		if (IsA(raw->stmt, TransactionStmt))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("job command must not contain transaction control statements"),
+					 errdetail("An atomic job runs in the transaction that claims it; a job with atomic => false runs each statement in a transaction of its own."),
+					 errhint("Remove BEGIN, COMMIT, ROLLBACK and the like; a procedure called with CALL may commit when atomic => false.")));
+	}
+}
+
+/*
+ * check_name
+ *		Validate a job name argument and return it.
+ */
+static char *
+check_name(FunctionCallInfo fcinfo)
+{
+	text	   *t;
+	int			nchars;
+
+	if (PG_ARGISNULL(ARG_NAME))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("job_name must not be null")));
+	t = PG_GETARG_TEXT_PP(ARG_NAME);
+	nchars = pg_mbstrlen_with_len(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+	if (nchars == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("job_name must not be empty")));
+	if (nchars > 255)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("job_name is too long"),
+				 errdetail("A job name has at most 255 characters.")));
+	return text_to_cstring(t);
+}
+
+/*
+ * interval_sign
+ *		-1, 0 or 1 as the interval is below, at or above zero.
+ */
+static int
+interval_sign(Interval *iv)
+{
+	Interval	zero;
+
+	memset(&zero, 0, sizeof(zero));
+	return DatumGetInt32(DirectFunctionCall2(interval_cmp,
+											 IntervalPGetDatum(iv),
+											 IntervalPGetDatum(&zero)));
+}
+
+/*
+ * resolve_run_as
+ *		Check a run_as role name: only superusers may give one, and the role
+ *		must exist and be able to log in.
+ */
+static Oid
+resolve_run_as(const char *rolename)
+{
+	HeapTuple	tup;
+	Oid			roleid;
+	bool		canlogin;
+
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to set run_as"),
+				 errdetail("Only superusers may make a job run as another role; a job runs as the role that scheduled it.")));
+	roleid = get_role_oid(rolename, true);
+	if (!OidIsValid(roleid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("role \"%s\" does not exist", rolename)));
+	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(roleid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for role %u", roleid);
+	canlogin = ((Form_pg_authid) GETSTRUCT(tup))->rolcanlogin;
+	ReleaseSysCache(tup);
+	if (!canlogin)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
+				 errmsg("role \"%s\" cannot be used for run_as", rolename),
+				 errdetail("The role does not have the LOGIN attribute.")));
+	return roleid;
+}
+
+/*
+ * validate_job
+ *		Check a complete definition; parse its schedule into *sched.
+ */
+static void
+validate_job(const char *job_name, JobDef *def, SchedlockCronSchedule *sched)
+{
+	if (def->schedule == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("schedule must not be null")));
+	schedlock_cron_parse_or_error(def->schedule, sched);
+	(void) schedlock_cron_lookup_timezone(def->timezone);
+
+	if ((def->command == NULL) == (def->channel == NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a job needs exactly one of command and notify_channel"),
+				 errhint("Give command for a job that runs SQL, or notify_channel for a job that notifies listening applications.")));
+
+	if (def->command != NULL)
+	{
+		if (def->has_payload)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("payload is only allowed with notify_channel")));
+		schedlock_check_command(def->command);
+	}
+	else
+	{
+		const char *quoted = quote_identifier(def->channel);
+
+		if (def->channel[0] == '\0' || strlen(def->channel) >= NAMEDATALEN ||
+			strcmp(quoted, def->channel) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_NAME),
+					 errmsg("notify_channel \"%s\" is not a valid channel name",
+							def->channel),
+					 errhint("Use a lower-case identifier that LISTEN accepts without quotes, shorter than %d bytes.",
+							 NAMEDATALEN)));
+		if (def->has_payload)
+		{
+			char	   *json = DatumGetCString(DirectFunctionCall1(jsonb_out,
+																   def->payload));
+			size_t		len = strlen(json) + strlen(job_name);
+
+			if (len + SCHEDLOCK_NOTIFY_ENVELOPE > SCHEDLOCK_NOTIFY_MAX_LENGTH)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("payload is too large for a notification"),
+						 errdetail("The job name and payload take %zu bytes; a notification carries at most %d bytes, %d of them kept for the run's details.",
+								   len, SCHEDLOCK_NOTIFY_MAX_LENGTH,
+								   SCHEDLOCK_NOTIFY_ENVELOPE)));
+		}
+	}
+
+	if (def->timeout != NULL && interval_sign(def->timeout) <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("timeout must be greater than zero")));
+	if (def->max_attempts < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_attempts must be at least 1")));
+	if (def->retry_delay == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("retry_delay must not be null")));
+	if (interval_sign(def->retry_delay) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("retry_delay must not be negative")));
+	if (def->misfire == NULL ||
+		(strcmp(def->misfire, "run_once") != 0 &&
+		 strcmp(def->misfire, "skip") != 0 &&
+		 strcmp(def->misfire, "run_all") != 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("misfire must be one of run_once, skip and run_all"),
+				 errdetail("run_once makes one catch-up run, skip goes on with the next future slot, run_all runs every missed slot (at most %d).",
+						   SCHEDLOCK_RUN_ALL_LIMIT)));
+}
+
+/*
+ * first_slot
+ *		The job's first slot strictly after now; false when there is none
+ *		(@reboot jobs wait for the next start of dispatch).
+ */
+static bool
+first_slot(const SchedlockCronSchedule *sched, const char *timezone,
+		   TimestampTz now, TimestampTz *slot)
+{
+	if (schedlock_cron_is_reboot(sched))
+		return false;
+	return schedlock_cron_next_time(sched, now,
+									schedlock_cron_lookup_timezone(timezone),
+									slot);
+}
+
+/* Macros to fetch optional arguments. */
+#define ARG_TEXT(n)	(PG_ARGISNULL(n) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(n)))
+
+/*
+ * args_into_def
+ *		Overlay the non-null arguments on def.  Setting command clears
+ *		notify_channel and the payload, setting notify_channel clears
+ *		command.
+ */
+static void
+args_into_def(FunctionCallInfo fcinfo, JobDef *def)
+{
+	if (!PG_ARGISNULL(ARG_COMMAND) && !PG_ARGISNULL(ARG_CHANNEL))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a job needs exactly one of command and notify_channel"),
+				 errhint("Give command for a job that runs SQL, or notify_channel for a job that notifies listening applications.")));
+	if (!PG_ARGISNULL(ARG_SCHEDULE))
+		def->schedule = ARG_TEXT(ARG_SCHEDULE);
+	if (!PG_ARGISNULL(ARG_COMMAND))
+	{
+		def->command = ARG_TEXT(ARG_COMMAND);
+		def->channel = NULL;
+		def->has_payload = false;
+	}
+	if (!PG_ARGISNULL(ARG_CHANNEL))
+	{
+		def->channel = ARG_TEXT(ARG_CHANNEL);
+		def->command = NULL;
+	}
+	if (!PG_ARGISNULL(ARG_PAYLOAD))
+	{
+		def->payload = PG_GETARG_DATUM(ARG_PAYLOAD);
+		def->has_payload = true;
+	}
+	if (!PG_ARGISNULL(ARG_TIMEZONE))
+		def->timezone = ARG_TEXT(ARG_TIMEZONE);
+	if (!PG_ARGISNULL(ARG_TIMEOUT))
+		def->timeout = PG_GETARG_INTERVAL_P(ARG_TIMEOUT);
+	if (!PG_ARGISNULL(ARG_MAX_ATTEMPTS))
+		def->max_attempts = PG_GETARG_INT32(ARG_MAX_ATTEMPTS);
+	if (!PG_ARGISNULL(ARG_RETRY_DELAY))
+		def->retry_delay = PG_GETARG_INTERVAL_P(ARG_RETRY_DELAY);
+	if (!PG_ARGISNULL(ARG_MISFIRE))
+		def->misfire = ARG_TEXT(ARG_MISFIRE);
+	if (!PG_ARGISNULL(ARG_ATOMIC))
+		def->atomic = PG_GETARG_BOOL(ARG_ATOMIC);
+	if (!PG_ARGISNULL(ARG_ENABLED))
+		def->enabled = PG_GETARG_BOOL(ARG_ENABLED);
+	if (!PG_ARGISNULL(ARG_RUN_AS))
+		def->run_as = resolve_run_as(NameStr(*PG_GETARG_NAME(ARG_RUN_AS)));
+}
+
+/*
+ * check_writable
+ *		Jobs are written on the primary only.
+ */
+static void
+check_writable(const char *fname)
+{
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot execute %s() during recovery", fname),
+				 errhint("Connect to the primary server.")));
+}
+
+/*
+ * Switch to the extension owner to write the tables, and back.
+ */
+static void
+begin_as_owner(Oid *save_uid, int *save_sec)
+{
+	Oid			owner = schedlock_extension_owner();
+
+	GetUserIdAndSecContext(save_uid, save_sec);
+	SetUserIdAndSecContext(owner, *save_sec | SECURITY_LOCAL_USERID_CHANGE);
+}
+
+/*
+ * def_params
+ *		Fill SPI parameters $3 .. $14 from a definition (see the queries).
+ */
+static void
+def_params(const JobDef *def, Datum *values, char *nulls)
+{
+	values[2] = CStringGetTextDatum(def->schedule);
+	values[3] = def->command ? CStringGetTextDatum(def->command) : (Datum) 0;
+	nulls[3] = def->command ? ' ' : 'n';
+	values[4] = def->channel ? CStringGetTextDatum(def->channel) : (Datum) 0;
+	nulls[4] = def->channel ? ' ' : 'n';
+	values[5] = def->has_payload ? def->payload : (Datum) 0;
+	nulls[5] = def->has_payload ? ' ' : 'n';
+	values[6] = CStringGetTextDatum(def->timezone);
+	values[7] = def->timeout ? IntervalPGetDatum(def->timeout) : (Datum) 0;
+	nulls[7] = def->timeout ? ' ' : 'n';
+	values[8] = Int32GetDatum(def->max_attempts);
+	values[9] = IntervalPGetDatum(def->retry_delay);
+	values[10] = CStringGetTextDatum(def->misfire);
+	values[11] = BoolGetDatum(def->atomic);
+	values[12] = BoolGetDatum(def->enabled);
+	values[13] = ObjectIdGetDatum(def->run_as);
+	nulls[13] = OidIsValid(def->run_as) ? ' ' : 'n';
+}
+
+/* Types of the parameters of the write queries, $1 .. $17. */
+static Oid	write_types[17] = {
+	TEXTOID, REGROLEOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID,
+	INTERVALOID, INT4OID, INTERVALOID, TEXTOID, BOOLOID, BOOLOID, REGROLEOID,
+	BOOLOID, TIMESTAMPTZOID, TIMESTAMPTZOID
+};
+
+/*
+ * schedlock_schedule_job
+ *		SQL: schedule_job(job_name, schedule, command, notify_channel,
+ *		payload, timezone, timeout, max_attempts, retry_delay, misfire,
+ *		atomic, enabled, run_as) -> bigint
+ *
+ * Creates the caller's job of that name, or replaces its definition (an
+ * upsert, like cron.schedule): the next slot is computed afresh from now
+ * and a pending retry is forgotten.  Returns the job id.
+ */
+Datum
+schedlock_schedule_job(PG_FUNCTION_ARGS)
+{
+	char	   *job_name = check_name(fcinfo);
+	JobDef		def;
+	SchedlockCronSchedule sched;
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz slot = 0;
+	bool		has_slot;
+	Datum		values[17];
+	char		nulls[17];
+	Oid			caller = GetUserId();
+	Oid			save_uid;
+	int			save_sec;
+	bool		isnull;
+	int64		job_id;
+
+	check_writable("schedule_job");
+	memset(&def, 0, sizeof(def));
+	def.max_attempts = 1;
+	def.atomic = true;
+	def.enabled = true;
+	def.misfire = "run_once";
+	def.retry_delay = DatumGetIntervalP(DirectFunctionCall3(interval_in,
+															CStringGetDatum("1 minute"),
+															ObjectIdGetDatum(InvalidOid),
+															Int32GetDatum(-1)));
+	if (PG_ARGISNULL(ARG_MAX_ATTEMPTS))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("max_attempts must not be null")));
+	if (PG_ARGISNULL(ARG_RETRY_DELAY))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("retry_delay must not be null")));
+	args_into_def(fcinfo, &def);
+	if (def.timezone == NULL)
+		def.timezone = pstrdup(schedlock_timezone);
+	validate_job(job_name, &def, &sched);
+	has_slot = first_slot(&sched, def.timezone, now, &slot);
+
+	memset(nulls, ' ', sizeof(nulls));
+	values[0] = CStringGetTextDatum(job_name);
+	values[1] = ObjectIdGetDatum(caller);
+	def_params(&def, values, nulls);
+	values[14] = BoolGetDatum(schedlock_cron_is_reboot(&sched));
+	values[15] = TimestampTzGetDatum(slot);
+	nulls[15] = has_slot ? ' ' : 'n';
+	values[16] = TimestampTzGetDatum(now);
+
+	SPI_connect();
+	begin_as_owner(&save_uid, &save_sec);
+	if (SPI_execute_with_args("INSERT INTO schedlock.jobs AS j (job_name, owner, "
+							  "  schedule, command, notify_channel, payload, timezone, "
+							  "  timeout, max_attempts, retry_delay, misfire, atomic, "
+							  "  enabled, run_as, reboot, next_slot, next_run_at) "
+							  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
+							  "  $12, $13, $14, $15, $16, $16) "
+							  "ON CONFLICT (owner, job_name) DO UPDATE SET "
+							  "  schedule = EXCLUDED.schedule, command = EXCLUDED.command, "
+							  "  notify_channel = EXCLUDED.notify_channel, "
+							  "  payload = EXCLUDED.payload, timezone = EXCLUDED.timezone, "
+							  "  timeout = EXCLUDED.timeout, "
+							  "  max_attempts = EXCLUDED.max_attempts, "
+							  "  retry_delay = EXCLUDED.retry_delay, "
+							  "  misfire = EXCLUDED.misfire, atomic = EXCLUDED.atomic, "
+							  "  enabled = EXCLUDED.enabled, run_as = EXCLUDED.run_as, "
+							  "  reboot = EXCLUDED.reboot, next_slot = EXCLUDED.next_slot, "
+							  "  retry_slot = NULL, retry_attempt = NULL, retry_at = NULL, "
+							  "  next_run_at = LEAST(EXCLUDED.next_slot, "
+							  "    CASE WHEN j.manual_pending > 0 THEN $17 END) "
+							  "RETURNING job_id",
+							  17, write_types, values, nulls, false, 0) != SPI_OK_INSERT_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not write job \"%s\"", job_name);
+	job_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+										 SPI_tuptable->tupdesc, 1, &isnull));
+	SetUserIdAndSecContext(save_uid, save_sec);
+	SPI_finish();
+
+	schedlock_wake_workers_at_commit();
+	PG_RETURN_INT64(job_id);
+}
+
+/*
+ * find_job
+ *		Look up the caller's job by name and lock its row; a superuser may
+ *		also name another role's job when only one role has a job of that
+ *		name.  Raises 42704 when there is none.  Caller is connected to SPI
+ *		and runs as the extension owner; caller is the calling role.
+ *		Leaves the row in SPI_tuptable.
+ */
+static int64
+find_job(const char *job_name, Oid caller, const char *columns)
+{
+	Oid			types[2] = {TEXTOID, REGROLEOID};
+	Datum		values[2];
+	char	   *query;
+	bool		isnull;
+
+	values[0] = CStringGetTextDatum(job_name);
+	values[1] = ObjectIdGetDatum(caller);
+	query = psprintf("SELECT job_id, %s FROM schedlock.jobs "
+					 "WHERE job_name = $1 AND owner = $2 FOR UPDATE", columns);
+	if (SPI_execute_with_args(query, 2, types, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read job \"%s\"", job_name);
+	if (SPI_processed == 0 && superuser_arg(caller))
+	{
+		query = psprintf("SELECT job_id, %s FROM schedlock.jobs "
+						 "WHERE job_name = $1 FOR UPDATE", columns);
+		if (SPI_execute_with_args(query, 1, types, values, NULL, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not read job \"%s\"", job_name);
+		if (SPI_processed > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_AMBIGUOUS_PARAMETER),
+					 errmsg("job name \"%s\" is ambiguous", job_name),
+					 errdetail("Several roles have a job of that name."),
+					 errhint("SET ROLE to the job's owner first.")));
+	}
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("job \"%s\" does not exist", job_name),
+				 errhint("Jobs are visible only to the role that scheduled them.")));
+	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+									   SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/*
+ * column_text
+ *		Column n of the first row of SPI_tuptable as a string, or NULL.
+ */
+static char *
+column_text(int n)
+{
+	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, n);
+}
+
+/*
+ * column_datum
+ *		Column n of the first row of SPI_tuptable; *isnull says if NULL.
+ */
+static Datum
+column_datum(int n, bool *isnull)
+{
+	return SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, n, isnull);
+}
+
+/*
+ * schedlock_alter_job
+ *		SQL: alter_job(job_name, schedule, ..., run_as) -> void
+ *
+ * Changes the settings given as non-null; the result is checked as a
+ * whole.  A new schedule or time zone, or enabling a disabled job,
+ * computes the next slot afresh from now.
+ */
+Datum
+schedlock_alter_job(PG_FUNCTION_ARGS)
+{
+	char	   *job_name = check_name(fcinfo);
+	JobDef		def;
+	JobDef		old;
+	SchedlockCronSchedule sched;
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz slot = 0;
+	bool		reslot;
+	Datum		values[17];
+	char		nulls[17];
+	Oid			caller = GetUserId();
+	Oid			save_uid;
+	int			save_sec;
+	bool		isnull;
+	int64		job_id;
+	Datum		d;
+
+	check_writable("alter_job");
+	SPI_connect();
+	begin_as_owner(&save_uid, &save_sec);
+	job_id = find_job(job_name, caller,
+					  "schedule, command, notify_channel, payload, timezone, "
+					  "timeout, max_attempts, retry_delay, misfire, atomic, "
+					  "enabled, run_as::pg_catalog.oid");
+
+	memset(&def, 0, sizeof(def));
+	def.schedule = column_text(2);
+	def.command = column_text(3);
+	def.channel = column_text(4);
+	def.payload = column_datum(5, &isnull);
+	def.has_payload = !isnull;
+	def.timezone = column_text(6);
+	d = column_datum(7, &isnull);
+	def.timeout = isnull ? NULL : DatumGetIntervalP(d);
+	def.max_attempts = DatumGetInt32(column_datum(8, &isnull));
+	def.retry_delay = DatumGetIntervalP(column_datum(9, &isnull));
+	def.misfire = column_text(10);
+	def.atomic = DatumGetBool(column_datum(11, &isnull));
+	def.enabled = DatumGetBool(column_datum(12, &isnull));
+	d = column_datum(13, &isnull);
+	def.run_as = isnull ? InvalidOid : DatumGetObjectId(d);
+	old = def;
+
+	/* run_as is checked against the caller, not the extension owner */
+	SetUserIdAndSecContext(save_uid, save_sec);
+	args_into_def(fcinfo, &def);
+	if (def.timezone == NULL)
+		def.timezone = pstrdup(schedlock_timezone);
+	validate_job(job_name, &def, &sched);
+	begin_as_owner(&save_uid, &save_sec);
+
+	reslot = strcmp(def.schedule, old.schedule) != 0 ||
+		strcmp(def.timezone, old.timezone) != 0 ||
+		(def.enabled && !old.enabled);
+
+	memset(nulls, ' ', sizeof(nulls));
+	values[0] = Int64GetDatum(job_id);
+	def_params(&def, values, nulls);
+	values[14] = BoolGetDatum(schedlock_cron_is_reboot(&sched));
+	values[15] = BoolGetDatum(reslot);
+	values[16] = TimestampTzGetDatum(now);
+	if (reslot && first_slot(&sched, def.timezone, now, &slot))
+		values[1] = TimestampTzGetDatum(slot);
+	else
+	{
+		values[1] = (Datum) 0;
+		nulls[1] = 'n';
+	}
+	{
+		Oid			types[17];
+
+		memcpy(types, write_types, sizeof(types));
+		types[0] = INT8OID;
+		types[1] = TIMESTAMPTZOID;
+		types[15] = BOOLOID;
+		if (SPI_execute_with_args("UPDATE schedlock.jobs SET "
+								  "  schedule = $3, command = $4, notify_channel = $5, "
+								  "  payload = $6, timezone = $7, timeout = $8, "
+								  "  max_attempts = $9, retry_delay = $10, misfire = $11, "
+								  "  atomic = $12, enabled = $13, run_as = $14, reboot = $15, "
+								  "  next_slot = CASE WHEN $16 THEN $2 ELSE next_slot END, "
+								  "  retry_slot = CASE WHEN $16 THEN NULL ELSE retry_slot END, "
+								  "  retry_attempt = CASE WHEN $16 THEN NULL ELSE retry_attempt END, "
+								  "  retry_at = CASE WHEN $16 THEN NULL ELSE retry_at END "
+								  "WHERE job_id = $1",
+								  17, types, values, nulls, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not update job \"%s\"", job_name);
+	}
+	schedlock_recompute_next_run(job_id, now);
+	SetUserIdAndSecContext(save_uid, save_sec);
+	SPI_finish();
+
+	schedlock_wake_workers_at_commit();
+	PG_RETURN_VOID();
+}
+
+/*
+ * schedlock_unschedule_job
+ *		SQL: unschedule_job(job_name) -> boolean
+ *
+ * Deletes the caller's job and its run history; false when the caller has
+ * no job of that name.  A run in progress finishes; its bookkeeping then
+ * finds no row to update.
+ */
+Datum
+schedlock_unschedule_job(PG_FUNCTION_ARGS)
+{
+	char	   *job_name = check_name(fcinfo);
+	Oid			caller = GetUserId();
+	Oid			save_uid;
+	int			save_sec;
+	Oid			types[2] = {TEXTOID, REGROLEOID};
+	Datum		values[2];
+	bool		deleted;
+
+	check_writable("unschedule_job");
+	values[0] = CStringGetTextDatum(job_name);
+	values[1] = ObjectIdGetDatum(caller);
+	SPI_connect();
+	begin_as_owner(&save_uid, &save_sec);
+	if (SPI_execute_with_args("DELETE FROM schedlock.jobs "
+							  "WHERE job_name = $1 AND owner = $2",
+							  2, types, values, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not delete job \"%s\"", job_name);
+	deleted = (SPI_processed > 0);
+	if (!deleted && superuser_arg(caller))
+	{
+		PG_TRY();
+		{
+			int64		job_id = find_job(job_name, caller, "1");
+			Oid			t1[1] = {INT8OID};
+			Datum		v1[1] = {Int64GetDatum(job_id)};
+
+			if (SPI_execute_with_args("DELETE FROM schedlock.jobs WHERE job_id = $1",
+									  1, t1, v1, NULL, false, 0) != SPI_OK_DELETE)
+				elog(ERROR, "could not delete job \"%s\"", job_name);
+			deleted = true;
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata = CopyErrorData();
+
+			if (edata->sqlerrcode != ERRCODE_UNDEFINED_OBJECT)
+				PG_RE_THROW();
+			FlushErrorState();
+		}
+		PG_END_TRY();
+	}
+	SetUserIdAndSecContext(save_uid, save_sec);
+	SPI_finish();
+
+	if (deleted)
+		schedlock_wake_workers_at_commit();
+	PG_RETURN_BOOL(deleted);
+}
+
+/*
+ * schedlock_run_job
+ *		SQL: run_job(job_name) -> bigint
+ *
+ * Queues one run of the caller's job now, outside its schedule; a worker
+ * takes it as soon as the transaction commits.  Returns the run id.  The
+ * run is not retried on failure and is skipped when a run of the job is
+ * still in progress.
+ */
+Datum
+schedlock_run_job(PG_FUNCTION_ARGS)
+{
+	char	   *job_name = check_name(fcinfo);
+	Oid			caller = GetUserId();
+	Oid			save_uid;
+	int			save_sec;
+	Oid			types[2] = {INT8OID, TIMESTAMPTZOID};
+	Datum		values[2];
+	TimestampTz now = GetCurrentTimestamp();
+	int64		job_id;
+	int64		run_id;
+	bool		isnull;
+
+	check_writable("run_job");
+	SPI_connect();
+	begin_as_owner(&save_uid, &save_sec);
+	job_id = find_job(job_name, caller, "enabled");
+	if (!DatumGetBool(column_datum(2, &isnull)))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("job \"%s\" is disabled", job_name),
+				 errhint("Enable it with alter_job(job_name => '%s', enabled => true).",
+						 job_name)));
+	values[0] = Int64GetDatum(job_id);
+	values[1] = TimestampTzGetDatum(now);
+	if (SPI_execute_with_args("INSERT INTO schedlock.job_runs (job_id, owner, "
+							  "  scheduled_for, attempt, manual, status) "
+							  "SELECT job_id, owner, $2, 1, true, 'queued' "
+							  "  FROM schedlock.jobs WHERE job_id = $1 "
+							  "RETURNING run_id",
+							  2, types, values, NULL, false, 0) != SPI_OK_INSERT_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not queue a run of job \"%s\"", job_name);
+	run_id = DatumGetInt64(column_datum(1, &isnull));
+	if (SPI_execute_with_args("UPDATE schedlock.jobs "
+							  "SET manual_pending = manual_pending + 1 "
+							  "WHERE job_id = $1",
+							  1, types, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not queue a run of job \"%s\"", job_name);
+	schedlock_recompute_next_run(job_id, now);
+	SetUserIdAndSecContext(save_uid, save_sec);
+	SPI_finish();
+
+	schedlock_wake_workers_at_commit();
+	PG_RETURN_INT64(run_id);
+}

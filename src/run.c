@@ -1,0 +1,360 @@
+/*-------------------------------------------------------------------------
+ *
+ * run.c
+ *	  Run bookkeeping shared by the workers and the SQL API, and the SQL
+ *	  functions applications use for NOTIFY jobs: schedlock_claim_run and
+ *	  schedlock_finish_run.
+ *
+ * A run row moves through these states (docs/scheduler.md draws them):
+ *
+ *	queued	  run_job() asked for it; a worker will take it
+ *	pending	  NOTIFY sent; waiting for schedlock_claim_run
+ *	running	  a worker (SQL job) or a claimer (NOTIFY job) is at it
+ *	succeeded, failed, timed_out, lost, skipped: final
+ *
+ * The functions here that take no fcinfo expect the caller to be connected
+ * to SPI, in a transaction, with a user that may write the scheduler's
+ * tables (the extension owner or the bootstrap superuser of a worker).
+ *
+ * IDENTIFICATION
+ *	  src/run.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "schedlock.h"
+#include "scheduler.h"
+
+PG_FUNCTION_INFO_V1(schedlock_claim_run);
+PG_FUNCTION_INFO_V1(schedlock_finish_run);
+PG_FUNCTION_INFO_V1(schedlock_job_worker_pid);
+
+PGDLLEXPORT Datum schedlock_claim_run(PG_FUNCTION_ARGS);
+PGDLLEXPORT Datum schedlock_finish_run(PG_FUNCTION_ARGS);
+PGDLLEXPORT Datum schedlock_job_worker_pid(PG_FUNCTION_ARGS);
+
+/*
+ * schedlock_recompute_next_run
+ *		Set the job's next_run_at from its next slot, pending retry and
+ *		queued run_job() calls.  Caller is connected to SPI.
+ */
+void
+schedlock_recompute_next_run(int64 job_id, TimestampTz now)
+{
+	Oid			types[2] = {INT8OID, TIMESTAMPTZOID};
+	Datum		values[2] = {Int64GetDatum(job_id), TimestampTzGetDatum(now)};
+
+	if (SPI_execute_with_args("UPDATE schedlock.jobs "
+							  "SET next_run_at = LEAST(next_slot, retry_at, "
+							  "  CASE WHEN manual_pending > 0 THEN $2 END) "
+							  "WHERE job_id = $1",
+							  2, types, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update the next run of job " INT64_FORMAT, job_id);
+}
+
+/*
+ * schedlock_run_failed
+ *		Count a failed (or timed out, or lost) attempt of a slot and, while
+ *		attempts are left, schedule the next one after an exponential
+ *		backoff: retry_delay * 2^(attempt - 1).  attempt 0 means "no retry"
+ *		(runs asked for with run_job).  Caller is connected to SPI.
+ */
+void
+schedlock_run_failed(int64 job_id, TimestampTz scheduled_for, int32 attempt,
+					 TimestampTz now)
+{
+	Oid			types[4] = {INT8OID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID};
+	Datum		values[4];
+
+	values[0] = Int64GetDatum(job_id);
+	values[1] = TimestampTzGetDatum(scheduled_for);
+	values[2] = Int32GetDatum(attempt);
+	values[3] = TimestampTzGetDatum(now);
+	if (SPI_execute_with_args("UPDATE schedlock.jobs SET "
+							  "  consecutive_failures = consecutive_failures + 1, "
+							  "  retry_slot = CASE WHEN $3 > 0 AND $3 < max_attempts THEN $2 ELSE retry_slot END, "
+							  "  retry_attempt = CASE WHEN $3 > 0 AND $3 < max_attempts THEN $3 + 1 ELSE retry_attempt END, "
+							  "  retry_at = CASE WHEN $3 > 0 AND $3 < max_attempts "
+							  "    THEN $4 + retry_delay * pg_catalog.power(2, LEAST($3 - 1, 20))::float8 "
+							  "    ELSE retry_at END "
+							  "WHERE job_id = $1",
+							  4, types, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not record a failure of job " INT64_FORMAT, job_id);
+	schedlock_recompute_next_run(job_id, now);
+}
+
+/*
+ * schedlock_run_succeeded
+ *		Reset the job's count of consecutive failures.  Caller is connected
+ *		to SPI.
+ */
+void
+schedlock_run_succeeded(int64 job_id)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(job_id)};
+
+	if (SPI_execute_with_args("UPDATE schedlock.jobs SET consecutive_failures = 0 "
+							  "WHERE job_id = $1 AND consecutive_failures <> 0",
+							  1, types, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not record a success of job " INT64_FORMAT, job_id);
+}
+
+/*
+ * schedlock_extension_owner
+ *		The role that owns the extension (and so the scheduler's tables).
+ *		Caller is connected to SPI.
+ */
+Oid
+schedlock_extension_owner(void)
+{
+	bool		isnull;
+	Datum		d;
+
+	if (SPI_execute("SELECT extowner FROM pg_catalog.pg_extension "
+					"WHERE extname = 'schedlock'", true, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"schedlock\" is not installed in this database")));
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	return DatumGetObjectId(d);
+}
+
+/*
+ * check_run_access
+ *		Look up a run's owner and make sure the caller acts for that role;
+ *		a run the caller may not see is reported as missing.  Caller is
+ *		connected to SPI and runs as the extension owner.
+ */
+static void
+check_run_access(int64 run_id, Oid caller)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(run_id)};
+	Oid			owner = InvalidOid;
+
+	if (SPI_execute_with_args("SELECT owner::pg_catalog.oid FROM schedlock.job_runs "
+							  "WHERE run_id = $1",
+							  1, types, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read run " INT64_FORMAT, run_id);
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+
+		owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+											   SPI_tuptable->tupdesc, 1,
+											   &isnull));
+	}
+	if (!OidIsValid(owner) || !has_privs_of_role(caller, owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("job run " INT64_FORMAT " does not exist", run_id),
+				 errhint("Runs are visible only to the role that owns their job.")));
+}
+
+/*
+ * run_id_arg
+ *		Fetch a non-null run id argument.
+ */
+static int64
+run_id_arg(FunctionCallInfo fcinfo)
+{
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("run_id must not be null")));
+	return PG_GETARG_INT64(0);
+}
+
+/*
+ * begin_as_owner / end_as_owner
+ *		Switch to the extension owner for writing the scheduler's tables,
+ *		and back.  An error in between is undone by the transaction abort.
+ */
+static void
+begin_as_owner(Oid *save_uid, int *save_sec)
+{
+	Oid			owner = schedlock_extension_owner();
+
+	GetUserIdAndSecContext(save_uid, save_sec);
+	SetUserIdAndSecContext(owner, *save_sec | SECURITY_LOCAL_USERID_CHANGE);
+}
+
+static void
+end_as_owner(Oid save_uid, int save_sec)
+{
+	SetUserIdAndSecContext(save_uid, save_sec);
+}
+
+/*
+ * schedlock_claim_run
+ *		SQL: schedlock_claim_run(run_id bigint, claimed_by text) -> boolean
+ *
+ * Takes a pending (notified, unclaimed) run of a NOTIFY job: true for the
+ * one caller whose UPDATE turns it from pending to running.  Concurrent
+ * callers queue on the row lock and then find it running.  The claimer has
+ * the job's timeout (default SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT s) from now
+ * to call schedlock_finish_run.
+ */
+Datum
+schedlock_claim_run(PG_FUNCTION_ARGS)
+{
+	int64		run_id = run_id_arg(fcinfo);
+	char	   *claimed_by = PG_ARGISNULL(1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(1));
+	Oid			types[4] = {INT8OID, TEXTOID, TIMESTAMPTZOID, INT4OID};
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	Oid			save_uid;
+	int			save_sec;
+	bool		claimed;
+
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot claim a job run during recovery"),
+				 errhint("Connect to the primary server.")));
+
+	SPI_connect();
+	begin_as_owner(&save_uid, &save_sec);
+	check_run_access(run_id, save_uid);
+	values[0] = Int64GetDatum(run_id);
+	values[1] = claimed_by ? CStringGetTextDatum(claimed_by) : (Datum) 0;
+	if (claimed_by == NULL)
+		nulls[1] = 'n';
+	values[2] = TimestampTzGetDatum(GetCurrentTimestamp());
+	values[3] = Int32GetDatum(MyProcPid);
+	if (SPI_execute_with_args("UPDATE schedlock.job_runs r SET status = 'running', "
+							  "  claimed_by = $2, claimed_at = $3, started_at = $3, "
+							  "  worker_pid = $4, "
+							  "  deadline = $3 + COALESCE(j.timeout, "
+							  "    pg_catalog.make_interval(secs => "
+							  CppAsString2(SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT) ")) "
+							  "FROM schedlock.jobs j "
+							  "WHERE r.run_id = $1 AND r.status = 'pending' "
+							  "  AND j.job_id = r.job_id",
+							  4, types, values, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not claim run " INT64_FORMAT, run_id);
+	claimed = (SPI_processed == 1);
+	end_as_owner(save_uid, save_sec);
+	SPI_finish();
+
+	PG_RETURN_BOOL(claimed);
+}
+
+/*
+ * schedlock_finish_run
+ *		SQL: schedlock_finish_run(run_id bigint, succeeded boolean,
+ *								  message text) -> boolean
+ *
+ * Closes a running run of a NOTIFY job as succeeded or failed; a failure
+ * is retried per the job's policy (the workers are woken at commit).
+ * False when the run is not running any more (finished, or timed out and
+ * closed by a worker).
+ */
+Datum
+schedlock_finish_run(PG_FUNCTION_ARGS)
+{
+	int64		run_id = run_id_arg(fcinfo);
+	bool		succeeded;
+	char	   *message = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
+	Oid			types[4] = {INT8OID, BOOLOID, TEXTOID, TIMESTAMPTZOID};
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	Oid			save_uid;
+	int			save_sec;
+	bool		finished;
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("succeeded must not be null")));
+	succeeded = PG_GETARG_BOOL(1);
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot finish a job run during recovery"),
+				 errhint("Connect to the primary server.")));
+
+	SPI_connect();
+	begin_as_owner(&save_uid, &save_sec);
+	check_run_access(run_id, save_uid);
+	values[0] = Int64GetDatum(run_id);
+	values[1] = BoolGetDatum(succeeded);
+	values[2] = message ? CStringGetTextDatum(message) : (Datum) 0;
+	if (message == NULL)
+		nulls[2] = 'n';
+	values[3] = TimestampTzGetDatum(now);
+	if (SPI_execute_with_args("UPDATE schedlock.job_runs SET "
+							  "  status = CASE WHEN $2 THEN 'succeeded' ELSE 'failed' END, "
+							  "  finished_at = $4, deadline = NULL, message = $3 "
+							  "WHERE run_id = $1 AND status = 'running' "
+							  "RETURNING job_id, scheduled_for, "
+							  "  CASE WHEN manual THEN 0 ELSE attempt END",
+							  4, types, values, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not finish run " INT64_FORMAT, run_id);
+	finished = (SPI_processed == 1);
+	if (finished)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		int64		job_id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		TimestampTz slot = DatumGetTimestampTz(SPI_getbinval(tup, desc, 2, &isnull));
+		int32		attempt = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+
+		if (succeeded)
+			schedlock_run_succeeded(job_id);
+		else
+		{
+			schedlock_run_failed(job_id, slot, attempt, now);
+			schedlock_wake_workers_at_commit();
+		}
+	}
+	end_as_owner(save_uid, save_sec);
+	SPI_finish();
+
+	PG_RETURN_BOOL(finished);
+}
+
+/*
+ * schedlock_job_worker_pid
+ *		SQL: schedlock.job_worker_pid(job_id bigint) -> integer
+ *
+ * The pid of a worker of this database that is running the job right now
+ * (atomic runs are not visible in job_runs until they commit), or NULL.
+ */
+Datum
+schedlock_job_worker_pid(PG_FUNCTION_ARGS)
+{
+	int64		job_id = PG_GETARG_INT64(0);
+	pid_t		pid = 0;
+	int			i;
+
+	if (schedlock_shared == NULL)
+		PG_RETURN_NULL();
+	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
+	for (i = 0; i < schedlock_shared->nslots; i++)
+	{
+		SchedlockWorkerSlot *slot = &schedlock_shared->slots[i];
+
+		if (slot->in_use && slot->dboid == MyDatabaseId && slot->pid != 0 &&
+			slot->running_job == job_id)
+			pid = slot->pid;
+	}
+	LWLockRelease(schedlock_shared->lock);
+	if (pid == 0)
+		PG_RETURN_NULL();
+	PG_RETURN_INT32((int32) pid);
+}

@@ -1,0 +1,120 @@
+/*-------------------------------------------------------------------------
+ *
+ * scheduler.h
+ *	  Declarations shared by the files of the job scheduler: the shared
+ *	  memory state (shmem.c), the launcher (launcher.c), the per-database
+ *	  workers (worker.c), command execution (exec.c), the SQL API (job.c)
+ *	  and run bookkeeping (run.c).
+ *
+ * IDENTIFICATION
+ *	  src/scheduler.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SCHEDLOCK_SCHEDULER_H
+#define SCHEDLOCK_SCHEDULER_H
+
+#include "postgres.h"
+
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "utils/timestamp.h"
+
+/* Pending "extension created here" requests the launcher can queue. */
+#define SCHEDLOCK_MAX_PROBES		16
+
+/* Databases that can be in the middle of DROP DATABASE at once. */
+#define SCHEDLOCK_MAX_DROPPING		16
+
+/* Longest a worker sleeps before looking at the clock again, in ms. */
+#define SCHEDLOCK_MAX_SLEEP_MS		60000
+
+/* run_all catches up at most this many missed slots of a job. */
+#define SCHEDLOCK_RUN_ALL_LIMIT		100
+
+/* Deadline of a NOTIFY run without a timeout of its own, in seconds. */
+#define SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT	300
+
+/* Largest NOTIFY message PostgreSQL accepts (NOTIFY_PAYLOAD_MAX_LENGTH). */
+#define SCHEDLOCK_NOTIFY_MAX_LENGTH	8000
+
+/* Room kept in a NOTIFY message for everything but the job's payload. */
+#define SCHEDLOCK_NOTIFY_ENVELOPE	512
+
+/*
+ * One per-database worker.  The launcher reserves a slot (in_use, dboid,
+ * worker_index, first_start) before registering the worker and frees it
+ * after the worker has stopped; the worker fills in pid and latch once it
+ * runs and clears them when it exits, and raises ready / no_extension.
+ */
+typedef struct SchedlockWorkerSlot
+{
+	bool		in_use;			/* reserved by the launcher */
+	Oid			dboid;			/* database the worker serves */
+	int			worker_index;	/* 0 .. schedlock.workers - 1 */
+	bool		first_start;	/* worker 0: first dispatch of this server
+								 * life (or promotion): fire @reboot jobs */
+	pid_t		pid;			/* worker's pid while it runs, else 0 */
+	Latch	   *latch;			/* worker's latch while it runs */
+	bool		ready;			/* worker 0 finished its start-up work */
+	bool		no_extension;	/* worker found no schedlock extension */
+	int64		running_job;	/* job_id being run now, 0 when none */
+} SchedlockWorkerSlot;
+
+/*
+ * The scheduler's shared state.  Every field is protected by lock; hold it
+ * in shared mode to read, exclusive to write.  Latches are set after the
+ * lock has been released when convenient, never while waiting for anything.
+ */
+typedef struct SchedlockShared
+{
+	LWLock	   *lock;			/* protects everything below */
+	pid_t		launcher_pid;	/* launcher's pid, 0 when not running */
+	Latch	   *launcher_latch; /* launcher's latch while it runs */
+	bool		probe_all;		/* probe every database again */
+	int			nprobes;		/* used entries of probe_db */
+	Oid			probe_db[SCHEDLOCK_MAX_PROBES]; /* databases to probe again */
+	int			ndropping;		/* used entries of dropping_db */
+	Oid			dropping_db[SCHEDLOCK_MAX_DROPPING];	/* DROP DATABASE in
+														 * progress */
+	int			nslots;			/* length of slots (max_worker_processes) */
+	SchedlockWorkerSlot slots[FLEXIBLE_ARRAY_MEMBER];
+} SchedlockShared;
+
+/* shmem.c */
+extern SchedlockShared *schedlock_shared;
+extern void schedlock_shmem_request(void);
+extern void schedlock_shmem_startup(void);
+extern void schedlock_wake_workers_at_commit(void);
+extern void schedlock_probe_database_at_commit(void);
+extern void schedlock_probe_all_at_commit(void);
+extern void schedlock_wake_launcher(void);
+extern bool schedlock_database_dropping(Oid dboid);
+extern void schedlock_stop_database_workers(Oid dboid);
+extern void schedlock_database_drop_done(Oid dboid);
+extern void schedlock_xact_init(void);
+
+/* launcher.c */
+extern void schedlock_register_launcher(void);
+extern PGDLLEXPORT void schedlock_launcher_main(Datum arg);
+
+/* worker.c */
+extern PGDLLEXPORT void schedlock_worker_main(Datum arg);
+
+/* exec.c */
+extern bool schedlock_exec_atomic(const char *command, Oid user,
+								  int timeout_ms, ErrorData **error);
+extern bool schedlock_exec_toplevel(const char *command, Oid user,
+									int timeout_ms, ErrorData **error);
+
+/* job.c */
+extern void schedlock_check_command(const char *command);
+
+/* run.c */
+extern void schedlock_run_failed(int64 job_id, TimestampTz scheduled_for,
+								 int32 attempt, TimestampTz now);
+extern void schedlock_run_succeeded(int64 job_id);
+extern void schedlock_recompute_next_run(int64 job_id, TimestampTz now);
+extern Oid	schedlock_extension_owner(void);
+
+#endif							/* SCHEDLOCK_SCHEDULER_H */

@@ -1,0 +1,931 @@
+/*-------------------------------------------------------------------------
+ *
+ * worker.c
+ *	  The per-database dispatch worker: claims due jobs with SELECT ... FOR
+ *	  UPDATE SKIP LOCKED, runs them, records the outcome, and sleeps on its
+ *	  latch until the next job falls due.
+ *
+ * A pass of the loop claims and runs due jobs one at a time until none is
+ * left, closes NOTIFY runs whose deadline passed, prunes old history
+ * (worker 0 only), and then sleeps until the earliest next_run_at or
+ * deadline in the future (at most SCHEDLOCK_MAX_SLEEP_MS).  The claim query
+ * and the sleep query are both driven by partial indexes, so their cost does
+ * not grow with the number of jobs.  schedule_job(), alter_job(), run_job()
+ * and a failed schedlock_finish_run() set the workers' latches at commit.
+ *
+ * Claiming a job: in one transaction, lock the earliest due row of
+ * schedlock.jobs that no other worker holds, decide what to do (a queued
+ * run_job() call, a due retry, or the next slot under the misfire policy),
+ * advance the job, insert the run, and then:
+ *	- atomic SQL job: run the command in a subtransaction as the job's user,
+ *	  record the outcome, and commit everything together;
+ *	- NOTIFY job: pg_notify() the run, marked pending with a deadline, and
+ *	  commit: listeners hear it only if the claim committed;
+ *	- non-atomic SQL job: commit the claim, run the command at top level,
+ *	  then record the outcome in a new transaction.
+ * A job whose previous run is still pending or running gets its slot
+ * recorded as skipped instead (overlap).  The row lock keeps two workers
+ * from claiming the same job, and the unique key (job_id, scheduled_for,
+ * attempt) of job_runs keeps any slot's attempt from committing twice.
+ *
+ * At start, every worker closes as lost the SQL runs still marked running
+ * by workers that no longer exist (a crash, restart or failover ended
+ * them), and retries them per policy; worker 0 on the first start of the
+ * server's (or promoted standby's) dispatch fires the @reboot jobs.
+ *
+ * IDENTIFICATION
+ *	  src/worker.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "cron_pg.h"
+#include "schedlock.h"
+#include "scheduler.h"
+
+/* Longest run of claims in one pass before looking at signals again. */
+#define WORKER_MAX_CLAIMS_PER_PASS	1000
+
+/* Rows deleted per history pruning batch, and batches per pass. */
+#define PRUNE_BATCH_ROWS	1000
+#define PRUNE_MAX_BATCHES	10
+
+/* Iterations allowed when counting missed slots for run_all. */
+#define MISFIRE_MAX_ITERATIONS	1000000
+
+/* This worker's slot in shared memory. */
+static SchedlockWorkerSlot *MySlot = NULL;
+
+/* Memory for one claim and run; reset after each pass. */
+static MemoryContext run_cxt = NULL;
+
+/* A claimed job, copied out of SPI memory into run_cxt. */
+typedef struct ClaimedJob
+{
+	int64		job_id;
+	char	   *job_name;
+	Oid			owner;
+	char	   *schedule;
+	char	   *command;		/* NULL for a NOTIFY job */
+	char	   *channel;
+	char	   *payload;		/* jsonb as text, or NULL */
+	char	   *timezone;
+	int			timeout_ms;		/* 0: none */
+	char	   *misfire;
+	bool		atomic;
+	Oid			run_as;			/* InvalidOid: owner */
+	bool		reboot;
+	bool		has_next_slot;
+	TimestampTz next_slot;
+	bool		has_retry;
+	TimestampTz retry_slot;
+	int32		retry_attempt;
+	TimestampTz retry_at;
+	int32		manual_pending;
+} ClaimedJob;
+
+/* What the claim decided to do with the job. */
+typedef enum PlanKind
+{
+	PLAN_NOTHING,				/* nothing due after all */
+	PLAN_RUN,					/* run (scheduled_for, attempt) */
+	PLAN_SKIP					/* record (scheduled_for) as skipped */
+} PlanKind;
+
+typedef struct ClaimPlan
+{
+	PlanKind	kind;
+	TimestampTz scheduled_for;
+	int32		attempt;
+	int64		manual_run_id;	/* the queued run_job() run, or 0 */
+	const char *message;		/* why, for catch-up and skipped rows */
+} ClaimPlan;
+
+/*
+ * worker_detach
+ *		before_shmem_exit callback: clear this worker's pid and latch so
+ *		that DROP DATABASE and the wakeups stop looking at it.
+ */
+static void
+worker_detach(int code, Datum arg)
+{
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	MySlot->pid = 0;
+	MySlot->latch = NULL;
+	MySlot->running_job = 0;
+	LWLockRelease(schedlock_shared->lock);
+}
+
+/*
+ * set_running_job
+ *		Publish the job this worker runs now (0: none), for job_status.
+ */
+static void
+set_running_job(int64 job_id)
+{
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	MySlot->running_job = job_id;
+	LWLockRelease(schedlock_shared->lock);
+}
+
+/*
+ * begin_tx / end_tx
+ *		Open a transaction with SPI and a snapshot, and commit it, in the
+ *		worker_spi order.
+ */
+static void
+begin_tx(const char *activity)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, activity);
+}
+
+static void
+end_tx(void)
+{
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(run_cxt);
+}
+
+/*
+ * extension_present
+ *		Whether the extension exists in this database (own transaction).
+ */
+static bool
+extension_present(void)
+{
+	bool		present;
+
+	StartTransactionCommand();
+	present = OidIsValid(get_extension_oid("schedlock", true));
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(run_cxt);
+	return present;
+}
+
+/*
+ * close_runs_failed
+ *		For every row returned by the last SPI statement (job_id,
+ *		scheduled_for, attempt-or-0), count a failure and schedule its
+ *		retry.  Inside a transaction, connected to SPI.
+ */
+static void
+close_runs_failed(TimestampTz now)
+{
+	SPITupleTable *tuptable = SPI_tuptable;
+	uint64		n = SPI_processed;
+	uint64		i;
+
+	for (i = 0; i < n; i++)
+	{
+		bool		isnull;
+		int64		job_id = DatumGetInt64(SPI_getbinval(tuptable->vals[i], tuptable->tupdesc, 1, &isnull));
+		TimestampTz slot = DatumGetTimestampTz(SPI_getbinval(tuptable->vals[i], tuptable->tupdesc, 2, &isnull));
+		int32		attempt = DatumGetInt32(SPI_getbinval(tuptable->vals[i], tuptable->tupdesc, 3, &isnull));
+
+		schedlock_run_failed(job_id, slot, attempt, now);
+	}
+}
+
+/*
+ * startup_work
+ *		Close lost runs; on the first start of dispatch, fire @reboot jobs.
+ */
+static void
+startup_work(bool fire_reboot)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	Datum		pids[SCHEDLOCK_MAX_WORKERS_PER_DB * 4];
+	int			npids = 0;
+	int			i;
+	Oid			types[2] = {TIMESTAMPTZOID, INT4ARRAYOID};
+	Datum		values[2];
+
+	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
+	for (i = 0; i < schedlock_shared->nslots && npids < lengthof(pids); i++)
+	{
+		SchedlockWorkerSlot *slot = &schedlock_shared->slots[i];
+
+		if (slot->in_use && slot->dboid == MyDatabaseId && slot->pid != 0)
+			pids[npids++] = Int32GetDatum((int32) slot->pid);
+	}
+	LWLockRelease(schedlock_shared->lock);
+
+	begin_tx("schedlock: closing lost runs");
+	values[0] = TimestampTzGetDatum(now);
+	values[1] = PointerGetDatum(construct_array(pids, npids, INT4OID, 4, true,
+												TYPALIGN_INT));
+	if (SPI_execute_with_args("UPDATE schedlock.job_runs SET status = 'lost', "
+							  "  finished_at = $1, "
+							  "  message = 'the worker running it ended before the run finished (server crash, restart or failover)' "
+							  "WHERE status = 'running' AND claimed_at IS NULL "
+							  "  AND NOT (worker_pid = ANY ($2)) "
+							  "RETURNING job_id, scheduled_for, "
+							  "  CASE WHEN manual THEN 0 ELSE attempt END",
+							  2, types, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not close lost runs");
+	if (SPI_processed > 0)
+		ereport(LOG,
+				(errmsg("schedlock closed %llu lost job runs",
+						(unsigned long long) SPI_processed)));
+	close_runs_failed(now);
+
+	if (fire_reboot)
+	{
+		if (SPI_execute_with_args("UPDATE schedlock.jobs SET next_slot = $1, "
+								  "  next_run_at = LEAST($1, next_run_at) "
+								  "WHERE reboot AND enabled",
+								  1, types, values, NULL, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not fire @reboot jobs");
+	}
+	end_tx();
+}
+
+/* Fetchers for the claim query's columns. */
+static char *
+col_text(HeapTuple tup, TupleDesc desc, int n)
+{
+	char	   *v = SPI_getvalue(tup, desc, n);
+
+	return v ? MemoryContextStrdup(run_cxt, v) : NULL;
+}
+
+static Datum
+col(HeapTuple tup, TupleDesc desc, int n, bool *isnull)
+{
+	return SPI_getbinval(tup, desc, n, isnull);
+}
+
+/*
+ * read_claimed_job
+ *		Copy the claimed row out of SPI memory.
+ */
+static void
+read_claimed_job(ClaimedJob *job)
+{
+	HeapTuple	tup = SPI_tuptable->vals[0];
+	TupleDesc	desc = SPI_tuptable->tupdesc;
+	bool		isnull;
+	Datum		d;
+
+	job->job_id = DatumGetInt64(col(tup, desc, 1, &isnull));
+	job->job_name = col_text(tup, desc, 2);
+	job->owner = DatumGetObjectId(col(tup, desc, 3, &isnull));
+	job->schedule = col_text(tup, desc, 4);
+	job->command = col_text(tup, desc, 5);
+	job->channel = col_text(tup, desc, 6);
+	job->payload = col_text(tup, desc, 7);
+	job->timezone = col_text(tup, desc, 8);
+	d = col(tup, desc, 9, &isnull);
+	job->timeout_ms = isnull ? 0 : (int) Min(DatumGetFloat8(d), (double) INT_MAX);
+	job->misfire = col_text(tup, desc, 10);
+	job->atomic = DatumGetBool(col(tup, desc, 11, &isnull));
+	d = col(tup, desc, 12, &isnull);
+	job->run_as = isnull ? InvalidOid : DatumGetObjectId(d);
+	job->reboot = DatumGetBool(col(tup, desc, 13, &isnull));
+	d = col(tup, desc, 14, &isnull);
+	job->has_next_slot = !isnull;
+	job->next_slot = isnull ? 0 : DatumGetTimestampTz(d);
+	d = col(tup, desc, 15, &isnull);
+	job->has_retry = !isnull;
+	job->retry_slot = isnull ? 0 : DatumGetTimestampTz(d);
+	d = col(tup, desc, 16, &isnull);
+	job->retry_attempt = isnull ? 1 : DatumGetInt32(d);
+	d = col(tup, desc, 17, &isnull);
+	job->retry_at = isnull ? 0 : DatumGetTimestampTz(d);
+	job->manual_pending = DatumGetInt32(col(tup, desc, 18, &isnull));
+}
+
+/*
+ * plan_slot
+ *		Decide what to do about the job's due slot next_slot, under its
+ *		misfire policy, and advance next_slot.
+ */
+static void
+plan_slot(ClaimedJob *job, TimestampTz now, ClaimPlan *plan)
+{
+	SchedlockCronSchedule sched;
+	pg_tz	   *tz;
+	TimestampTz s = job->next_slot;
+	TimestampTz n1;
+
+	plan->kind = PLAN_RUN;
+	plan->scheduled_for = s;
+	plan->attempt = 1;
+
+	schedlock_cron_parse_or_error(job->schedule, &sched);
+	tz = schedlock_cron_lookup_timezone(job->timezone);
+	if (job->reboot || schedlock_cron_is_reboot(&sched))
+	{
+		job->has_next_slot = false;
+		return;
+	}
+	if (!schedlock_cron_next_time(&sched, s, tz, &n1) || n1 > now)
+	{
+		/* on time: the only due slot */
+		job->has_next_slot = schedlock_cron_next_time(&sched, s, tz, &job->next_slot);
+		return;
+	}
+
+	/* misfire: at least two slots are due */
+	if (strcmp(job->misfire, "run_all") == 0)
+	{
+		TimestampTz ring[SCHEDLOCK_RUN_ALL_LIMIT];
+		int			count = 0;
+		TimestampTz t = s;
+		int			iterations = 0;
+
+		while (t <= now && iterations++ < MISFIRE_MAX_ITERATIONS)
+		{
+			ring[count % SCHEDLOCK_RUN_ALL_LIMIT] = t;
+			count++;
+			if (!schedlock_cron_next_time(&sched, t, tz, &t))
+				break;
+		}
+		if (count <= SCHEDLOCK_RUN_ALL_LIMIT)
+		{
+			job->next_slot = n1;
+			return;
+		}
+		/* too many: drop the oldest, keep the newest LIMIT slots */
+		plan->kind = PLAN_SKIP;
+		plan->message = psprintf("misfire run_all: %d missed slots, only the latest %d are run",
+								 count, SCHEDLOCK_RUN_ALL_LIMIT);
+		if (iterations >= MISFIRE_MAX_ITERATIONS)
+			job->has_next_slot = schedlock_cron_next_time(&sched, now, tz, &job->next_slot);
+		else
+			job->next_slot = ring[count % SCHEDLOCK_RUN_ALL_LIMIT];
+		return;
+	}
+
+	job->has_next_slot = schedlock_cron_next_time(&sched, now, tz, &job->next_slot);
+	if (strcmp(job->misfire, "skip") == 0)
+	{
+		plan->kind = PLAN_SKIP;
+		plan->message = "missed slot skipped (misfire skip)";
+	}
+	else
+		plan->message = "catch-up run for missed slots (misfire run_once)";
+}
+
+/*
+ * plan_claim
+ *		Decide what to do with the claimed job: a queued run_job() call
+ *		first, then a due retry, then the due slot.
+ */
+static void
+plan_claim(ClaimedJob *job, TimestampTz now, ClaimPlan *plan)
+{
+	memset(plan, 0, sizeof(*plan));
+	plan->kind = PLAN_NOTHING;
+
+	if (job->manual_pending > 0)
+	{
+		Oid			types[1] = {INT8OID};
+		Datum		values[1] = {Int64GetDatum(job->job_id)};
+
+		if (SPI_execute_with_args("SELECT run_id, scheduled_for FROM schedlock.job_runs "
+								  "WHERE job_id = $1 AND status = 'queued' "
+								  "ORDER BY run_id LIMIT 1",
+								  1, types, values, NULL, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not read queued runs");
+		job->manual_pending--;
+		if (SPI_processed == 1)
+		{
+			bool		isnull;
+
+			plan->kind = PLAN_RUN;
+			plan->manual_run_id = DatumGetInt64(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+			plan->scheduled_for = DatumGetTimestampTz(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+			plan->attempt = 1;
+			return;
+		}
+		job->manual_pending = 0;
+	}
+	if (job->has_retry && job->retry_at <= now)
+	{
+		plan->kind = PLAN_RUN;
+		plan->scheduled_for = job->retry_slot;
+		plan->attempt = job->retry_attempt;
+		job->has_retry = false;
+		return;
+	}
+	if (job->has_next_slot && job->next_slot <= now)
+		plan_slot(job, now, plan);
+}
+
+/*
+ * save_job_state
+ *		Write the advanced next_slot, retry and queue state of the job and
+ *		recompute its next_run_at.
+ */
+static void
+save_job_state(ClaimedJob *job, TimestampTz now)
+{
+	Oid			types[6] = {INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID,
+	TIMESTAMPTZOID, INT4OID};
+	Datum		values[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+
+	values[0] = Int64GetDatum(job->job_id);
+	values[1] = TimestampTzGetDatum(job->next_slot);
+	nulls[1] = job->has_next_slot ? ' ' : 'n';
+	values[2] = TimestampTzGetDatum(job->retry_slot);
+	values[3] = Int32GetDatum(job->retry_attempt);
+	values[4] = TimestampTzGetDatum(job->retry_at);
+	if (!job->has_retry)
+		nulls[2] = nulls[3] = nulls[4] = 'n';
+	values[5] = Int32GetDatum(job->manual_pending);
+	if (SPI_execute_with_args("UPDATE schedlock.jobs SET next_slot = $2, "
+							  "  retry_slot = $3, retry_attempt = $4, retry_at = $5, "
+							  "  manual_pending = $6 "
+							  "WHERE job_id = $1",
+							  6, types, values, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not advance job " INT64_FORMAT, job->job_id);
+	schedlock_recompute_next_run(job->job_id, now);
+}
+
+/*
+ * run_in_progress
+ *		Whether a run of the job is pending or running (overlap).
+ */
+static bool
+run_in_progress(int64 job_id)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(job_id)};
+
+	if (SPI_execute_with_args("SELECT 1 FROM schedlock.job_runs "
+							  "WHERE job_id = $1 AND status IN ('pending', 'running') "
+							  "LIMIT 1",
+							  1, types, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not look for runs in progress");
+	return SPI_processed > 0;
+}
+
+/*
+ * record_run
+ *		Insert the run's row (or turn the queued run_job() row into it) with
+ *		the given status.  Returns the run id, or 0 when the slot's attempt
+ *		exists already (the unique key refused it).
+ */
+static int64
+record_run(ClaimedJob *job, ClaimPlan *plan, const char *status,
+		   TimestampTz now, TimestampTz deadline, bool has_deadline)
+{
+	Oid			types[10] = {INT8OID, REGROLEOID, TIMESTAMPTZOID, INT4OID, TEXTOID,
+	TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, TIMESTAMPTZOID};
+	Datum		values[10];
+	char		nulls[10];
+	bool		isnull;
+	bool		finished = (strcmp(status, "skipped") == 0);
+	int			rc;
+
+	memset(nulls, ' ', sizeof(nulls));
+	values[0] = Int64GetDatum(plan->manual_run_id ? plan->manual_run_id : job->job_id);
+	values[1] = ObjectIdGetDatum(job->owner);
+	values[2] = TimestampTzGetDatum(plan->scheduled_for);
+	values[3] = Int32GetDatum(plan->attempt);
+	values[4] = CStringGetTextDatum(status);
+	values[5] = TimestampTzGetDatum(now);
+	values[6] = Int32GetDatum(finished ? 0 : MyProcPid);
+	nulls[6] = finished ? 'n' : ' ';
+	values[7] = Int32GetDatum((int32) GetWALInsertionTimeLine());
+	values[8] = plan->message ? CStringGetTextDatum(plan->message) : (Datum) 0;
+	nulls[8] = plan->message ? ' ' : 'n';
+	values[9] = TimestampTzGetDatum(deadline);
+	nulls[9] = has_deadline ? ' ' : 'n';
+
+	if (plan->manual_run_id)
+		rc = SPI_execute_with_args("UPDATE schedlock.job_runs SET status = $5, "
+								   "  started_at = CASE WHEN $5 = 'skipped' THEN NULL ELSE $6 END, "
+								   "  finished_at = CASE WHEN $5 = 'skipped' THEN $6 END, "
+								   "  worker_pid = $7, timeline = $8, message = $9, deadline = $10 "
+								   "WHERE run_id = $1 AND status = 'queued' "
+								   "RETURNING run_id",
+								   10, types, values, nulls, false, 0);
+	else
+		rc = SPI_execute_with_args("INSERT INTO schedlock.job_runs (job_id, owner, "
+								   "  scheduled_for, attempt, status, started_at, "
+								   "  finished_at, worker_pid, timeline, message, deadline) "
+								   "VALUES ($1, $2, $3, $4, $5, "
+								   "  CASE WHEN $5 = 'skipped' THEN NULL ELSE $6 END, "
+								   "  CASE WHEN $5 = 'skipped' THEN $6 END, "
+								   "  $7, $8, $9, $10) "
+								   "ON CONFLICT (job_id, scheduled_for, attempt) DO NOTHING "
+								   "RETURNING run_id",
+								   10, types, values, nulls, false, 0);
+	if (rc != SPI_OK_INSERT_RETURNING && rc != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not record a run of job " INT64_FORMAT, job->job_id);
+	if (SPI_processed != 1)
+		return 0;
+	return DatumGetInt64(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/*
+ * record_outcome
+ *		Close a run as succeeded or failed and update the job's failure
+ *		count and retry.  Connected to SPI, in a transaction.
+ */
+static void
+record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
+			   ErrorData *error)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	Oid			types[5] = {INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID};
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+
+	values[0] = Int64GetDatum(run_id);
+	values[1] = CStringGetTextDatum(error ? "failed" : "succeeded");
+	values[2] = TimestampTzGetDatum(now);
+	if (error)
+	{
+		values[3] = CStringGetTextDatum(unpack_sql_state(error->sqlerrcode));
+		values[4] = CStringGetTextDatum(error->message ? error->message : "unknown error");
+	}
+	else
+		nulls[3] = nulls[4] = 'n';
+	if (SPI_execute_with_args("UPDATE schedlock.job_runs SET status = $2, "
+							  "  finished_at = $3, sqlstate = $4, "
+							  "  message = COALESCE($5, message) "
+							  "WHERE run_id = $1",
+							  5, types, values, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not record the outcome of run " INT64_FORMAT, run_id);
+	if (error)
+	{
+		ereport(LOG,
+				(errmsg("schedlock job \"%s\" run " INT64_FORMAT " failed: %s",
+						job->job_name, run_id, error->message ? error->message : "")));
+		schedlock_run_failed(job->job_id, plan->scheduled_for,
+							 plan->manual_run_id ? 0 : plan->attempt, now);
+	}
+	else
+		schedlock_run_succeeded(job->job_id);
+}
+
+/*
+ * notify_run
+ *		Send the NOTIFY of a run; it is delivered when the claim commits.
+ */
+static void
+notify_run(ClaimedJob *job, ClaimPlan *plan, int64 run_id)
+{
+	Oid			types[7] = {TEXTOID, TEXTOID, INT8OID, INT8OID, TIMESTAMPTZOID,
+	INT4OID, TEXTOID};
+	Datum		values[7];
+	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+
+	values[0] = CStringGetTextDatum(job->channel);
+	values[1] = CStringGetTextDatum(job->job_name);
+	values[2] = Int64GetDatum(job->job_id);
+	values[3] = Int64GetDatum(run_id);
+	values[4] = TimestampTzGetDatum(plan->scheduled_for);
+	values[5] = Int32GetDatum(plan->attempt);
+	values[6] = job->payload ? CStringGetTextDatum(job->payload) : (Datum) 0;
+	nulls[6] = job->payload ? ' ' : 'n';
+	if (SPI_execute_with_args("SELECT pg_catalog.pg_notify($1, "
+							  "  pg_catalog.json_build_object('job', $2, 'job_id', $3, "
+							  "    'run_id', $4, 'scheduled_for', $5, 'attempt', $6, "
+							  "    'payload', $7::pg_catalog.jsonb)::text)",
+							  7, types, values, nulls, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not notify run " INT64_FORMAT, run_id);
+}
+
+/* The claim query: the earliest due job nobody else holds. */
+#define CLAIM_QUERY \
+	"SELECT job_id, job_name, owner::pg_catalog.oid, schedule, command, " \
+	"  notify_channel, payload, timezone, " \
+	"  EXTRACT(epoch FROM timeout)::float8 * 1000, misfire, atomic, " \
+	"  run_as::pg_catalog.oid, reboot, next_slot, retry_slot, retry_attempt, " \
+	"  retry_at, manual_pending " \
+	"FROM schedlock.jobs " \
+	"WHERE enabled AND next_run_at <= $1 " \
+	"ORDER BY next_run_at LIMIT 1 " \
+	"FOR UPDATE SKIP LOCKED"
+
+/*
+ * dispatch_one
+ *		Claim and handle one due job.  Returns false when none was due.
+ *		Called outside a transaction, in run_cxt.
+ */
+static bool
+dispatch_one(void)
+{
+	TimestampTz now;
+	Oid			types[1] = {TIMESTAMPTZOID};
+	Datum		values[1];
+	ClaimedJob	job;
+	ClaimPlan	plan;
+	int64		run_id;
+	Oid			user;
+	ErrorData  *error = NULL;
+
+	begin_tx("schedlock: claiming due jobs");
+	now = GetCurrentTimestamp();
+	values[0] = TimestampTzGetDatum(now);
+	if (SPI_execute_with_args(CLAIM_QUERY, 1, types, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not claim due jobs");
+	if (SPI_processed == 0)
+	{
+		end_tx();
+		return false;
+	}
+	read_claimed_job(&job);
+	plan_claim(&job, now, &plan);
+	save_job_state(&job, now);
+
+	if (plan.kind == PLAN_RUN && run_in_progress(job.job_id))
+	{
+		plan.kind = PLAN_SKIP;
+		plan.message = "the previous run was still in progress (overlap)";
+	}
+	if (plan.kind != PLAN_RUN)
+	{
+		if (plan.kind == PLAN_SKIP)
+			(void) record_run(&job, &plan, "skipped", now, 0, false);
+		end_tx();
+		return true;
+	}
+
+	if (job.channel != NULL)
+	{
+		TimestampTz deadline = TimestampTzPlusMilliseconds(now,
+														   job.timeout_ms > 0 ? job.timeout_ms :
+														   SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT * 1000);
+
+		run_id = record_run(&job, &plan, "pending", now, deadline, true);
+		if (run_id != 0)
+			notify_run(&job, &plan, run_id);
+		end_tx();
+		return true;
+	}
+
+	run_id = record_run(&job, &plan, "running", now, 0, false);
+	if (run_id == 0)
+	{
+		end_tx();
+		return true;
+	}
+	user = OidIsValid(job.run_as) ? job.run_as : job.owner;
+
+	if (job.atomic)
+	{
+		set_running_job(job.job_id);
+		pgstat_report_activity(STATE_RUNNING, job.command);
+		if (!schedlock_exec_atomic(job.command, user, job.timeout_ms, &error))
+			MemoryContextSwitchTo(run_cxt);
+		set_running_job(0);
+		record_outcome(&job, &plan, run_id, error);
+		end_tx();
+		return true;
+	}
+
+	/* non-atomic: the claim commits first, the command runs at top level */
+	end_tx();
+	set_running_job(job.job_id);
+	pgstat_report_activity(STATE_RUNNING, job.command);
+	(void) schedlock_exec_toplevel(job.command, user, job.timeout_ms, &error);
+	set_running_job(0);
+	begin_tx("schedlock: recording a run");
+	record_outcome(&job, &plan, run_id, error);
+	end_tx();
+	return true;
+}
+
+/*
+ * expire_runs
+ *		Close NOTIFY runs not claimed, or not finished, by their deadline
+ *		as timed out, and retry them per policy.
+ */
+static void
+expire_runs(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	Oid			types[1] = {TIMESTAMPTZOID};
+	Datum		values[1] = {TimestampTzGetDatum(now)};
+
+	begin_tx("schedlock: closing overdue runs");
+	if (SPI_execute_with_args("UPDATE schedlock.job_runs r SET status = 'timed_out', "
+							  "  finished_at = $1, deadline = NULL, "
+							  "  message = CASE WHEN r.status = 'pending' "
+							  "    THEN 'not claimed within the timeout' "
+							  "    ELSE 'not finished within the timeout' END "
+							  "WHERE r.run_id IN (SELECT x.run_id FROM schedlock.job_runs x "
+							  "    WHERE x.status IN ('pending', 'running') AND x.deadline <= $1 "
+							  "    ORDER BY x.deadline LIMIT 100 FOR UPDATE SKIP LOCKED) "
+							  "RETURNING r.job_id, r.scheduled_for, "
+							  "  CASE WHEN r.manual THEN 0 ELSE r.attempt END",
+							  1, types, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not close overdue runs");
+	close_runs_failed(now);
+	end_tx();
+}
+
+/*
+ * prune_history
+ *		Delete finished runs older than schedlock.history_retention, in
+ *		batches of PRUNE_BATCH_ROWS, at most once a minute.
+ */
+static void
+prune_history(TimestampTz *last_prune)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	Oid			types[2] = {TIMESTAMPTZOID, INT4OID};
+	Datum		values[2];
+	int			batch;
+
+	if (schedlock_history_retention <= 0 ||
+		!TimestampDifferenceExceeds(*last_prune, now, 60 * 1000))
+		return;
+	*last_prune = now;
+	values[0] = TimestampTzGetDatum(now);
+	values[1] = Int32GetDatum(schedlock_history_retention);
+	for (batch = 0; batch < PRUNE_MAX_BATCHES; batch++)
+	{
+		uint64		deleted;
+
+		begin_tx("schedlock: pruning run history");
+		if (SPI_execute_with_args("DELETE FROM schedlock.job_runs WHERE run_id IN "
+								  "(SELECT run_id FROM schedlock.job_runs "
+								  "  WHERE finished_at < $1 - pg_catalog.make_interval(mins => $2) "
+								  "  ORDER BY finished_at LIMIT "
+								  CppAsString2(PRUNE_BATCH_ROWS) ")",
+								  2, types, values, NULL, false, 0) != SPI_OK_DELETE)
+			elog(ERROR, "could not prune run history");
+		deleted = SPI_processed;
+		end_tx();
+		if (deleted < PRUNE_BATCH_ROWS)
+			break;
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * sleep_time
+ *		Milliseconds until the earliest future next_run_at or deadline,
+ *		capped at SCHEDLOCK_MAX_SLEEP_MS.
+ */
+static long
+sleep_time(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	Oid			types[1] = {TIMESTAMPTZOID};
+	Datum		values[1] = {TimestampTzGetDatum(now)};
+	long		ms = SCHEDLOCK_MAX_SLEEP_MS;
+	bool		isnull;
+	Datum		d;
+
+	begin_tx("schedlock: computing the next wakeup");
+	if (SPI_execute_with_args("SELECT LEAST("
+							  "  (SELECT min(next_run_at) FROM schedlock.jobs "
+							  "    WHERE enabled AND next_run_at > $1), "
+							  "  (SELECT min(deadline) FROM schedlock.job_runs "
+							  "    WHERE status IN ('pending', 'running') AND deadline > $1))",
+							  1, types, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not compute the next wakeup");
+	d = col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (!isnull)
+	{
+		TimestampTz next = DatumGetTimestampTz(d);
+
+		ms = (long) Min((next - now) / 1000 + 1, (int64) SCHEDLOCK_MAX_SLEEP_MS);
+		if (ms < 0)
+			ms = 0;
+	}
+	end_tx();
+	return ms;
+}
+
+/*
+ * schedlock_worker_main
+ *		Entry point of a dispatch worker; bgw_main_arg is its slot number.
+ */
+void
+schedlock_worker_main(Datum arg)
+{
+	int			slotno = DatumGetInt32(arg);
+	Oid			dboid;
+	int			index;
+	bool		first_start;
+	TimestampTz last_prune = 0;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	MySlot = &schedlock_shared->slots[slotno];
+	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
+	dboid = MySlot->dboid;
+	index = MySlot->worker_index;
+	first_start = MySlot->first_start;
+	LWLockRelease(schedlock_shared->lock);
+
+	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	MySlot->pid = MyProcPid;
+	MySlot->latch = MyLatch;
+	LWLockRelease(schedlock_shared->lock);
+	before_shmem_exit(worker_detach, (Datum) 0);
+
+	run_cxt = AllocSetContextCreate(TopMemoryContext, "schedlock worker",
+									ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(run_cxt);
+
+	/* the launcher starts only after recovery; make sure anyway */
+	while (RecoveryInProgress())
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+
+	if (!extension_present())
+	{
+		LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+		MySlot->no_extension = true;
+		LWLockRelease(schedlock_shared->lock);
+		proc_exit(0);
+	}
+
+	startup_work(index == 0 && first_start);
+	if (index == 0)
+	{
+		LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+		MySlot->ready = true;
+		LWLockRelease(schedlock_shared->lock);
+		schedlock_wake_launcher();
+	}
+	ereport(LOG,
+			(errmsg("%s started", MyBgworkerEntry->bgw_name)));
+
+	for (;;)
+	{
+		long		sleep_ms = SCHEDLOCK_MAX_SLEEP_MS;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		if (!extension_present())
+		{
+			LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+			MySlot->no_extension = true;
+			LWLockRelease(schedlock_shared->lock);
+			proc_exit(0);
+		}
+
+		if (schedlock_enabled)
+		{
+			int			claims = 0;
+			bool		more;
+
+			while ((more = dispatch_one()) && ++claims < WORKER_MAX_CLAIMS_PER_PASS)
+			{
+				MemoryContextReset(run_cxt);
+				CHECK_FOR_INTERRUPTS();
+			}
+			expire_runs();
+			if (index == 0)
+				prune_history(&last_prune);
+			sleep_ms = more ? 0 : sleep_time();
+		}
+
+		MemoryContextReset(run_cxt);
+		pgstat_report_activity(STATE_IDLE, NULL);
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 sleep_ms,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}

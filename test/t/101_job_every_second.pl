@@ -1,0 +1,61 @@
+# 101_job_every_second.pl: an every-second atomic SQL job, served by the
+# default two workers of a database, runs exactly once per slot over 20 s --
+# no slot doubled, none missing -- and each run's effect commits exactly
+# once.  The workers show up in pg_stat_activity.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('every_second');
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
+$node->append_conf('postgresql.conf', "max_worker_processes = 32");
+$node->start;
+$node->safe_psql('postgres', 'CREATE DATABASE app');
+$node->safe_psql('app', 'CREATE EXTENSION schedlock');
+$node->safe_psql('app', 'CREATE TABLE ticks (at timestamptz)');
+
+$node->safe_psql('app', q{
+	SELECT schedule_job('tick', '1 second',
+						'INSERT INTO ticks VALUES (clock_timestamp())',
+						misfire => 'run_all')});
+
+sleep 20;
+$node->safe_psql('app', q{SELECT alter_job('tick', enabled => false)});
+# let a run in flight finish
+sleep 1;
+
+my $slots = $node->safe_psql('app', q{
+	SELECT count(*), count(DISTINCT scheduled_for),
+		   extract(epoch FROM max(scheduled_for) - min(scheduled_for))::int + 1
+	  FROM schedlock.job_runs WHERE status = 'succeeded'});
+my ($runs, $distinct, $span) = split /\|/, $slots;
+cmp_ok($runs, '>=', 18, "the job ran for most of the 20 s ($runs runs)");
+is($distinct, $runs, 'no slot ran twice');
+is($span, $runs, 'no slot between the first and the last is missing');
+is($node->safe_psql('app',
+		q{SELECT count(*) FROM schedlock.job_runs WHERE status <> 'succeeded'}),
+	'0', 'every run succeeded, none skipped or failed');
+is($node->safe_psql('app', 'SELECT count(*) FROM ticks'),
+	$runs, 'each run committed its effect exactly once');
+is($node->safe_psql('app',
+		q{SELECT count(*) FROM schedlock.job_runs WHERE attempt <> 1 OR timeline <> 1}),
+	'0', 'all first attempts, on timeline 1');
+is($node->safe_psql('app',
+		q{SELECT count(DISTINCT worker_pid) BETWEEN 1 AND 2 FROM schedlock.job_runs}),
+	't', 'the runs were done by the database\'s workers');
+
+is($node->safe_psql('app', q{
+	SELECT string_agg(backend_type || ':' || coalesce(datname, '-'), ',' ORDER BY backend_type, datname)
+	  FROM pg_stat_activity WHERE backend_type LIKE 'schedlock%'}),
+	'schedlock launcher:-,schedlock worker:app,schedlock worker:app',
+	'pg_stat_activity shows the launcher and two workers of database app');
+
+is($node->safe_psql('app', q{
+	SELECT consecutive_failures, last_status FROM schedlock.job_status WHERE job_name = 'tick'}),
+	'0|succeeded', 'job_status shows the last run');
+
+$node->stop;
+done_testing();

@@ -1,0 +1,107 @@
+# 103_job_failover.pl: a primary with a streaming standby.  The standby runs
+# nothing (no schedlock process at all); the primary is stopped, the standby
+# promoted, and dispatch resumes within 2 s on the new timeline; the misfire
+# policies hold for the slots missed in between (run_once: one catch-up run;
+# skip: none, one skipped record), and @reboot jobs fire on promotion.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+
+my $primary = PostgreSQL::Test::Cluster->new('primary');
+$primary->init(allows_streaming => 1);
+$primary->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
+$primary->append_conf('postgresql.conf', "max_worker_processes = 32");
+$primary->start;
+$primary->safe_psql('postgres', 'CREATE DATABASE app');
+$primary->safe_psql('app', 'CREATE EXTENSION schedlock');
+$primary->safe_psql('app', 'CREATE TABLE boots (at timestamptz)');
+$primary->safe_psql('app', q{
+	SELECT schedule_job('once', '1 second', 'SELECT 1');
+	SELECT schedule_job('skipper', '1 second', 'SELECT 1', misfire => 'skip');
+	SELECT schedule_job('boot', '@reboot', 'INSERT INTO boots VALUES (now())');
+});
+
+$primary->backup('base');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($primary, 'base', has_streaming => 1);
+$standby->start;
+
+# let the primary work for a while
+$primary->poll_query_until('app', q{
+	SELECT count(*) >= 4 FROM schedlock.job_runs WHERE status = 'succeeded'})
+  or die 'the primary did not run jobs';
+$primary->wait_for_catchup($standby);
+
+is($standby->safe_psql('app', q{
+	SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'schedlock%'}),
+	'0', 'the standby runs no schedlock launcher or worker');
+is($standby->safe_psql('app', 'SELECT count(*) FROM boots'), '0',
+	'@reboot jobs scheduled after the primary started have not fired');
+my ($ret, $stdout, $stderr) = $standby->psql('app', q{SELECT schedule_job('x', '@daily', 'SELECT 1')});
+like($stderr, qr/cannot execute schedule_job\(\) during recovery/,
+	'schedule_job on the standby is refused');
+
+$primary->stop('fast');
+my $replayed = $standby->safe_psql('app', 'SELECT max(run_id) FROM schedlock.job_runs');
+sleep 3;	# slots missed while nobody is primary
+is($standby->safe_psql('app', 'SELECT max(run_id) FROM schedlock.job_runs'),
+	$replayed, 'nothing ran on the standby while there was no primary');
+
+$standby->promote;
+my $promoted = time();
+my $gap_end = $standby->safe_psql('app', 'SELECT now()');
+my $resumed;
+while (time() - $promoted < 10)
+{
+	if ($standby->safe_psql('app', q{
+		SELECT count(*) > 0 FROM schedlock.job_runs
+		 WHERE timeline = 2 AND status = 'succeeded'}) eq 't')
+	{
+		$resumed = time() - $promoted;
+		last;
+	}
+	usleep(50_000);
+}
+ok(defined $resumed, 'jobs run again after promotion');
+cmp_ok($resumed // 99, '<=', 2, sprintf('within 2 s of promotion (%.2f s)', $resumed // 99));
+
+$standby->poll_query_until('app', q{
+	SELECT count(*) >= 4 FROM schedlock.job_runs WHERE timeline = 2 AND status = 'succeeded'})
+  or die 'no steady dispatch after promotion';
+
+is($standby->safe_psql('app', q{
+	SELECT count(*) FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+	 WHERE j.job_name = 'once' AND r.timeline = 2
+	   AND r.message = 'catch-up run for missed slots (misfire run_once)'}),
+	'1', 'run_once: exactly one catch-up run for the missed slots');
+is($standby->safe_psql('app', qq{
+	SELECT count(*) FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+	 WHERE j.job_name = 'once' AND r.scheduled_for < '$gap_end'::timestamptz - interval '1 second'
+	   AND r.timeline = 2}),
+	'1', 'run_once: no other missed slot ran');
+is($standby->safe_psql('app', qq{
+	SELECT count(*) FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+	 WHERE j.job_name = 'skipper' AND r.status = 'succeeded'
+	   AND r.scheduled_for < '$gap_end'::timestamptz - interval '1 second' AND r.timeline = 2}),
+	'0', 'skip: no missed slot ran');
+is($standby->safe_psql('app', q{
+	SELECT count(*) FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+	 WHERE j.job_name = 'skipper' AND r.status = 'skipped' AND r.timeline = 2}),
+	'1', 'skip: the missed slots are recorded once as skipped');
+$standby->poll_query_until('app', 'SELECT count(*) = 1 FROM boots')
+  or die '@reboot job did not fire';
+pass('@reboot job fired once on promotion');
+is($standby->safe_psql('app', q{
+	SELECT r.timeline FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+	 WHERE j.job_name = 'boot'}), '2', 'its run records timeline 2');
+is($standby->safe_psql('app', q{
+	SELECT count(*) FROM (SELECT job_id, scheduled_for FROM schedlock.job_runs
+						   WHERE status IN ('succeeded', 'running')
+						   GROUP BY 1, 2 HAVING count(*) > 1) d}),
+	'0', 'no slot ran twice across the failover');
+
+$standby->stop;
+done_testing();
