@@ -971,6 +971,9 @@ schedlock_assert(PG_FUNCTION_ARGS)
 	TimestampTz now;
 	char	   *reason = NULL;
 
+	/* a standby cannot hold off a takeover on the primary: refuse there */
+	check_primary("schedlock_assert");
+
 	found = wait_and_fetch(name, &mutex, &rel, &indexid, &row, &now) != NULL;
 	table_close(rel, RowExclusiveLock);
 

@@ -48,6 +48,10 @@ like($stderr, qr/HINT:.*primary/, 'and a hint to connect to the primary');
 ($ret, $stdout, $stderr) = $standby->psql('app',
 	"\\set VERBOSITY verbose\nSELECT schedlock_release('job', $seen)");
 like($stderr, qr/25006/, 'a release on the standby fails with SQLSTATE 25006');
+($ret, $stdout, $stderr) = $standby->psql('app',
+	"\\set VERBOSITY verbose\nSELECT schedlock_assert('job', $seen)");
+like($stderr, qr/ERROR:  25006: cannot execute schedlock_assert\(\) during recovery/,
+	'assert on the standby fails too: it could not fence anything there');
 
 # cut replication: the standby stops receiving WAL
 $standby->append_conf('postgresql.conf', "primary_conninfo = ''");
