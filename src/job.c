@@ -167,21 +167,6 @@ check_name(FunctionCallInfo fcinfo)
 }
 
 /*
- * interval_sign
- *		-1, 0 or 1 as the interval is below, at or above zero.
- */
-static int
-interval_sign(Interval *iv)
-{
-	Interval	zero;
-
-	memset(&zero, 0, sizeof(zero));
-	return DatumGetInt32(DirectFunctionCall2(interval_cmp,
-											 IntervalPGetDatum(iv),
-											 IntervalPGetDatum(&zero)));
-}
-
-/*
  * resolve_run_as
  *		Check a run_as role name: only superusers may give one, and the role
  *		must exist and be able to log in.
@@ -272,7 +257,7 @@ validate_job(const char *job_name, JobDef *def, SchedlockCronSchedule *sched)
 		}
 	}
 
-	if (def->timeout != NULL && interval_sign(def->timeout) <= 0)
+	if (def->timeout != NULL && schedlock_interval_sign(def->timeout) <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("timeout must be greater than zero")));
@@ -284,7 +269,7 @@ validate_job(const char *job_name, JobDef *def, SchedlockCronSchedule *sched)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("retry_delay must not be null")));
-	if (interval_sign(def->retry_delay) < 0)
+	if (schedlock_interval_sign(def->retry_delay) < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("retry_delay must not be negative")));

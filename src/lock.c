@@ -375,12 +375,13 @@ get_interval(FunctionCallInfo fcinfo, int argno, const char *argname)
 }
 
 /*
- * interval_sign
+ * schedlock_interval_sign
  *		-1, 0 or 1 as the interval is negative, zero or positive (months are
- *		counted as 30 days, as interval comparison does).
+ *		counted as 30 days, as interval comparison does).  Also used by the
+ *		job functions.
  */
-static int
-interval_sign(Interval *iv)
+int
+schedlock_interval_sign(Interval *iv)
 {
 	Interval	zero;
 
@@ -408,7 +409,7 @@ interval_text(Interval *iv)
 static void
 check_lock_at_most_for(Interval *most)
 {
-	if (interval_sign(most) <= 0)
+	if (schedlock_interval_sign(most) <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("lock_at_most_for must be positive"),
@@ -752,7 +753,7 @@ schedlock_acquire(PG_FUNCTION_ARGS)
 	session_bound = PG_GETARG_BOOL(4);
 
 	check_lock_at_most_for(most);
-	if (interval_sign(least) < 0)
+	if (schedlock_interval_sign(least) < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("lock_at_least_for must not be negative"),

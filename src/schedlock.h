@@ -54,6 +54,7 @@ extern void schedlock_check_preloaded(void);
 
 /* lock.c */
 extern void schedlock_lock_init(void);
+extern int	schedlock_interval_sign(Interval *iv);
 
 /* The job scheduler's files declare what they share in scheduler.h. */
 
