@@ -368,18 +368,6 @@ check_writable(const char *fname)
 }
 
 /*
- * Switch to the extension owner to write the tables, and back.
- */
-static void
-begin_as_owner(Oid *save_uid, int *save_sec)
-{
-	Oid			owner = schedlock_extension_owner();
-
-	GetUserIdAndSecContext(save_uid, save_sec);
-	SetUserIdAndSecContext(owner, *save_sec | SECURITY_LOCAL_USERID_CHANGE);
-}
-
-/*
  * def_params
  *		Fill SPI parameters $3 .. $14 from a definition (see the queries).
  */
@@ -473,7 +461,7 @@ schedlock_schedule_job(PG_FUNCTION_ARGS)
 	values[16] = TimestampTzGetDatum(now);
 
 	SPI_connect();
-	begin_as_owner(&save_uid, &save_sec);
+	schedlock_begin_as_owner(&save_uid, &save_sec);
 	if (SPI_execute_with_args("INSERT INTO schedlock.jobs AS j (job_name, owner, "
 							  "  schedule, command, notify_channel, payload, timezone, "
 							  "  timeout, max_attempts, retry_delay, misfire, atomic, "
@@ -499,7 +487,7 @@ schedlock_schedule_job(PG_FUNCTION_ARGS)
 		elog(ERROR, "could not write job \"%s\"", job_name);
 	job_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 										 SPI_tuptable->tupdesc, 1, &isnull));
-	SetUserIdAndSecContext(save_uid, save_sec);
+	schedlock_end_as_owner(save_uid, save_sec);
 	SPI_finish();
 
 	schedlock_wake_workers_at_commit();
@@ -599,7 +587,7 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 
 	check_writable("alter_job");
 	SPI_connect();
-	begin_as_owner(&save_uid, &save_sec);
+	schedlock_begin_as_owner(&save_uid, &save_sec);
 	job_id = find_job(job_name, caller,
 					  "schedule, command, notify_channel, payload, timezone, "
 					  "timeout, max_attempts, retry_delay, misfire, atomic, "
@@ -624,12 +612,12 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 	old = def;
 
 	/* run_as is checked against the caller, not the extension owner */
-	SetUserIdAndSecContext(save_uid, save_sec);
+	schedlock_end_as_owner(save_uid, save_sec);
 	args_into_def(fcinfo, &def);
 	if (def.timezone == NULL)
 		def.timezone = pstrdup(schedlock_timezone);
 	validate_job(job_name, &def, &sched);
-	begin_as_owner(&save_uid, &save_sec);
+	schedlock_begin_as_owner(&save_uid, &save_sec);
 
 	reslot = strcmp(def.schedule, old.schedule) != 0 ||
 		strcmp(def.timezone, old.timezone) != 0 ||
@@ -669,7 +657,7 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 			elog(ERROR, "could not update job \"%s\"", job_name);
 	}
 	schedlock_recompute_next_run(job_id, now);
-	SetUserIdAndSecContext(save_uid, save_sec);
+	schedlock_end_as_owner(save_uid, save_sec);
 	SPI_finish();
 
 	schedlock_wake_workers_at_commit();
@@ -699,7 +687,7 @@ schedlock_unschedule_job(PG_FUNCTION_ARGS)
 	values[0] = CStringGetTextDatum(job_name);
 	values[1] = ObjectIdGetDatum(caller);
 	SPI_connect();
-	begin_as_owner(&save_uid, &save_sec);
+	schedlock_begin_as_owner(&save_uid, &save_sec);
 	if (SPI_execute_with_args("DELETE FROM schedlock.jobs "
 							  "WHERE job_name = $1 AND owner = $2",
 							  2, types, values, NULL, false, 0) != SPI_OK_DELETE)
@@ -728,7 +716,7 @@ schedlock_unschedule_job(PG_FUNCTION_ARGS)
 		}
 		PG_END_TRY();
 	}
-	SetUserIdAndSecContext(save_uid, save_sec);
+	schedlock_end_as_owner(save_uid, save_sec);
 	SPI_finish();
 
 	if (deleted)
@@ -761,7 +749,7 @@ schedlock_run_job(PG_FUNCTION_ARGS)
 
 	check_writable("run_job");
 	SPI_connect();
-	begin_as_owner(&save_uid, &save_sec);
+	schedlock_begin_as_owner(&save_uid, &save_sec);
 	job_id = find_job(job_name, caller, "enabled");
 	if (!DatumGetBool(column_datum(2, &isnull)))
 		ereport(ERROR,
@@ -786,7 +774,7 @@ schedlock_run_job(PG_FUNCTION_ARGS)
 							  1, types, values, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not queue a run of job \"%s\"", job_name);
 	schedlock_recompute_next_run(job_id, now);
-	SetUserIdAndSecContext(save_uid, save_sec);
+	schedlock_end_as_owner(save_uid, save_sec);
 	SPI_finish();
 
 	schedlock_wake_workers_at_commit();

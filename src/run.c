@@ -178,12 +178,13 @@ run_id_arg(FunctionCallInfo fcinfo)
 }
 
 /*
- * begin_as_owner / end_as_owner
+ * schedlock_begin_as_owner / schedlock_end_as_owner
  *		Switch to the extension owner for writing the scheduler's tables,
  *		and back.  An error in between is undone by the transaction abort.
+ *		Used by run.c and job.c.
  */
-static void
-begin_as_owner(Oid *save_uid, int *save_sec)
+void
+schedlock_begin_as_owner(Oid *save_uid, int *save_sec)
 {
 	Oid			owner = schedlock_extension_owner();
 
@@ -191,8 +192,8 @@ begin_as_owner(Oid *save_uid, int *save_sec)
 	SetUserIdAndSecContext(owner, *save_sec | SECURITY_LOCAL_USERID_CHANGE);
 }
 
-static void
-end_as_owner(Oid save_uid, int save_sec)
+void
+schedlock_end_as_owner(Oid save_uid, int save_sec)
 {
 	SetUserIdAndSecContext(save_uid, save_sec);
 }
@@ -226,7 +227,7 @@ schedlock_claim_run(PG_FUNCTION_ARGS)
 				 errhint("Connect to the primary server.")));
 
 	SPI_connect();
-	begin_as_owner(&save_uid, &save_sec);
+	schedlock_begin_as_owner(&save_uid, &save_sec);
 	check_run_access(run_id, save_uid);
 	values[0] = Int64GetDatum(run_id);
 	values[1] = claimed_by ? CStringGetTextDatum(claimed_by) : (Datum) 0;
@@ -246,7 +247,7 @@ schedlock_claim_run(PG_FUNCTION_ARGS)
 							  4, types, values, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not claim run " INT64_FORMAT, run_id);
 	claimed = (SPI_processed == 1);
-	end_as_owner(save_uid, save_sec);
+	schedlock_end_as_owner(save_uid, save_sec);
 	SPI_finish();
 
 	PG_RETURN_BOOL(claimed);
@@ -288,7 +289,7 @@ schedlock_finish_run(PG_FUNCTION_ARGS)
 				 errhint("Connect to the primary server.")));
 
 	SPI_connect();
-	begin_as_owner(&save_uid, &save_sec);
+	schedlock_begin_as_owner(&save_uid, &save_sec);
 	check_run_access(run_id, save_uid);
 	values[0] = Int64GetDatum(run_id);
 	values[1] = BoolGetDatum(succeeded);
@@ -322,7 +323,7 @@ schedlock_finish_run(PG_FUNCTION_ARGS)
 			schedlock_wake_workers_at_commit();
 		}
 	}
-	end_as_owner(save_uid, save_sec);
+	schedlock_end_as_owner(save_uid, save_sec);
 	SPI_finish();
 
 	PG_RETURN_BOOL(finished);

@@ -117,4 +117,8 @@ extern void schedlock_run_succeeded(int64 job_id);
 extern void schedlock_recompute_next_run(int64 job_id, TimestampTz now);
 extern Oid	schedlock_extension_owner(void);
 
+/* run.c: switch to the extension owner around table writes, and back */
+extern void schedlock_begin_as_owner(Oid *save_uid, int *save_sec);
+extern void schedlock_end_as_owner(Oid save_uid, int save_sec);
+
 #endif							/* SCHEDLOCK_SCHEDULER_H */
