@@ -190,8 +190,11 @@ COMMENT ON COLUMN schedlock.jobs.next_slot IS
 COMMENT ON COLUMN schedlock.jobs.next_run_at IS
 	'when a worker next has something to do for the job: least(next_slot, retry_at, now if run_job is pending)';
 
--- drives the workers' claim query and their sleep: index-only work
-CREATE INDEX jobs_due_idx ON schedlock.jobs (next_run_at) WHERE enabled;
+-- drives the workers' claim query and their sleep: index-only work.  job_id
+-- orders jobs due at the same instant, so that a worker can resume its scan
+-- after the job it claimed last instead of stepping again over the index
+-- entries its earlier claims left behind
+CREATE INDEX jobs_due_idx ON schedlock.jobs (next_run_at, job_id) WHERE enabled;
 
 CREATE TABLE schedlock.job_runs (
 	run_id bigint NOT NULL PRIMARY KEY
@@ -220,11 +223,18 @@ CREATE TABLE schedlock.job_runs (
 COMMENT ON TABLE schedlock.job_runs IS
 	'one row per run, skipped slot or queued run_job() call; pruned after schedlock.history_retention';
 
+-- a job's open runs (queued, overlap).  The NOTIFY deadline index below is
+-- partial on "deadline IS NOT NULL" rather than on the status, so that it
+-- never looks like the better way to a job's open runs when the statistics
+-- of job_runs are stale
 CREATE INDEX job_runs_open_idx ON schedlock.job_runs (job_id)
 	WHERE status IN ('queued', 'pending', 'running');
+-- a deadline is set while a NOTIFY run is pending or claimed, else NULL
 CREATE INDEX job_runs_deadline_idx ON schedlock.job_runs (deadline)
-	WHERE status IN ('pending', 'running');
-CREATE INDEX job_runs_finished_idx ON schedlock.job_runs (finished_at);
+	WHERE deadline IS NOT NULL;
+-- history pruning; runs still open are not in it
+CREATE INDEX job_runs_finished_idx ON schedlock.job_runs (finished_at)
+	WHERE finished_at IS NOT NULL;
 
 REVOKE ALL ON schedlock.jobs, schedlock.job_runs FROM PUBLIC;
 REVOKE ALL ON SEQUENCE schedlock.jobs_job_id_seq, schedlock.job_runs_run_id_seq FROM PUBLIC;

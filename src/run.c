@@ -51,14 +51,16 @@ PGDLLEXPORT Datum schedlock_job_worker_pid(PG_FUNCTION_ARGS);
 void
 schedlock_recompute_next_run(int64 job_id, TimestampTz now)
 {
-	Oid			types[2] = {INT8OID, TIMESTAMPTZOID};
+	static SchedlockQuery q = {
+		"UPDATE schedlock.jobs "
+		"SET next_run_at = LEAST(next_slot, retry_at, "
+		"  CASE WHEN manual_pending > 0 THEN $2 END) "
+		"WHERE job_id = $1",
+		2, {INT8OID, TIMESTAMPTZOID}
+	};
 	Datum		values[2] = {Int64GetDatum(job_id), TimestampTzGetDatum(now)};
 
-	if (SPI_execute_with_args("UPDATE schedlock.jobs "
-							  "SET next_run_at = LEAST(next_slot, retry_at, "
-							  "  CASE WHEN manual_pending > 0 THEN $2 END) "
-							  "WHERE job_id = $1",
-							  2, types, values, NULL, false, 0) != SPI_OK_UPDATE)
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update the next run of job " INT64_FORMAT, job_id);
 }
 
@@ -73,22 +75,24 @@ void
 schedlock_run_failed(int64 job_id, TimestampTz scheduled_for, int32 attempt,
 					 TimestampTz now)
 {
-	Oid			types[4] = {INT8OID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID};
+	static SchedlockQuery q = {
+		"UPDATE schedlock.jobs SET "
+		"  consecutive_failures = consecutive_failures + 1, "
+		"  retry_slot = CASE WHEN $3 > 0 AND $3 < max_attempts THEN $2 ELSE retry_slot END, "
+		"  retry_attempt = CASE WHEN $3 > 0 AND $3 < max_attempts THEN $3 + 1 ELSE retry_attempt END, "
+		"  retry_at = CASE WHEN $3 > 0 AND $3 < max_attempts "
+		"    THEN $4 + retry_delay * pg_catalog.power(2, LEAST($3 - 1, 20))::float8 "
+		"    ELSE retry_at END "
+		"WHERE job_id = $1",
+		4, {INT8OID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID}
+	};
 	Datum		values[4];
 
 	values[0] = Int64GetDatum(job_id);
 	values[1] = TimestampTzGetDatum(scheduled_for);
 	values[2] = Int32GetDatum(attempt);
 	values[3] = TimestampTzGetDatum(now);
-	if (SPI_execute_with_args("UPDATE schedlock.jobs SET "
-							  "  consecutive_failures = consecutive_failures + 1, "
-							  "  retry_slot = CASE WHEN $3 > 0 AND $3 < max_attempts THEN $2 ELSE retry_slot END, "
-							  "  retry_attempt = CASE WHEN $3 > 0 AND $3 < max_attempts THEN $3 + 1 ELSE retry_attempt END, "
-							  "  retry_at = CASE WHEN $3 > 0 AND $3 < max_attempts "
-							  "    THEN $4 + retry_delay * pg_catalog.power(2, LEAST($3 - 1, 20))::float8 "
-							  "    ELSE retry_at END "
-							  "WHERE job_id = $1",
-							  4, types, values, NULL, false, 0) != SPI_OK_UPDATE)
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record a failure of job " INT64_FORMAT, job_id);
 	schedlock_recompute_next_run(job_id, now);
 }
@@ -101,12 +105,14 @@ schedlock_run_failed(int64 job_id, TimestampTz scheduled_for, int32 attempt,
 void
 schedlock_run_succeeded(int64 job_id)
 {
-	Oid			types[1] = {INT8OID};
+	static SchedlockQuery q = {
+		"UPDATE schedlock.jobs SET consecutive_failures = 0 "
+		"WHERE job_id = $1 AND consecutive_failures <> 0",
+		1, {INT8OID}
+	};
 	Datum		values[1] = {Int64GetDatum(job_id)};
 
-	if (SPI_execute_with_args("UPDATE schedlock.jobs SET consecutive_failures = 0 "
-							  "WHERE job_id = $1 AND consecutive_failures <> 0",
-							  1, types, values, NULL, false, 0) != SPI_OK_UPDATE)
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record a success of job " INT64_FORMAT, job_id);
 }
 

@@ -16,6 +16,7 @@
 
 #include "postgres.h"
 
+#include "executor/spi.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "utils/timestamp.h"
@@ -120,5 +121,20 @@ extern Oid	schedlock_extension_owner(void);
 /* run.c: switch to the extension owner around table writes, and back */
 extern void schedlock_begin_as_owner(Oid *save_uid, int *save_sec);
 extern void schedlock_end_as_owner(Oid save_uid, int save_sec);
+
+/* query.c */
+#define SCHEDLOCK_QUERY_MAX_ARGS	10
+
+/* A statement run through a kept, generic plan (see query.c). */
+typedef struct SchedlockQuery
+{
+	const char *sql;
+	int			nargs;
+	Oid			argtypes[SCHEDLOCK_QUERY_MAX_ARGS];
+	SPIPlanPtr	plan;			/* NULL until first used in this backend */
+} SchedlockQuery;
+
+extern int	schedlock_query_run(SchedlockQuery *q, Datum *values,
+								const char *nulls, bool read_only, long count);
 
 #endif							/* SCHEDLOCK_SCHEDULER_H */

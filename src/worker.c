@@ -5,8 +5,8 @@
  *	  UPDATE SKIP LOCKED, runs them, records the outcome, and sleeps on its
  *	  latch until the next job falls due.
  *
- * A pass of the loop claims and runs due jobs one at a time until none is
- * left, closes NOTIFY runs whose deadline passed, prunes old history
+ * A pass of the loop claims and runs due jobs one at a time (NOTIFY jobs in
+ * batches) until none is left, closes NOTIFY runs whose deadline passed, prunes old history
  * (worker 0 only), and then sleeps until the earliest next_run_at or
  * deadline in the future (at most SCHEDLOCK_MAX_SLEEP_MS).  The claim query
  * and the sleep query are both driven by partial indexes, so their cost does
@@ -20,7 +20,8 @@
  *	- atomic SQL job: run the command in a subtransaction as the job's user,
  *	  record the outcome, and commit everything together;
  *	- NOTIFY job: pg_notify() the run, marked pending with a deadline, and
- *	  commit: listeners hear it only if the claim committed;
+ *	  the same for the NOTIFY jobs due with it, then commit: listeners hear
+ *	  them only if the claims committed;
  *	- non-atomic SQL job: commit the claim, run the command at top level,
  *	  then record the outcome in a new transaction.
  * A job whose previous run is still pending or running gets its slot
@@ -65,6 +66,9 @@
 /* Longest run of claims in one pass before looking at signals again. */
 #define WORKER_MAX_CLAIMS_PER_PASS	1000
 
+/* NOTIFY jobs claimed and notified in one transaction, at most. */
+#define WORKER_NOTIFY_BATCH	200
+
 /* Rows deleted per history pruning batch, and batches per pass. */
 #define PRUNE_BATCH_ROWS	1000
 #define PRUNE_MAX_BATCHES	10
@@ -101,6 +105,8 @@ typedef struct ClaimedJob
 	int32		retry_attempt;
 	TimestampTz retry_at;
 	int32		manual_pending;
+	ItemPointerData ctid;		/* the locked row version */
+	int32		failures;		/* consecutive_failures */
 } ClaimedJob;
 
 /* What the claim decided to do with the job. */
@@ -318,6 +324,9 @@ read_claimed_job(ClaimedJob *job)
 	d = col(tup, desc, 17, &isnull);
 	job->retry_at = isnull ? 0 : DatumGetTimestampTz(d);
 	job->manual_pending = DatumGetInt32(col(tup, desc, 18, &isnull));
+	/* 19: next_run_at, read by claim_job */
+	ItemPointerCopy((ItemPointer) DatumGetPointer(col(tup, desc, 20, &isnull)), &job->ctid);
+	job->failures = DatumGetInt32(col(tup, desc, 21, &isnull));
 }
 
 /*
@@ -405,13 +414,15 @@ plan_claim(ClaimedJob *job, TimestampTz now, ClaimPlan *plan)
 
 	if (job->manual_pending > 0)
 	{
-		Oid			types[1] = {INT8OID};
+		static SchedlockQuery q = {
+			"SELECT run_id, scheduled_for FROM schedlock.job_runs "
+			"WHERE job_id = $1 AND status = 'queued' "
+			"ORDER BY run_id LIMIT 1",
+			1, {INT8OID}
+		};
 		Datum		values[1] = {Int64GetDatum(job->job_id)};
 
-		if (SPI_execute_with_args("SELECT run_id, scheduled_for FROM schedlock.job_runs "
-								  "WHERE job_id = $1 AND status = 'queued' "
-								  "ORDER BY run_id LIMIT 1",
-								  1, types, values, NULL, false, 0) != SPI_OK_SELECT)
+		if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not read queued runs");
 		job->manual_pending--;
 		if (SPI_processed == 1)
@@ -441,15 +452,23 @@ plan_claim(ClaimedJob *job, TimestampTz now, ClaimPlan *plan)
 /*
  * save_job_state
  *		Write the advanced next_slot, retry and queue state of the job and
- *		recompute its next_run_at.
+ *		its next_run_at, computed as schedlock_recompute_next_run() does.
  */
 static void
 save_job_state(ClaimedJob *job, TimestampTz now)
 {
-	Oid			types[6] = {INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID,
-	TIMESTAMPTZOID, INT4OID};
-	Datum		values[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	/* the row this transaction has locked: found by its ctid, no index */
+	static SchedlockQuery q = {
+		"UPDATE schedlock.jobs SET next_slot = $2, "
+		"  retry_slot = $3, retry_attempt = $4, retry_at = $5, "
+		"  manual_pending = $6, "
+		"  next_run_at = LEAST($2, $5, CASE WHEN $6 > 0 THEN $7 END) "
+		"WHERE ctid = $8 AND job_id = $1",
+		8, {INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID,
+		INT4OID, TIMESTAMPTZOID, TIDOID}
+	};
+	Datum		values[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 
 	values[0] = Int64GetDatum(job->job_id);
 	values[1] = TimestampTzGetDatum(job->next_slot);
@@ -460,13 +479,11 @@ save_job_state(ClaimedJob *job, TimestampTz now)
 	if (!job->has_retry)
 		nulls[2] = nulls[3] = nulls[4] = 'n';
 	values[5] = Int32GetDatum(job->manual_pending);
-	if (SPI_execute_with_args("UPDATE schedlock.jobs SET next_slot = $2, "
-							  "  retry_slot = $3, retry_attempt = $4, retry_at = $5, "
-							  "  manual_pending = $6 "
-							  "WHERE job_id = $1",
-							  6, types, values, nulls, false, 0) != SPI_OK_UPDATE)
+	values[6] = TimestampTzGetDatum(now);
+	values[7] = PointerGetDatum(&job->ctid);
+	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE ||
+		SPI_processed != 1)
 		elog(ERROR, "could not advance job " INT64_FORMAT, job->job_id);
-	schedlock_recompute_next_run(job->job_id, now);
 }
 
 /*
@@ -476,15 +493,20 @@ save_job_state(ClaimedJob *job, TimestampTz now)
 static bool
 run_in_progress(int64 job_id)
 {
-	Oid			types[1] = {INT8OID};
+	static SchedlockQuery q = {
+		"SELECT 1 FROM schedlock.job_runs "
+		"WHERE job_id = $1 AND status IN ('pending', 'running') "
+		"LIMIT 1",
+		1, {INT8OID}
+	};
 	Datum		values[1] = {Int64GetDatum(job_id)};
+	bool		found;
 
-	if (SPI_execute_with_args("SELECT 1 FROM schedlock.job_runs "
-							  "WHERE job_id = $1 AND status IN ('pending', 'running') "
-							  "LIMIT 1",
-							  1, types, values, NULL, false, 0) != SPI_OK_SELECT)
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not look for runs in progress");
-	return SPI_processed > 0;
+	found = SPI_processed > 0;
+	SPI_freetuptable(SPI_tuptable);
+	return found;
 }
 
 /*
@@ -497,13 +519,35 @@ static int64
 record_run(ClaimedJob *job, ClaimPlan *plan, const char *status,
 		   TimestampTz now, TimestampTz deadline, bool has_deadline)
 {
-	Oid			types[10] = {INT8OID, REGROLEOID, TIMESTAMPTZOID, INT4OID, TEXTOID,
-	TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, TIMESTAMPTZOID};
+	static SchedlockQuery update_queued = {
+		"UPDATE schedlock.job_runs SET status = $5, "
+		"  started_at = CASE WHEN $5 = 'skipped' THEN NULL ELSE $6 END, "
+		"  finished_at = CASE WHEN $5 = 'skipped' THEN $6 END, "
+		"  worker_pid = $7, timeline = $8, message = $9, deadline = $10 "
+		"WHERE run_id = $1 AND status = 'queued' "
+		"RETURNING run_id",
+		10, {INT8OID, REGROLEOID, TIMESTAMPTZOID, INT4OID, TEXTOID,
+		TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, TIMESTAMPTZOID}
+	};
+	static SchedlockQuery insert = {
+		"INSERT INTO schedlock.job_runs (job_id, owner, "
+		"  scheduled_for, attempt, status, started_at, "
+		"  finished_at, worker_pid, timeline, message, deadline) "
+		"VALUES ($1, $2, $3, $4, $5, "
+		"  CASE WHEN $5 = 'skipped' THEN NULL ELSE $6 END, "
+		"  CASE WHEN $5 = 'skipped' THEN $6 END, "
+		"  $7, $8, $9, $10) "
+		"ON CONFLICT (job_id, scheduled_for, attempt) DO NOTHING "
+		"RETURNING run_id",
+		10, {INT8OID, REGROLEOID, TIMESTAMPTZOID, INT4OID, TEXTOID,
+		TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, TIMESTAMPTZOID}
+	};
 	Datum		values[10];
 	char		nulls[10];
 	bool		isnull;
 	bool		finished = (strcmp(status, "skipped") == 0);
 	int			rc;
+	int64		run_id;
 
 	memset(nulls, ' ', sizeof(nulls));
 	values[0] = Int64GetDatum(plan->manual_run_id ? plan->manual_run_id : job->job_id);
@@ -520,30 +564,15 @@ record_run(ClaimedJob *job, ClaimPlan *plan, const char *status,
 	values[9] = TimestampTzGetDatum(deadline);
 	nulls[9] = has_deadline ? ' ' : 'n';
 
-	if (plan->manual_run_id)
-		rc = SPI_execute_with_args("UPDATE schedlock.job_runs SET status = $5, "
-								   "  started_at = CASE WHEN $5 = 'skipped' THEN NULL ELSE $6 END, "
-								   "  finished_at = CASE WHEN $5 = 'skipped' THEN $6 END, "
-								   "  worker_pid = $7, timeline = $8, message = $9, deadline = $10 "
-								   "WHERE run_id = $1 AND status = 'queued' "
-								   "RETURNING run_id",
-								   10, types, values, nulls, false, 0);
-	else
-		rc = SPI_execute_with_args("INSERT INTO schedlock.job_runs (job_id, owner, "
-								   "  scheduled_for, attempt, status, started_at, "
-								   "  finished_at, worker_pid, timeline, message, deadline) "
-								   "VALUES ($1, $2, $3, $4, $5, "
-								   "  CASE WHEN $5 = 'skipped' THEN NULL ELSE $6 END, "
-								   "  CASE WHEN $5 = 'skipped' THEN $6 END, "
-								   "  $7, $8, $9, $10) "
-								   "ON CONFLICT (job_id, scheduled_for, attempt) DO NOTHING "
-								   "RETURNING run_id",
-								   10, types, values, nulls, false, 0);
+	rc = schedlock_query_run(plan->manual_run_id ? &update_queued : &insert,
+							 values, nulls, false, 0);
 	if (rc != SPI_OK_INSERT_RETURNING && rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not record a run of job " INT64_FORMAT, job->job_id);
 	if (SPI_processed != 1)
 		return 0;
-	return DatumGetInt64(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	run_id = DatumGetInt64(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	return run_id;
 }
 
 /*
@@ -555,8 +584,14 @@ static void
 record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 			   ErrorData *error)
 {
+	static SchedlockQuery q = {
+		"UPDATE schedlock.job_runs SET status = $2, "
+		"  finished_at = $3, sqlstate = $4, "
+		"  message = COALESCE($5, message) "
+		"WHERE run_id = $1",
+		5, {INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID}
+	};
 	TimestampTz now = GetCurrentTimestamp();
-	Oid			types[5] = {INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID};
 	Datum		values[5];
 	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 
@@ -570,11 +605,7 @@ record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 	}
 	else
 		nulls[3] = nulls[4] = 'n';
-	if (SPI_execute_with_args("UPDATE schedlock.job_runs SET status = $2, "
-							  "  finished_at = $3, sqlstate = $4, "
-							  "  message = COALESCE($5, message) "
-							  "WHERE run_id = $1",
-							  5, types, values, nulls, false, 0) != SPI_OK_UPDATE)
+	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record the outcome of run " INT64_FORMAT, run_id);
 	if (error)
 	{
@@ -584,7 +615,7 @@ record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 		schedlock_run_failed(job->job_id, plan->scheduled_for,
 							 plan->manual_run_id ? 0 : plan->attempt, now);
 	}
-	else
+	else if (job->failures != 0)
 		schedlock_run_succeeded(job->job_id);
 }
 
@@ -595,8 +626,13 @@ record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 static void
 notify_run(ClaimedJob *job, ClaimPlan *plan, int64 run_id)
 {
-	Oid			types[7] = {TEXTOID, TEXTOID, INT8OID, INT8OID, TIMESTAMPTZOID,
-	INT4OID, TEXTOID};
+	static SchedlockQuery q = {
+		"SELECT pg_catalog.pg_notify($1, "
+		"  pg_catalog.json_build_object('job', $2, 'job_id', $3, "
+		"    'run_id', $4, 'scheduled_for', $5, 'attempt', $6, "
+		"    'payload', $7::pg_catalog.jsonb)::text)",
+		7, {TEXTOID, TEXTOID, INT8OID, INT8OID, TIMESTAMPTZOID, INT4OID, TEXTOID}
+	};
 	Datum		values[7];
 	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
 
@@ -608,37 +644,139 @@ notify_run(ClaimedJob *job, ClaimPlan *plan, int64 run_id)
 	values[5] = Int32GetDatum(plan->attempt);
 	values[6] = job->payload ? CStringGetTextDatum(job->payload) : (Datum) 0;
 	nulls[6] = job->payload ? ' ' : 'n';
-	if (SPI_execute_with_args("SELECT pg_catalog.pg_notify($1, "
-							  "  pg_catalog.json_build_object('job', $2, 'job_id', $3, "
-							  "    'run_id', $4, 'scheduled_for', $5, 'attempt', $6, "
-							  "    'payload', $7::pg_catalog.jsonb)::text)",
-							  7, types, values, nulls, false, 0) != SPI_OK_SELECT)
+	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not notify run " INT64_FORMAT, run_id);
+	SPI_freetuptable(SPI_tuptable);
 }
 
-/* The claim query: the earliest due job nobody else holds. */
-#define CLAIM_QUERY \
+/*
+ * The claim query: the earliest due job nobody else holds, after the
+ * position ($2, $3) in the order of jobs_due_idx.
+ *
+ * Claiming a job moves its next_run_at, so its old entry in jobs_due_idx
+ * stays in the due range, dead, until vacuum or a later scan removes it.
+ * When thousands of jobs fall due at once, a scan from the start of the
+ * range steps over the entries of every job claimed so far, and the burst
+ * costs time quadratic in its size.  So within a pass a worker resumes
+ * after the job it claimed last; everything before that position is dead,
+ * claimed, or locked by someone else.  The pass ends with one scan from
+ * the start ($2 = -infinity), which also finds the jobs it stepped over
+ * because another transaction held them then.
+ */
+#define CLAIM_SELECT \
 	"SELECT job_id, job_name, owner::pg_catalog.oid, schedule, command, " \
 	"  notify_channel, payload, timezone, " \
 	"  EXTRACT(epoch FROM timeout)::float8 * 1000, misfire, atomic, " \
 	"  run_as::pg_catalog.oid, reboot, next_slot, retry_slot, retry_attempt, " \
-	"  retry_at, manual_pending " \
+	"  retry_at, manual_pending, next_run_at, ctid, consecutive_failures " \
 	"FROM schedlock.jobs " \
 	"WHERE enabled AND next_run_at <= $1 " \
-	"ORDER BY next_run_at LIMIT 1 " \
+	"  AND (next_run_at, job_id) > ($2, $3) "
+#define CLAIM_ORDER \
+	"ORDER BY next_run_at, job_id LIMIT 1 " \
 	"FOR UPDATE SKIP LOCKED"
+
+static SchedlockQuery claim_query = {
+	CLAIM_SELECT CLAIM_ORDER,
+	3, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}
+};
+
+/* The same, for NOTIFY jobs only: see dispatch_one. */
+static SchedlockQuery claim_notify_query = {
+	CLAIM_SELECT "AND notify_channel IS NOT NULL " CLAIM_ORDER,
+	3, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}
+};
+
+/* Where a pass's next claim scan starts; see claim_query. */
+typedef struct ClaimPosition
+{
+	TimestampTz next_run_at;
+	int64		job_id;
+} ClaimPosition;
+
+/*
+ * claim_job
+ *		Run claim query q from position *pos as of now; on success read the
+ *		claimed job into *job, move *pos to it and return true.  In a
+ *		transaction, connected to SPI.
+ */
+static bool
+claim_job(SchedlockQuery *q, ClaimPosition *pos, TimestampTz now,
+		  ClaimedJob *job)
+{
+	Datum		values[3];
+	bool		isnull;
+
+	values[0] = TimestampTzGetDatum(now);
+	values[1] = TimestampTzGetDatum(pos->next_run_at);
+	values[2] = Int64GetDatum(pos->job_id);
+	if (schedlock_query_run(q, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not claim due jobs");
+	if (SPI_processed == 0)
+		return false;
+	read_claimed_job(job);
+	pos->job_id = job->job_id;
+	pos->next_run_at = DatumGetTimestampTz(col(SPI_tuptable->vals[0],
+											   SPI_tuptable->tupdesc, 19,
+											   &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	return true;
+}
+
+/*
+ * settle_claim
+ *		Decide what to do with a claimed job and advance it.  A slot that
+ *		is not to run (misfire skip, or overlap with a run in progress) is
+ *		recorded as skipped here; plan->kind says whether to run.
+ */
+static void
+settle_claim(ClaimedJob *job, ClaimPlan *plan, TimestampTz now)
+{
+	plan_claim(job, now, plan);
+	save_job_state(job, now);
+
+	if (plan->kind == PLAN_RUN && run_in_progress(job->job_id))
+	{
+		plan->kind = PLAN_SKIP;
+		plan->message = "the previous run was still in progress (overlap)";
+	}
+	if (plan->kind == PLAN_SKIP)
+		(void) record_run(job, plan, "skipped", now, 0, false);
+}
+
+/*
+ * notify_job
+ *		Record a NOTIFY job's run as pending, with its claim deadline, and
+ *		queue the notification (sent when the transaction commits).
+ */
+static void
+notify_job(ClaimedJob *job, ClaimPlan *plan, TimestampTz now)
+{
+	TimestampTz deadline = TimestampTzPlusMilliseconds(now,
+													   job->timeout_ms > 0 ? job->timeout_ms :
+													   SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT * 1000);
+	int64		run_id = record_run(job, plan, "pending", now, deadline, true);
+
+	if (run_id != 0)
+		notify_run(job, plan, run_id);
+}
 
 /*
  * dispatch_one
- *		Claim and handle one due job.  Returns false when none was due.
- *		Called outside a transaction, in run_cxt.
+ *		Claim and handle one due job after position *pos, and move *pos to
+ *		it.  Returns false when none was due there.  Called outside a
+ *		transaction, in run_cxt.
+ *
+ * A NOTIFY job runs no command, so the NOTIFY jobs due with it are claimed
+ * and notified in the same transaction, up to WORKER_NOTIFY_BATCH of them:
+ * one commit instead of one each.  They still go out only if the claims
+ * commit.  That scan moves a position of its own, so the SQL jobs it steps
+ * over are still next for this worker.
  */
 static bool
-dispatch_one(void)
+dispatch_one(ClaimPosition *pos)
 {
 	TimestampTz now;
-	Oid			types[1] = {TIMESTAMPTZOID};
-	Datum		values[1];
 	ClaimedJob	job;
 	ClaimPlan	plan;
 	int64		run_id;
@@ -647,40 +785,31 @@ dispatch_one(void)
 
 	begin_tx("schedlock: claiming due jobs");
 	now = GetCurrentTimestamp();
-	values[0] = TimestampTzGetDatum(now);
-	if (SPI_execute_with_args(CLAIM_QUERY, 1, types, values, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not claim due jobs");
-	if (SPI_processed == 0)
+	if (!claim_job(&claim_query, pos, now, &job))
 	{
 		end_tx();
 		return false;
 	}
-	read_claimed_job(&job);
-	plan_claim(&job, now, &plan);
-	save_job_state(&job, now);
-
-	if (plan.kind == PLAN_RUN && run_in_progress(job.job_id))
-	{
-		plan.kind = PLAN_SKIP;
-		plan.message = "the previous run was still in progress (overlap)";
-	}
+	settle_claim(&job, &plan, now);
 	if (plan.kind != PLAN_RUN)
 	{
-		if (plan.kind == PLAN_SKIP)
-			(void) record_run(&job, &plan, "skipped", now, 0, false);
 		end_tx();
 		return true;
 	}
 
 	if (job.channel != NULL)
 	{
-		TimestampTz deadline = TimestampTzPlusMilliseconds(now,
-														   job.timeout_ms > 0 ? job.timeout_ms :
-														   SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT * 1000);
+		ClaimPosition batch = *pos;
+		int			n = 1;
 
-		run_id = record_run(&job, &plan, "pending", now, deadline, true);
-		if (run_id != 0)
-			notify_run(&job, &plan, run_id);
+		notify_job(&job, &plan, now);
+		while (n++ < WORKER_NOTIFY_BATCH &&
+			   claim_job(&claim_notify_query, &batch, now, &job))
+		{
+			settle_claim(&job, &plan, now);
+			if (plan.kind == PLAN_RUN)
+				notify_job(&job, &plan, now);
+		}
 		end_tx();
 		return true;
 	}
@@ -725,22 +854,24 @@ dispatch_one(void)
 static void
 expire_runs(void)
 {
+	static SchedlockQuery q = {
+		"UPDATE schedlock.job_runs r SET status = 'timed_out', "
+		"  finished_at = $1, deadline = NULL, "
+		"  message = CASE WHEN r.status = 'pending' "
+		"    THEN 'not claimed within the timeout' "
+		"    ELSE 'not finished within the timeout' END "
+		"WHERE r.run_id IN (SELECT x.run_id FROM schedlock.job_runs x "
+		"    WHERE x.status IN ('pending', 'running') AND x.deadline <= $1 "
+		"    ORDER BY x.deadline LIMIT 100 FOR UPDATE SKIP LOCKED) "
+		"RETURNING r.job_id, r.scheduled_for, "
+		"  CASE WHEN r.manual THEN 0 ELSE r.attempt END",
+		1, {TIMESTAMPTZOID}
+	};
 	TimestampTz now = GetCurrentTimestamp();
-	Oid			types[1] = {TIMESTAMPTZOID};
 	Datum		values[1] = {TimestampTzGetDatum(now)};
 
 	begin_tx("schedlock: closing overdue runs");
-	if (SPI_execute_with_args("UPDATE schedlock.job_runs r SET status = 'timed_out', "
-							  "  finished_at = $1, deadline = NULL, "
-							  "  message = CASE WHEN r.status = 'pending' "
-							  "    THEN 'not claimed within the timeout' "
-							  "    ELSE 'not finished within the timeout' END "
-							  "WHERE r.run_id IN (SELECT x.run_id FROM schedlock.job_runs x "
-							  "    WHERE x.status IN ('pending', 'running') AND x.deadline <= $1 "
-							  "    ORDER BY x.deadline LIMIT 100 FOR UPDATE SKIP LOCKED) "
-							  "RETURNING r.job_id, r.scheduled_for, "
-							  "  CASE WHEN r.manual THEN 0 ELSE r.attempt END",
-							  1, types, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not close overdue runs");
 	close_runs_failed(now);
 	end_tx();
@@ -793,20 +924,22 @@ prune_history(TimestampTz *last_prune)
 static long
 sleep_time(void)
 {
+	static SchedlockQuery q = {
+		"SELECT LEAST("
+		"  (SELECT min(next_run_at) FROM schedlock.jobs "
+		"    WHERE enabled AND next_run_at > $1), "
+		"  (SELECT min(deadline) FROM schedlock.job_runs "
+		"    WHERE status IN ('pending', 'running') AND deadline > $1))",
+		1, {TIMESTAMPTZOID}
+	};
 	TimestampTz now = GetCurrentTimestamp();
-	Oid			types[1] = {TIMESTAMPTZOID};
 	Datum		values[1] = {TimestampTzGetDatum(now)};
 	long		ms = SCHEDLOCK_MAX_SLEEP_MS;
 	bool		isnull;
 	Datum		d;
 
 	begin_tx("schedlock: computing the next wakeup");
-	if (SPI_execute_with_args("SELECT LEAST("
-							  "  (SELECT min(next_run_at) FROM schedlock.jobs "
-							  "    WHERE enabled AND next_run_at > $1), "
-							  "  (SELECT min(deadline) FROM schedlock.job_runs "
-							  "    WHERE status IN ('pending', 'running') AND deadline > $1))",
-							  1, types, values, NULL, true, 1) != SPI_OK_SELECT)
+	if (schedlock_query_run(&q, values, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not compute the next wakeup");
 	d = col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	if (!isnull)
@@ -906,11 +1039,22 @@ schedlock_worker_main(Datum arg)
 
 		if (schedlock_enabled)
 		{
+			ClaimPosition pos = {DT_NOBEGIN, 0};
 			int			claims = 0;
 			bool		more;
 
-			while ((more = dispatch_one()) && ++claims < WORKER_MAX_CLAIMS_PER_PASS)
+			for (;;)
 			{
+				more = dispatch_one(&pos);
+				if (!more && pos.next_run_at != DT_NOBEGIN)
+				{
+					/* end of the range: one scan from its start */
+					pos.next_run_at = DT_NOBEGIN;
+					pos.job_id = 0;
+					more = dispatch_one(&pos);
+				}
+				if (!more || ++claims >= WORKER_MAX_CLAIMS_PER_PASS)
+					break;
 				MemoryContextReset(run_cxt);
 				CHECK_FOR_INTERRUPTS();
 			}

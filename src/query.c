@@ -1,0 +1,54 @@
+/*-------------------------------------------------------------------------
+ *
+ * query.c
+ *	  Prepared statements of the scheduler: planned once per backend,
+ *	  kept across transactions, and always executed with a generic plan.
+ *
+ * The workers run the same handful of statements for every job they
+ * claim.  Parsing and planning each of them again for every run costs more
+ * than executing it, so each statement is prepared the first time it is
+ * used and the plan is kept (SPI_keepplan).  The plan is forced generic:
+ * a custom plan for "next_run_at <= $1" is costed from the column
+ * statistics, and statistics taken while every job was due days ahead make
+ * the planner expect one due row, pick a sequential scan and sort all due
+ * jobs for every claim when thousands fall due at once.  The generic plan
+ * follows the index whatever the statistics say.  The plan cache re-plans
+ * a kept statement by itself when the tables behind it change.
+ *
+ * IDENTIFICATION
+ *	  src/query.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "executor/spi.h"
+#include "nodes/parsenodes.h"
+
+#include "scheduler.h"
+
+/*
+ * schedlock_query_run
+ *		Execute the statement q with the given parameters, preparing and
+ *		keeping its plan first if this backend has not yet.  Caller is
+ *		connected to SPI; returns what SPI_execute_plan returns.
+ */
+int
+schedlock_query_run(SchedlockQuery *q, Datum *values, const char *nulls,
+					bool read_only, long count)
+{
+	if (q->plan == NULL)
+	{
+		SPIPlanPtr	plan;
+
+		plan = SPI_prepare_cursor(q->sql, q->nargs, q->argtypes,
+								  CURSOR_OPT_GENERIC_PLAN);
+		if (plan == NULL)
+			elog(ERROR, "could not prepare \"%s\": %s",
+				 q->sql, SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "could not keep the plan of \"%s\"", q->sql);
+		q->plan = plan;
+	}
+	return SPI_execute_plan(q->plan, values, nulls, read_only, count);
+}
