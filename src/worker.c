@@ -66,6 +66,13 @@
 /* Longest run of claims in one pass before looking at signals again. */
 #define WORKER_MAX_CLAIMS_PER_PASS	1000
 
+/*
+ * A worker wakes this long before the next job falls due, claims it, and
+ * waits the rest of the time holding it, so that the command starts on the
+ * instant instead of after the wakeup and the claim.
+ */
+#define WORKER_CLAIM_LEAD_MS	10
+
 /* NOTIFY jobs claimed and notified in one transaction, at most. */
 #define WORKER_NOTIFY_BATCH	200
 
@@ -725,23 +732,35 @@ claim_job(SchedlockQuery *q, ClaimPosition *pos, TimestampTz now,
 
 /*
  * settle_claim
- *		Decide what to do with a claimed job and advance it.  A slot that
- *		is not to run (misfire skip, or overlap with a run in progress) is
- *		recorded as skipped here; plan->kind says whether to run.
+ *		Decide what to do with a job claimed as of horizon and advance it.
+ *		A slot that is not to run (misfire skip, or overlap with a run in
+ *		progress) is recorded as skipped here; plan->kind says whether to
+ *		run.  A slot to run that lies ahead (at most WORKER_CLAIM_LEAD_MS)
+ *		is waited for.  Returns the current time.
  */
-static void
-settle_claim(ClaimedJob *job, ClaimPlan *plan, TimestampTz now)
+static TimestampTz
+settle_claim(ClaimedJob *job, ClaimPlan *plan, TimestampTz horizon)
 {
-	plan_claim(job, now, plan);
-	save_job_state(job, now);
+	TimestampTz now;
+
+	plan_claim(job, horizon, plan);
+	save_job_state(job, horizon);
 
 	if (plan->kind == PLAN_RUN && run_in_progress(job->job_id))
 	{
 		plan->kind = PLAN_SKIP;
 		plan->message = "the previous run was still in progress (overlap)";
 	}
+	now = GetCurrentTimestamp();
 	if (plan->kind == PLAN_SKIP)
 		(void) record_run(job, plan, "skipped", now, 0, false);
+	else if (plan->kind == PLAN_RUN && plan->scheduled_for > now)
+	{
+		pg_usleep((long) Min(plan->scheduled_for - now,
+							 (TimestampTz) WORKER_CLAIM_LEAD_MS * 1000));
+		now = GetCurrentTimestamp();
+	}
+	return now;
 }
 
 /*
@@ -776,6 +795,7 @@ notify_job(ClaimedJob *job, ClaimPlan *plan, TimestampTz now)
 static bool
 dispatch_one(ClaimPosition *pos)
 {
+	TimestampTz horizon;
 	TimestampTz now;
 	ClaimedJob	job;
 	ClaimPlan	plan;
@@ -784,13 +804,14 @@ dispatch_one(ClaimPosition *pos)
 	ErrorData  *error = NULL;
 
 	begin_tx("schedlock: claiming due jobs");
-	now = GetCurrentTimestamp();
-	if (!claim_job(&claim_query, pos, now, &job))
+	horizon = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+										  WORKER_CLAIM_LEAD_MS);
+	if (!claim_job(&claim_query, pos, horizon, &job))
 	{
 		end_tx();
 		return false;
 	}
-	settle_claim(&job, &plan, now);
+	now = settle_claim(&job, &plan, horizon);
 	if (plan.kind != PLAN_RUN)
 	{
 		end_tx();
@@ -804,9 +825,9 @@ dispatch_one(ClaimPosition *pos)
 
 		notify_job(&job, &plan, now);
 		while (n++ < WORKER_NOTIFY_BATCH &&
-			   claim_job(&claim_notify_query, &batch, now, &job))
+			   claim_job(&claim_notify_query, &batch, horizon, &job))
 		{
-			settle_claim(&job, &plan, now);
+			now = settle_claim(&job, &plan, horizon);
 			if (plan.kind == PLAN_RUN)
 				notify_job(&job, &plan, now);
 		}
@@ -918,11 +939,14 @@ prune_history(TimestampTz *last_prune)
 
 /*
  * sleep_time
- *		Milliseconds until the earliest future next_run_at or deadline,
- *		capped at SCHEDLOCK_MAX_SLEEP_MS.
+ *		Milliseconds until WORKER_CLAIM_LEAD_MS before the earliest future
+ *		next_run_at or deadline, capped at SCHEDLOCK_MAX_SLEEP_MS.  When
+ *		that is now already but this pass claimed nothing, another worker
+ *		holds the job while it waits for its instant: sleep past the
+ *		instant instead of spinning.
  */
 static long
-sleep_time(void)
+sleep_time(bool claimed)
 {
 	static SchedlockQuery q = {
 		"SELECT LEAST("
@@ -946,9 +970,10 @@ sleep_time(void)
 	{
 		TimestampTz next = DatumGetTimestampTz(d);
 
-		ms = (long) Min((next - now) / 1000 + 1, (int64) SCHEDLOCK_MAX_SLEEP_MS);
-		if (ms < 0)
-			ms = 0;
+		ms = (long) Min((next - now) / 1000 + 1 - WORKER_CLAIM_LEAD_MS,
+						(int64) SCHEDLOCK_MAX_SLEEP_MS);
+		if (ms <= 0)
+			ms = claimed ? 0 : (long) ((next - now) / 1000 + 1);
 	}
 	end_tx();
 	return ms;
@@ -1061,7 +1086,7 @@ schedlock_worker_main(Datum arg)
 			expire_runs();
 			if (index == 0)
 				prune_history(&last_prune);
-			sleep_ms = more ? 0 : sleep_time();
+			sleep_ms = more ? 0 : sleep_time(claims > 0);
 		}
 
 		MemoryContextReset(run_cxt);
