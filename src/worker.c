@@ -76,6 +76,13 @@
 /* NOTIFY jobs claimed and notified in one transaction, at most. */
 #define WORKER_NOTIFY_BATCH	200
 
+/*
+ * Overdue NOTIFY runs closed per transaction, and transactions per pass; a
+ * pass that leaves overdue runs behind is followed by another at once.
+ */
+#define EXPIRE_BATCH_ROWS	100
+#define EXPIRE_MAX_BATCHES	10
+
 /* Rows deleted per history pruning batch, and batches per pass. */
 #define PRUNE_BATCH_ROWS	1000
 #define PRUNE_MAX_BATCHES	10
@@ -129,6 +136,7 @@ typedef struct ClaimPlan
 	PlanKind	kind;
 	TimestampTz scheduled_for;
 	int32		attempt;
+	TimestampTz due_at;			/* may not start before: slot or retry_at */
 	int64		manual_run_id;	/* the queued run_job() run, or 0 */
 	const char *message;		/* why, for catch-up and skipped rows */
 } ClaimPlan;
@@ -448,12 +456,16 @@ plan_claim(ClaimedJob *job, TimestampTz now, ClaimPlan *plan)
 	{
 		plan->kind = PLAN_RUN;
 		plan->scheduled_for = job->retry_slot;
+		plan->due_at = job->retry_at;
 		plan->attempt = job->retry_attempt;
 		job->has_retry = false;
 		return;
 	}
 	if (job->has_next_slot && job->next_slot <= now)
+	{
 		plan_slot(job, now, plan);
+		plan->due_at = plan->scheduled_for;
+	}
 }
 
 /*
@@ -735,8 +747,9 @@ claim_job(SchedlockQuery *q, ClaimPosition *pos, TimestampTz now,
  *		Decide what to do with a job claimed as of horizon and advance it.
  *		A slot that is not to run (misfire skip, or overlap with a run in
  *		progress) is recorded as skipped here; plan->kind says whether to
- *		run.  A slot to run that lies ahead (at most WORKER_CLAIM_LEAD_MS)
- *		is waited for.  Returns the current time.
+ *		run.  Returns when the run is to start: now, or the instant it falls
+ *		due (its slot, or its retry time) when that lies ahead, by at most
+ *		WORKER_CLAIM_LEAD_MS.
  */
 static TimestampTz
 settle_claim(ClaimedJob *job, ClaimPlan *plan, TimestampTz horizon)
@@ -754,13 +767,22 @@ settle_claim(ClaimedJob *job, ClaimPlan *plan, TimestampTz horizon)
 	now = GetCurrentTimestamp();
 	if (plan->kind == PLAN_SKIP)
 		(void) record_run(job, plan, "skipped", now, 0, false);
-	else if (plan->kind == PLAN_RUN && plan->scheduled_for > now)
-	{
-		pg_usleep((long) Min(plan->scheduled_for - now,
+	return Max(now, plan->due_at);
+}
+
+/*
+ * wait_until
+ *		Sleep until the instant start, if it has not come yet.  Everything
+ *		that can be done for a run before its instant is done before this.
+ */
+static void
+wait_until(TimestampTz start)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (start > now)
+		pg_usleep((long) Min(start - now,
 							 (TimestampTz) WORKER_CLAIM_LEAD_MS * 1000));
-		now = GetCurrentTimestamp();
-	}
-	return now;
 }
 
 /*
@@ -796,7 +818,7 @@ static bool
 dispatch_one(ClaimPosition *pos)
 {
 	TimestampTz horizon;
-	TimestampTz now;
+	TimestampTz start;
 	ClaimedJob	job;
 	ClaimPlan	plan;
 	int64		run_id;
@@ -811,7 +833,7 @@ dispatch_one(ClaimPosition *pos)
 		end_tx();
 		return false;
 	}
-	now = settle_claim(&job, &plan, horizon);
+	start = settle_claim(&job, &plan, horizon);
 	if (plan.kind != PLAN_RUN)
 	{
 		end_tx();
@@ -823,19 +845,25 @@ dispatch_one(ClaimPosition *pos)
 		ClaimPosition batch = *pos;
 		int			n = 1;
 
-		notify_job(&job, &plan, now);
+		/*
+		 * The batch takes only jobs due by the first one's instant: the
+		 * notifications all go out at commit, and none may go out early.
+		 */
+		notify_job(&job, &plan, start);
 		while (n++ < WORKER_NOTIFY_BATCH &&
-			   claim_job(&claim_notify_query, &batch, horizon, &job))
+			   claim_job(&claim_notify_query, &batch, start, &job))
 		{
-			now = settle_claim(&job, &plan, horizon);
+			(void) settle_claim(&job, &plan, start);
 			if (plan.kind == PLAN_RUN)
-				notify_job(&job, &plan, now);
+				notify_job(&job, &plan, start);
 		}
+		wait_until(start);
 		end_tx();
 		return true;
 	}
 
-	run_id = record_run(&job, &plan, "running", now, 0, false);
+	/* started_at is the instant the command starts, after wait_until */
+	run_id = record_run(&job, &plan, "running", start, 0, false);
 	if (run_id == 0)
 	{
 		end_tx();
@@ -845,6 +873,7 @@ dispatch_one(ClaimPosition *pos)
 
 	if (job.atomic)
 	{
+		wait_until(start);
 		set_running_job(job.job_id);
 		pgstat_report_activity(STATE_RUNNING, job.command);
 		if (!schedlock_exec_atomic(job.command, user, job.timeout_ms, &error))
@@ -857,6 +886,7 @@ dispatch_one(ClaimPosition *pos)
 
 	/* non-atomic: the claim commits first, the command runs at top level */
 	end_tx();
+	wait_until(start);
 	set_running_job(job.job_id);
 	pgstat_report_activity(STATE_RUNNING, job.command);
 	(void) schedlock_exec_toplevel(job.command, user, job.timeout_ms, &error);
@@ -870,9 +900,10 @@ dispatch_one(ClaimPosition *pos)
 /*
  * expire_runs
  *		Close NOTIFY runs not claimed, or not finished, by their deadline
- *		as timed out, and retry them per policy.
+ *		as timed out, and retry them per policy: at most EXPIRE_BATCH_ROWS
+ *		per transaction.  Returns how many it closed.
  */
-static void
+static uint64
 expire_runs(void)
 {
 	static SchedlockQuery q = {
@@ -883,19 +914,23 @@ expire_runs(void)
 		"    ELSE 'not finished within the timeout' END "
 		"WHERE r.run_id IN (SELECT x.run_id FROM schedlock.job_runs x "
 		"    WHERE x.status IN ('pending', 'running') AND x.deadline <= $1 "
-		"    ORDER BY x.deadline LIMIT 100 FOR UPDATE SKIP LOCKED) "
+		"    ORDER BY x.deadline LIMIT " CppAsString2(EXPIRE_BATCH_ROWS)
+		"    FOR UPDATE SKIP LOCKED) "
 		"RETURNING r.job_id, r.scheduled_for, "
 		"  CASE WHEN r.manual THEN 0 ELSE r.attempt END",
 		1, {TIMESTAMPTZOID}
 	};
 	TimestampTz now = GetCurrentTimestamp();
 	Datum		values[1] = {TimestampTzGetDatum(now)};
+	uint64		closed;
 
 	begin_tx("schedlock: closing overdue runs");
 	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not close overdue runs");
+	closed = SPI_processed;
 	close_runs_failed(now);
 	end_tx();
+	return closed;
 }
 
 /*
@@ -1066,6 +1101,7 @@ schedlock_worker_main(Datum arg)
 		{
 			ClaimPosition pos = {DT_NOBEGIN, 0};
 			int			claims = 0;
+			int			batches;
 			bool		more;
 
 			for (;;)
@@ -1083,7 +1119,17 @@ schedlock_worker_main(Datum arg)
 				MemoryContextReset(run_cxt);
 				CHECK_FOR_INTERRUPTS();
 			}
-			expire_runs();
+			for (batches = 1;; batches++)
+			{
+				if (expire_runs() < EXPIRE_BATCH_ROWS)
+					break;
+				if (batches >= EXPIRE_MAX_BATCHES)
+				{
+					more = true;
+					break;
+				}
+				CHECK_FOR_INTERRUPTS();
+			}
 			if (index == 0)
 				prune_history(&last_prune);
 			sleep_ms = more ? 0 : sleep_time(claims > 0);

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # test/demo.sh - the quick-start demo: build, install, start a throwaway
 # cluster, CREATE EXTENSION schedlock in an application database, and show
-# what schedlock does for an application that runs on several servers.
+# what schedlock does for an application that runs on several servers:
+# its lease locks, and its jobs (an SQL job, and a NOTIFY job that two
+# listening "application servers" race to claim).
 # Stops the cluster at the end.
 #
 #   bash test/demo.sh          (as root, or a user with sudo)
@@ -98,7 +100,71 @@ cat <<'EOF'
 EOF
 sl_as_server psql -X -q -d appdb -c "SELECT lock_name, held, holder, lock_until - locked_at AS lease, token, session_bound FROM schedlock.locks ORDER BY 1"
 
+cat <<'EOF'
+
+== 6. Jobs scheduled in the database ==
+The same database also runs the timers.  An SQL job every second, run by
+schedlock's workers, and a NOTIFY job every 2 seconds that the application
+servers (two of them here, listening on "stats_mail") race to claim:
+
+    SELECT schedule_job('heartbeat', '1 seconds',
+                        command => 'INSERT INTO heartbeat VALUES (clock_timestamp())');
+    SELECT schedule_job('send_statistics', '2 seconds',
+                        notify_channel => 'stats_mail', timeout => '10 seconds');
+
+    -- each server, on every notification:
+    SELECT schedlock_claim_run(run_id, 'app-server-N');   -- true for exactly one
+    SELECT schedlock_finish_run(run_id, true);            -- by that one, when done
+
+EOF
+gcc -O2 -Wall -I"$("$PG_CONFIG" --includedir)" -o "$DEMO/app_server" test/demo/app_server.c \
+	-L"$("$PG_CONFIG" --libdir)" -lpq || exit 1
+app demo "CREATE TABLE heartbeat (at timestamptz);"
+# the servers listen first, then the jobs are scheduled
+for n in 1 2; do
+	"$DEMO/app_server" "host=$PGHOST port=$PGPORT user=postgres dbname=appdb" \
+		"app-server-$n" stats_mail 10 >"$DEMO/app-$n.out" 2>&1 &
+done
+sleep 0.5
+app demo "SELECT schedule_job('heartbeat', '1 seconds', command => 'INSERT INTO heartbeat VALUES (clock_timestamp())') > 0;" \
+	"SELECT schedule_job('send_statistics', '2 seconds', notify_channel => 'stats_mail', timeout => '10 seconds') > 0;" >/dev/null
+# 8 seconds of jobs; the servers go on listening a little longer
+sleep 8
+app demo "SELECT alter_job('heartbeat', enabled => false);" \
+	"SELECT alter_job('send_statistics', enabled => false);" >/dev/null
+wait
+sort "$DEMO"/app-*.out
+cat <<'EOF'
+
+Each NOTIFY slot in schedlock.job_runs: claimed by exactly one server.
+EOF
+sl_as_server psql -X -q -d appdb -c "SELECT to_char(r.scheduled_for, 'HH24:MI:SS') AS slot, r.run_id, r.status, r.claimed_by
+                                       FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+                                      WHERE j.job_name = 'send_statistics' ORDER BY r.scheduled_for"
+cat <<'EOF'
+The every-second SQL job: one run per slot, none twice, none missing.
+EOF
+sl_as_server psql -X -q -d appdb -c "SELECT count(*) AS runs, count(DISTINCT scheduled_for) AS distinct_slots,
+                                            extract(epoch FROM max(scheduled_for) - min(scheduled_for))::int + 1 AS slots_in_span,
+                                            (SELECT count(*) FROM heartbeat) AS heartbeat_rows,
+                                            (SELECT round(max(extract(epoch FROM at - date_trunc('second', at))) * 1000, 1)
+                                               FROM heartbeat) AS max_start_lag_ms
+                                       FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+                                      WHERE j.job_name = 'heartbeat' AND r.status = 'succeeded'"
+# what the demo shows, checked: every NOTIFY run went to exactly one
+# server, and every slot of the SQL job ran once
+CLAIMS=$(cat "$DEMO"/app-*.out | grep -c ' claimed run ')
+DISTINCT_CLAIMS=$(cat "$DEMO"/app-*.out | grep ' claimed run ' | awk '{print $5}' | sort -u | wc -l)
+NOTIFY_OK=$(app demo "SELECT count(*) FILTER (WHERE r.status = 'succeeded' AND r.claimed_by IS NOT NULL) = count(*) AND count(*) >= 3
+                        FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id) WHERE j.job_name = 'send_statistics';")
+SQL_OK=$(app demo "SELECT count(*) = count(DISTINCT scheduled_for) AND count(*) >= 6
+                      AND count(*) = (SELECT count(*) FROM heartbeat)
+                      AND extract(epoch FROM max(scheduled_for) - min(scheduled_for))::int + 1 = count(*)
+                    FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id) WHERE j.job_name = 'heartbeat';")
+echo "-> $CLAIMS NOTIFY runs claimed, $DISTINCT_CLAIMS distinct runs: each by exactly one server"
+
 sl_cluster_stop_all
 rm -rf "$DEMO"
 sl_log "cluster stopped; demo finished"
-[ "$WINNERS" -eq 1 ]
+[ "$WINNERS" -eq 1 ] && [ "$CLAIMS" -ge 3 ] && [ "$CLAIMS" -eq "$DISTINCT_CLAIMS" ] &&
+	[ "$NOTIFY_OK" = t ] && [ "$SQL_OK" = t ]

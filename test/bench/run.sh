@@ -1,0 +1,504 @@
+#!/usr/bin/env bash
+# test/bench/run.sh - the benchmark suite: schedlock side by side with
+# pg_cron (and, for locks, ShedLock's SQL and advisory locks), on two
+# throwaway clusters of this machine, one workload after the other.
+#
+#   bash test/bench/run.sh                  (as root, or a user with sudo)
+#   BENCH_ONLY="lag burst" bash test/bench/run.sh
+#
+# Workloads (BENCH_ONLY picks some; default all, about 30 minutes):
+#   lag     start lag of one job: a "1 seconds" schedlock job (>= 60 samples)
+#           and a "* * * * *" pg_cron job (>= 3 samples)
+#   burst   1000 one-row INSERT jobs due at one instant: schedlock with 2 and
+#           4 workers, pg_cron over libpq and with background workers, and
+#           the floor: pgbench running the same INSERT 1000 times
+#   notify  10000 NOTIFY jobs due at one instant, one listening client
+#   scale   1,000,000 schedlock jobs (100,000 pg_cron jobs) due days ahead
+#           plus one every-second (every-minute) job: insert rate, the
+#           scheduler's CPU over 60 s (180 s for pg_cron), lag of that job
+#   claim   50,000 no-op jobs due at once, with 1, 2 and 4 workers
+#   locks   test/bench/lock_bench.sh
+#
+# Both clusters are durable (fsync and synchronous_commit on), listen on a
+# Unix socket only and are stopped at the end.  Each schedlock trial runs in
+# a new database whose workers are first warmed up with 2 s of small jobs.  Writes test/bench/out/:
+# results.tsv (every figure), BENCHMARKS.md (the tables), burst.png (start
+# time of each job of the burst), burst-*.dat (the plot's data).
+# Environment: BENCH_ONLY, BENCH_OUT (output directory).
+
+set -u
+cd "$(dirname "$0")/../.." || exit 2
+source test/lib.sh
+
+ONLY=${BENCH_ONLY:-"lag burst notify scale claim locks"}
+OUT=${BENCH_OUT:-$SL_SRCDIR/test/bench/out}
+mkdir -p "$OUT" || exit 2
+OUT=$(cd "$OUT" && pwd)
+RESULTS=$OUT/results.tsv
+rm -f "$OUT"/locks.md "$OUT"/burst*
+
+sl_ensure_packages $SL_BASE_PACKAGES postgresql-$SL_PGVER-cron gnuplot-nox || exit 2
+if { exec 9>>/tmp/schedlock-build.lock; } 2>/dev/null; then
+	flock 9
+fi
+sl_build_install || exit 2
+exec 9>&-
+
+B=$(sl_mktemp_dir schedlock-bench-suite)
+chmod 755 "$B"
+gcc -O2 -Wall -I"$("$PG_CONFIG" --includedir)" -o "$B/listen" test/bench/listen.c \
+	-L"$("$PG_CONFIG" --libdir)" -lpq || exit 2
+
+DURABLE="fsync = on
+synchronous_commit = on
+shared_buffers = '256MB'
+max_wal_size = '8GB'
+checkpoint_timeout = '30min'"
+
+# --- the clusters ---------------------------------------------------------
+
+mkdir -p "$B/s" "$B/c"
+chown "$SL_SERVER_USER" "$B/s" "$B/c" 2>/dev/null
+sl_cluster_start "$B/s" "$DURABLE
+schedlock.workers = 2" || exit 2
+S_HOST=$PGHOST S_PORT=$PGPORT
+
+# pg_cron_start MODE : (re)start the pg_cron cluster; MODE libpq or bgw
+pg_cron_start()
+{
+	local bgw=off
+	[ "$1" = bgw ] && bgw=on
+	sl_cluster_stop "$B/c"
+	if [ ! -d "$B/c/data" ]; then
+		sl_cluster_start "$B/c" "$DURABLE
+shared_preload_libraries = 'pg_cron'
+cron.database_name = 'postgres'
+cron.host = '$B/c'
+max_worker_processes = 40
+include_if_exists = 'cron_mode.conf'" || return 1
+		C_HOST=$PGHOST C_PORT=$PGPORT
+		sl_cluster_stop "$B/c"
+	fi
+	echo "cron.use_background_workers = $bgw" | sl_as_server tee "$B/c/data/cron_mode.conf" >/dev/null
+	sl_as_server "$PG_BINDIR/pg_ctl" -D "$B/c/data" -l "$B/c/server.log" -w -t 60 start >/dev/null || {
+		tail -n 20 "$B/c/server.log" >&2
+		return 1
+	}
+	SL_CLUSTERS="$SL_CLUSTERS $B/c"
+	cq postgres -c "CREATE EXTENSION IF NOT EXISTS pg_cron" >/dev/null
+}
+
+# sq DB ARGS... / cq DB ARGS... : psql on the schedlock / pg_cron cluster
+sq()
+{
+	local db=$1
+	shift
+	sl_as_server psql -X -q -A -t -v ON_ERROR_STOP=1 -h "$S_HOST" -p "$S_PORT" -U postgres -d "$db" "$@"
+}
+cq()
+{
+	local db=$1
+	shift
+	sl_as_server psql -X -q -A -t -v ON_ERROR_STOP=1 -h "$C_HOST" -p "$C_PORT" -U postgres -d "$db" "$@"
+}
+
+# --- helpers ---------------------------------------------------------------
+
+: >"$RESULTS"
+# put KEY VALUE : record one figure
+put()
+{
+	printf '%s\t%s\n' "$1" "$2" >>"$RESULTS"
+	sl_log "  $1 = $2"
+}
+get()
+{
+	awk -F'\t' -v k="$1" '$1 == k {v = $2} END {print (v == "" ? "n/a" : v)}' "$RESULTS"
+}
+
+# fresh_db NAME : a new database with schedlock created in it
+fresh_db()
+{
+	sq postgres -c "DROP DATABASE IF EXISTS $1" -c "CREATE DATABASE $1" || return 1
+	sq "$1" -c "CREATE EXTENSION schedlock" || return 1
+}
+# warm_up DB : 2 s of 50 every-second jobs, then nothing left of them.  A
+# new worker prepares its statements and loads its caches on its first
+# claims; a server's workers live long, so the trials measure warm ones.
+warm_up()
+{
+	sq "$1" -c "CREATE TABLE warm_up (at timestamptz)" \
+		-c "SELECT count(schedule_job('warm' || i, '1 seconds', 'INSERT INTO warm_up VALUES (clock_timestamp())')) FROM generate_series(1, 50) i" >/dev/null
+	sleep 2.5
+	sq "$1" -c "SELECT count(unschedule_job(job_name)) FROM schedlock.jobs WHERE job_name LIKE 'warm%'" \
+		-c "DROP TABLE warm_up" >/dev/null
+}
+
+drop_db()
+{
+	sq postgres -c "DROP DATABASE IF EXISTS $1"
+}
+
+# set_workers N : schedlock.workers = N, and wait until the launcher has
+# applied it to the databases that have the extension
+set_workers()
+{
+	sq postgres -c "ALTER SYSTEM SET schedlock.workers = $1" -c "SELECT pg_reload_conf()" >/dev/null
+	sleep 2
+}
+
+# before_minute SECONDS : wait, if needed, until at least SECONDS remain
+# before the next minute boundary (of the server's clock)
+before_minute()
+{
+	local s
+	s=$(sq postgres -c "SELECT floor(extract(epoch FROM clock_timestamp()))::bigint % 60")
+	if [ $((60 - s)) -lt "$1" ]; then
+		sleep $((61 - s))
+	fi
+}
+
+# spread Q : "samples min median p99 max" (ms, 2 decimals) of the values
+# (ms) that query Q returns, computed by the server Q runs on (argument 2:
+# sq or cq, argument 3: database)
+spread()
+{
+	local q=$1 on=$2 db=$3
+	$on "$db" -F ' ' -c "WITH v(x) AS ($q)
+		SELECT count(*), round(min(x)::numeric, 2),
+			   round(percentile_cont(0.5) WITHIN GROUP (ORDER BY x)::numeric, 2),
+			   round(percentile_cont(0.99) WITHIN GROUP (ORDER BY x)::numeric, 2),
+			   round(max(x)::numeric, 2) FROM v"
+}
+
+# put_spread PREFIX "n min median p99 max"
+put_spread()
+{
+	local n mn md p99 mx
+	read -r n mn md p99 mx <<<"$2"
+	put "$1.samples" "$n"
+	put "$1.min" "$mn"
+	put "$1.median" "$md"
+	put "$1.p99" "$p99"
+	put "$1.max" "$mx"
+}
+
+# now_s : this machine's clock (the servers' clock), in seconds
+now_s()
+{
+	date +%s.%N
+}
+
+# cpu_pct TICKS0 TICKS1 T0 T1 : CPU time between two cpu_ticks readings,
+# as a percentage of one core over the wall time T0..T1
+cpu_pct()
+{
+	awk -v a="$1" -v b="$2" -v t0="$3" -v t1="$4" -v hz="$(getconf CLK_TCK)" \
+		'BEGIN {printf "%.2f", (b - a) / hz / (t1 - t0) * 100}'
+}
+
+# cpu_ticks PIDS... : utime + stime of the processes, in clock ticks
+cpu_ticks()
+{
+	local p t=0 u s
+	for p in "$@"; do
+		[ -r "/proc/$p/stat" ] || continue
+		read -r u s <<<"$(sed 's/^.*) //' "/proc/$p/stat" | awk '{print $12, $13}')"
+		t=$((t + u + s))
+	done
+	echo "$t"
+}
+
+# wait_for ON DB QUERY TARGET TIMEOUT : poll until QUERY returns >= TARGET
+wait_for()
+{
+	local on=$1 db=$2 q=$3 target=$4 timeout=$5 v i
+	for i in $(seq 1 $((timeout * 5))); do
+		v=$($on "$db" -c "$q")
+		[ "${v:-0}" -ge "$target" ] && return 0
+		sleep 0.2
+	done
+	sl_log "timed out waiting for $q >= $target (last $v)"
+	return 1
+}
+
+# --- 1. start lag ----------------------------------------------------------
+
+bench_lag()
+{
+	sl_log "lag: schedlock, a '1 seconds' job, 61 samples"
+	fresh_db lag || return 1
+	sq lag -c "CREATE TABLE lag (started timestamptz)"
+	sq lag -c "SELECT schedule_job('tick', '1 seconds', 'INSERT INTO lag VALUES (clock_timestamp())')" >/dev/null
+	wait_for sq lag "SELECT count(*) FROM lag" 62 120
+	sq lag -c "SELECT alter_job('tick', enabled => false)" >/dev/null
+	# the first slot can fall before the job's row was visible; drop it
+	put_spread lag.schedlock "$(spread "SELECT extract(epoch FROM started - date_trunc('second', started)) * 1000
+		FROM lag ORDER BY started OFFSET 1" sq lag)"
+	put lag.schedlock.late "$(sq lag -c "SELECT count(*) FROM schedlock.job_runs WHERE started_at - scheduled_for >= interval '1 second'")"
+	drop_db lag
+
+	sl_log "lag: pg_cron, a '* * * * *' job, 3 samples"
+	pg_cron_start libpq || return 1
+	cq postgres -c "DROP TABLE IF EXISTS lag" -c "CREATE TABLE lag (started timestamptz)"
+	cq postgres -c "SELECT cron.schedule('tick', '* * * * *', 'INSERT INTO lag VALUES (clock_timestamp())')" >/dev/null
+	wait_for cq postgres "SELECT count(*) FROM lag" 3 250
+	cq postgres -c "SELECT cron.unschedule('tick')" >/dev/null
+	put_spread lag.pg_cron "$(spread "SELECT extract(epoch FROM started - date_trunc('minute', started)) * 1000 FROM lag" cq postgres)"
+}
+
+# --- 2. burst ---------------------------------------------------------------
+
+N_BURST=1000
+BURST_CMD="'INSERT INTO b VALUES (' || i || ', clock_timestamp())'"
+
+# burst_schedlock WORKERS
+burst_schedlock()
+{
+	local w=$1 db=burst$1 s
+	sl_log "burst: schedlock, $w workers"
+	set_workers "$w"
+	fresh_db "$db" || return 1
+	warm_up "$db"
+	sq "$db" -c "CREATE TABLE b (job int, started timestamptz)"
+	before_minute 10
+	sq "$db" -c "SELECT count(schedule_job('b' || i, '* * * * *', $BURST_CMD)) FROM generate_series(1, $N_BURST) i" >/dev/null
+	s=$(sq "$db" -c "SELECT count(DISTINCT next_run_at) FROM schedlock.jobs")
+	[ "$s" = 1 ] || sl_log "burst: the jobs are not all due at one instant ($s)"
+	wait_for sq "$db" "SELECT count(*) FROM schedlock.job_runs WHERE finished_at IS NOT NULL" $N_BURST 120
+	sq "$db" -c "UPDATE schedlock.jobs SET enabled = false"
+	burst_result "schedlock.w$w" sq "$db" \
+		"(SELECT min(scheduled_for) FROM schedlock.job_runs)" \
+		"(SELECT max(finished_at) FROM schedlock.job_runs)"
+	put "burst.schedlock.w$w.failed" "$(sq "$db" -c "SELECT count(*) FROM schedlock.job_runs WHERE status <> 'succeeded'")"
+	drop_db "$db"
+}
+
+# burst_result NAME ON DB SLOT_EXPR FINISH_EXPR : figures and plot data
+burst_result()
+{
+	local name=$1 on=$2 db=$3 slot=$4 fin=$5
+	put_spread "burst.$name.start" "$(spread "SELECT extract(epoch FROM started - $slot) * 1000 FROM b" "$on" "$db")"
+	put "burst.$name.jobs" "$($on "$db" -c "SELECT count(*) FROM b")"
+	put "burst.$name.last_start_ms" "$($on "$db" -c "SELECT round((extract(epoch FROM max(started) - $slot) * 1000)::numeric, 1) FROM b")"
+	put "burst.$name.last_finish_ms" "$($on "$db" -c "SELECT round((extract(epoch FROM $fin - $slot) * 1000)::numeric, 1)")"
+	$on "$db" -c "SELECT row_number() OVER (ORDER BY started), extract(epoch FROM started - $slot) FROM b ORDER BY started" \
+		-F ' ' >"$OUT/burst-$name.dat"
+}
+
+# burst_pg_cron MODE
+burst_pg_cron()
+{
+	local mode=$1
+	sl_log "burst: pg_cron, $mode"
+	pg_cron_start "$mode" || return 1
+	cq postgres -c "DROP TABLE IF EXISTS b" -c "CREATE TABLE b (job int, started timestamptz)" \
+		-c "TRUNCATE cron.job_run_details"
+	before_minute 10
+	cq postgres -c "SELECT count(cron.schedule('b' || i, '* * * * *', $BURST_CMD)) FROM generate_series(1, $N_BURST) i" >/dev/null
+	# unschedule once every job has started, before the next minute
+	wait_for cq postgres "SELECT count(*) FROM b" $N_BURST 120
+	cq postgres -c "SELECT count(cron.unschedule(jobid)) FROM cron.job" >/dev/null
+	wait_for cq postgres "SELECT count(*) FROM cron.job_run_details WHERE end_time IS NOT NULL" $N_BURST 120
+	burst_result "pg_cron.$mode" cq postgres \
+		"date_trunc('minute', (SELECT min(started) FROM b))" \
+		"(SELECT max(end_time) FROM cron.job_run_details)"
+	put "burst.pg_cron.$mode.failed" "$(cq postgres -c "SELECT count(*) FROM cron.job_run_details WHERE status <> 'succeeded'")"
+}
+
+# burst_floor CLIENTS : pgbench running the burst's INSERT N_BURST times
+burst_floor()
+{
+	local c=$1 tps
+	sl_log "burst: pgbench floor, $c clients"
+	sq postgres -c "DROP TABLE IF EXISTS b" -c "CREATE TABLE b (job int, started timestamptz)"
+	echo "INSERT INTO b VALUES (1, clock_timestamp());" >"$B/floor.sql"
+	chmod a+r "$B/floor.sql"
+	tps=$(sl_as_server "$PG_BINDIR/pgbench" -n -M prepared -h "$S_HOST" -p "$S_PORT" -U postgres \
+		-c "$c" -j "$c" -t $((N_BURST / c)) -f "$B/floor.sql" postgres 2>&1 |
+		awk '/^tps = /{print $3}')
+	put "burst.floor.c$c.tps" "$(printf '%.0f' "$tps")"
+	put "burst.floor.c$c.ms" "$(awk -v t="$tps" -v n=$N_BURST 'BEGIN {printf "%.1f", n / t * 1000}')"
+	sq postgres -c "DROP TABLE b"
+}
+
+bench_burst()
+{
+	burst_schedlock 2
+	burst_schedlock 4
+	set_workers 2
+	burst_floor 2
+	burst_floor 4
+	burst_pg_cron libpq
+	burst_pg_cron bgw
+	plot_burst
+}
+
+plot_burst()
+{
+	local f files="" name
+	for name in schedlock.w2 schedlock.w4 pg_cron.libpq pg_cron.bgw; do
+		f="$OUT/burst-$name.dat"
+		[ -s "$f" ] || continue
+		files="$files${files:+, }'$f' using 1:(\$2 > 0.0001 ? \$2 : 0.0001) with lines lw 2 title '$(burst_title "$name")'"
+	done
+	[ -n "$files" ] || return
+	gnuplot <<EOF
+set terminal png size 900,520 font ',11'
+set output '$OUT/burst.png'
+set title "1000 INSERT jobs due at the same instant: when each job started\n(PostgreSQL 15, 2 cores, fsync on; bash test/bench/run.sh)"
+set xlabel 'jobs started'
+set ylabel 'seconds after the scheduled instant (log scale)'
+set logscale y
+set grid
+set key top left
+plot $files
+EOF
+}
+
+burst_title()
+{
+	case $1 in
+		schedlock.w2) echo "schedlock, 2 workers (default)" ;;
+		schedlock.w4) echo "schedlock, 4 workers" ;;
+		pg_cron.libpq) echo "pg_cron 1.4, libpq" ;;
+		pg_cron.bgw) echo "pg_cron 1.4, background workers" ;;
+	esac
+}
+
+# --- 3. NOTIFY burst --------------------------------------------------------
+
+N_NOTIFY=10000
+
+bench_notify()
+{
+	local out slot got first last
+	sl_log "notify: $N_NOTIFY NOTIFY jobs due at one instant, one listener"
+	fresh_db notify || return 1
+	warm_up notify
+	before_minute 15
+	sq notify -c "SELECT count(schedule_job('n' || i, '* * * * *', notify_channel => 'bench', payload => jsonb_build_object('n', i))) FROM generate_series(1, $N_NOTIFY) i" >/dev/null
+	slot=$(sq notify -c "SELECT extract(epoch FROM min(next_run_at)) FROM schedlock.jobs")
+	out=$(sl_as_server "$B/listen" "host=$S_HOST port=$S_PORT user=postgres dbname=notify" bench $N_NOTIFY 120 | tail -n 1)
+	sq notify -c "UPDATE schedlock.jobs SET enabled = false"
+	read -r got first last <<<"$out"
+	put notify.received "$got"
+	put notify.first_ms "$(awk -v a="$first" -v s="$slot" 'BEGIN {printf "%.1f", (a - s) * 1000}')"
+	put notify.last_ms "$(awk -v a="$last" -v s="$slot" 'BEGIN {printf "%.1f", (a - s) * 1000}')"
+	put notify.runs "$(sq notify -c "SELECT count(*) FROM schedlock.job_runs WHERE status = 'pending'")"
+	drop_db notify
+}
+
+# --- 4. scale ---------------------------------------------------------------
+
+N_SCALE=1000000
+N_SCALE_CRON=100000
+# a schedule days ahead: minute, hour and day of a month two months on
+FAR="format('%s %s %s %s *', i % 60, i % 24, 1 + i % 28, 1 + (extract(month FROM now())::int + 1) % 12)"
+
+scheduler_pids()
+{
+	# $1: sq or cq; $2: backend_type pattern
+	$1 postgres -c "SELECT string_agg(pid::text, ' ') FROM pg_stat_activity WHERE backend_type LIKE '$2'"
+}
+
+bench_scale()
+{
+	local t0 t1 pids c0 c1 w0 w1 batches=$((N_SCALE / 20000))
+	sl_log "scale: schedlock, $N_SCALE jobs days ahead"
+	fresh_db scale || return 1
+	sq scale -c "CREATE TABLE lag (started timestamptz)"
+	# one session, 20,000 schedule_job calls per statement
+	{
+		echo "SELECT extract(epoch FROM clock_timestamp());"
+		for i in $(seq 0 $((batches - 1))); do
+			echo "SELECT count(schedule_job('far' || i, $FAR, 'SELECT 1')) FROM generate_series($((i * 20000 + 1)), $(((i + 1) * 20000))) i;"
+		done
+		echo "SELECT extract(epoch FROM clock_timestamp());"
+	} >"$B/scale.sql"
+	chmod a+r "$B/scale.sql"
+	read -r t0 t1 <<<"$(sq scale -f "$B/scale.sql" | sed -n '1p;$p' | tr '\n' ' ')"
+	put scale.schedlock.jobs "$(sq scale -c "SELECT count(*) FROM schedlock.jobs")"
+	put scale.schedlock.insert_per_s "$(awk -v a="$t0" -v b="$t1" -v n=$N_SCALE 'BEGIN {printf "%.0f", n / (b - a)}')"
+	sq scale -c "VACUUM ANALYZE schedlock.jobs"
+	sq scale -c "SELECT schedule_job('tick', '1 seconds', 'INSERT INTO lag VALUES (clock_timestamp())')" >/dev/null
+	sleep 3
+	pids=$(scheduler_pids sq 'schedlock%')
+	sq scale -c "TRUNCATE lag"
+	c0=$(cpu_ticks $pids) w0=$(now_s)
+	sleep 60
+	c1=$(cpu_ticks $pids) w1=$(now_s)
+	sq scale -c "SELECT alter_job('tick', enabled => false)" >/dev/null
+	put scale.schedlock.cpu_pct "$(cpu_pct "$c0" "$c1" "$w0" "$w1")"
+	put scale.schedlock.processes "$(echo $pids | wc -w)"
+	put_spread scale.schedlock.lag "$(spread "SELECT extract(epoch FROM started - date_trunc('second', started)) * 1000 FROM lag" sq scale)"
+	drop_db scale
+
+	sl_log "scale: pg_cron, $N_SCALE_CRON jobs days ahead"
+	pg_cron_start libpq || return 1
+	cq postgres -c "DROP TABLE IF EXISTS lag" -c "CREATE TABLE lag (started timestamptz)"
+	t0=$(cq postgres -c "SELECT extract(epoch FROM clock_timestamp())")
+	cq postgres -c "SELECT count(cron.schedule('far' || i, $FAR, 'SELECT 1')) FROM generate_series(1, $N_SCALE_CRON) i" >/dev/null
+	t1=$(cq postgres -c "SELECT extract(epoch FROM clock_timestamp())")
+	put scale.pg_cron.insert_per_s "$(awk -v a="$t0" -v b="$t1" -v n=$N_SCALE_CRON 'BEGIN {printf "%.0f", n / (b - a)}')"
+	cq postgres -c "SELECT cron.schedule('tick', '* * * * *', 'INSERT INTO lag VALUES (clock_timestamp())')" >/dev/null
+	pids=$(scheduler_pids cq 'pg_cron%')
+	c0=$(cpu_ticks $pids) w0=$(now_s)
+	wait_for cq postgres "SELECT count(*) FROM lag" 3 250
+	c1=$(cpu_ticks $pids) w1=$(now_s)
+	put scale.pg_cron.cpu_pct "$(cpu_pct "$c0" "$c1" "$w0" "$w1")"
+	put scale.pg_cron.processes "$(echo $pids | wc -w)"
+	put_spread scale.pg_cron.lag "$(spread "SELECT extract(epoch FROM started - date_trunc('minute', started)) * 1000 FROM lag" cq postgres)"
+	cq postgres -c "SELECT count(cron.unschedule(jobid)) FROM cron.job" >/dev/null
+}
+
+# --- 5. claim throughput ----------------------------------------------------
+
+N_CLAIM=50000
+
+bench_claim()
+{
+	local w db
+	for w in 1 2 4; do
+		db=claim$w
+		sl_log "claim: $N_CLAIM no-op jobs, $w workers"
+		set_workers "$w"
+		fresh_db "$db" || return 1
+		warm_up "$db"
+		before_minute 25
+		sq "$db" -c "SELECT count(schedule_job('c' || i, '* * * * *', 'SELECT 1')) FROM generate_series(1, $N_CLAIM) i" >/dev/null
+		wait_for sq "$db" "SELECT count(*) FROM schedlock.job_runs WHERE finished_at IS NOT NULL" $N_CLAIM 200
+		sq "$db" -c "UPDATE schedlock.jobs SET enabled = false"
+		put "claim.w$w.seconds" "$(sq "$db" -c "SELECT round(extract(epoch FROM max(finished_at) - min(scheduled_for))::numeric, 2) FROM schedlock.job_runs")"
+		put "claim.w$w.per_s" "$(sq "$db" -c "SELECT round(count(*) / extract(epoch FROM max(finished_at) - min(scheduled_for))) FROM schedlock.job_runs")"
+		put "claim.w$w.failed" "$(sq "$db" -c "SELECT count(*) FROM schedlock.job_runs WHERE status <> 'succeeded'")"
+		drop_db "$db"
+	done
+	set_workers 2
+}
+
+# --- 6. locks ---------------------------------------------------------------
+
+bench_locks()
+{
+	sl_log "locks: test/bench/lock_bench.sh"
+	BENCH_OUT="$OUT/locks.md" bash test/bench/lock_bench.sh >"$B/locks.log" 2>&1 ||
+		tail -n 20 "$B/locks.log"
+}
+
+for w in $ONLY; do
+	case $w in
+		lag) bench_lag ;;
+		burst) bench_burst ;;
+		notify) bench_notify ;;
+		scale) bench_scale ;;
+		claim) bench_claim ;;
+		locks) bench_locks ;;
+		*) echo "unknown workload $w" >&2 ;;
+	esac
+done
+
+sl_cluster_stop_all
+bash test/bench/report.sh "$OUT" >"$OUT/BENCHMARKS.md"
+cat "$OUT/BENCHMARKS.md"
+rm -rf "$B"
