@@ -73,6 +73,17 @@
  */
 #define WORKER_CLAIM_LEAD_MS	10
 
+/*
+ * Linux lets a poll/epoll timeout expire late by up to 0.1 % of its length
+ * (timer slack, at most 100 ms): a worker sleeping 44 s towards an instant
+ * woke 27 ms after it, which WORKER_CLAIM_LEAD_MS cannot absorb.  So a sleep
+ * longer than WORKER_SLACK_FREE_MS ends 1/WORKER_SLACK_DIVISOR of its
+ * length early (0.4 %, 235 ms of a 60 s sleep) and the worker sleeps the
+ * rest again, a sleep whose slack (at most 2 ms) fits in the claim lead.
+ */
+#define WORKER_SLACK_FREE_MS	2000
+#define WORKER_SLACK_DIVISOR	256
+
 /* NOTIFY jobs claimed and notified in one transaction, at most. */
 #define WORKER_NOTIFY_BATCH	200
 
@@ -978,7 +989,8 @@ prune_history(TimestampTz *last_prune)
  *		next_run_at or deadline, capped at SCHEDLOCK_MAX_SLEEP_MS.  When
  *		that is now already but this pass claimed nothing, another worker
  *		holds the job while it waits for its instant: sleep past the
- *		instant instead of spinning.
+ *		instant instead of spinning.  A long sleep ends early by more than
+ *		its timer slack (see WORKER_SLACK_FREE_MS).
  */
 static long
 sleep_time(bool claimed)
@@ -1009,6 +1021,8 @@ sleep_time(bool claimed)
 						(int64) SCHEDLOCK_MAX_SLEEP_MS);
 		if (ms <= 0)
 			ms = claimed ? 0 : (long) ((next - now) / 1000 + 1);
+		else if (ms > WORKER_SLACK_FREE_MS)
+			ms -= ms / WORKER_SLACK_DIVISOR + 1;
 	}
 	end_tx();
 	return ms;

@@ -34,6 +34,7 @@ verdict()
 
 lag_s=$(get lag.schedlock.p99)
 lag_c=$(get lag.pg_cron.p99)
+lag_m=$(get lag.schedlock_minute.p99)
 w2=$(get burst.schedlock.w2.last_finish_ms)
 w4=$(get burst.schedlock.w4.last_finish_ms)
 cl=$(get burst.pg_cron.libpq.last_finish_ms)
@@ -41,6 +42,8 @@ cb=$(get burst.pg_cron.bgw.last_finish_ms)
 f2=$(get burst.floor.c2.ms)
 f4=$(get burst.floor.c4.ms)
 best_c=$(calc 'print (a < b ? a : b)' "$cl" "$cb")
+share2=$(calc 'printf "%.0f", b / a * 100' "$w2" "$f2")
+share4=$(calc 'printf "%.0f", b / a * 100' "$w4" "$f4")
 nl=$(get notify.last_ms)
 ins=$(get scale.schedlock.insert_per_s)
 cpu=$(get scale.schedlock.cpu_pct)
@@ -60,10 +63,11 @@ Both clusters durable (fsync and synchronous_commit on); one workload at a time.
 
 | workload | schedlock | pg_cron | schedlock's lead | target | |
 | --- | ---: | ---: | ---: | --- | --- |
-| 1. start lag p99 (ms) | $lag_s | $lag_c | $(calc 'printf "%.0fx", b / a' "$lag_s" "$lag_c") | schedlock <= 5 ms | $(verdict 'a <= 5' "$lag_s") |
+| 1. start lag p99 (ms), a '1 seconds' job | $lag_s | | | <= 5 ms | $(verdict 'a <= 5' "$lag_s") |
+| 1. start lag p99 (ms), a '* * * * *' job each | $lag_m | $lag_c | $(calc 'printf "%.0fx", b / a' "$lag_m" "$lag_c") | <= 5 ms | $(verdict 'a <= 5' "$lag_m") |
 | 2. burst of 1000: last job finished (ms), default workers (2) | $w2 | libpq $cl | $(calc 'printf "%.0fx", b / a' "$w2" "$cl") | <= 1000 ms, >= 20x | $(verdict 'a <= 1000 && b / a >= 20' "$w2" "$best_c") |
 | 2. burst of 1000, 4 workers / pg_cron background workers | $w4 | bgw $cb | $(calc 'printf "%.0fx", b / a' "$w4" "$cb") | <= 1000 ms, >= 20x | $(verdict 'a <= 1000 && b / a >= 20' "$w4" "$cb") |
-| 2. burst: share of the pgbench floor (same INSERT, 2 / 4 clients: $f2 / $f4 ms) | $(calc 'printf "%.0f%% / ", b / a * 100' "$w2" "$f2")$(calc 'printf "%.0f%%", b / a * 100' "$w4" "$f4") | | | >= 50 % | $(verdict 'b / a >= 0.5' "$w2" "$f2") |
+| 2. burst: share of the pgbench floor (same INSERT, 2 / 4 clients: $f2 / $f4 ms) | $share2% / $share4% | | | >= 50 % | $(verdict 'a >= 50 && b >= 50' "$share2" "$share4") |
 | 3. NOTIFY burst of 10000: last received (ms) | $nl | | | <= 1000 ms | $(verdict 'a <= 1000' "$nl") |
 | 4. scale: schedule_job calls per second, one session | $ins | $(get scale.pg_cron.insert_per_s) (cron.schedule) | | >= 5000 | $(verdict 'a >= 5000' "$ins") |
 | 4. scale: scheduler CPU, % of one core (1M jobs / pg_cron 100k) | $cpu | $cpu_c | | < 1 % | $(verdict 'a < 1' "$cpu") |
@@ -80,6 +84,7 @@ row()
 	echo "| $2 | $(get "$1.samples") | $(get "$1.min") | $(get "$1.median") | $(get "$1.p99") | $(get "$1.max") |"
 }
 row lag.schedlock "1. start lag (ms), schedlock '1 seconds' job"
+row lag.schedlock_minute "1. start lag (ms), schedlock '* * * * *' job"
 row lag.pg_cron "1. start lag (ms), pg_cron '* * * * *' job"
 row burst.schedlock.w2.start "2. burst: start of each job after the instant (ms), schedlock, 2 workers"
 row burst.schedlock.w4.start "2. burst: same, schedlock, 4 workers"
