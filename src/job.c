@@ -139,34 +139,6 @@ schedlock_check_command(const char *command)
 }
 
 /*
- * check_name
- *		Validate a job name argument and return it.
- */
-static char *
-check_name(FunctionCallInfo fcinfo)
-{
-	text	   *t;
-	int			nchars;
-
-	if (PG_ARGISNULL(ARG_NAME))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("job_name must not be null")));
-	t = PG_GETARG_TEXT_PP(ARG_NAME);
-	nchars = pg_mbstrlen_with_len(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
-	if (nchars == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("job_name must not be empty")));
-	if (nchars > 255)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("job_name is too long"),
-				 errdetail("A job name has at most 255 characters.")));
-	return text_to_cstring(t);
-}
-
-/*
  * resolve_run_as
  *		Check a run_as role name: only superusers may give one, and the role
  *		must exist and be able to log in.
@@ -413,7 +385,7 @@ static Oid	write_types[17] = {
 Datum
 schedlock_schedule_job(PG_FUNCTION_ARGS)
 {
-	char	   *job_name = check_name(fcinfo);
+	char	   *job_name = schedlock_name_arg(fcinfo, ARG_NAME, "job_name");
 	JobDef		def;
 	SchedlockCronSchedule sched;
 	TimestampTz now = GetCurrentTimestamp();
@@ -569,7 +541,7 @@ column_datum(int n, bool *isnull)
 Datum
 schedlock_alter_job(PG_FUNCTION_ARGS)
 {
-	char	   *job_name = check_name(fcinfo);
+	char	   *job_name = schedlock_name_arg(fcinfo, ARG_NAME, "job_name");
 	JobDef		def;
 	JobDef		old;
 	SchedlockCronSchedule sched;
@@ -675,7 +647,7 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 Datum
 schedlock_unschedule_job(PG_FUNCTION_ARGS)
 {
-	char	   *job_name = check_name(fcinfo);
+	char	   *job_name = schedlock_name_arg(fcinfo, ARG_NAME, "job_name");
 	Oid			caller = GetUserId();
 	Oid			save_uid;
 	int			save_sec;
@@ -736,7 +708,7 @@ schedlock_unschedule_job(PG_FUNCTION_ARGS)
 Datum
 schedlock_run_job(PG_FUNCTION_ARGS)
 {
-	char	   *job_name = check_name(fcinfo);
+	char	   *job_name = schedlock_name_arg(fcinfo, ARG_NAME, "job_name");
 	Oid			caller = GetUserId();
 	Oid			save_uid;
 	int			save_sec;

@@ -315,34 +315,34 @@ schedlock_lock_init(void)
 }
 
 /*
- * get_lock_name
- *		Fetch and validate the lock name argument.
+ * schedlock_name_arg
+ *		Fetch and validate a name argument (a lock's or a job's): not null,
+ *		not empty, at most SCHEDLOCK_MAX_NAME_LENGTH characters.  what names
+ *		the argument in the messages.
  */
-static char *
-get_lock_name(FunctionCallInfo fcinfo, int argno)
+char *
+schedlock_name_arg(FunctionCallInfo fcinfo, int argno, const char *what)
 {
 	text	   *t;
-	char	   *name;
 	int			nchars;
 
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("lock name must not be null")));
+				 errmsg("%s must not be null", what)));
 	t = PG_GETARG_TEXT_PP(argno);
 	if (VARSIZE_ANY_EXHDR(t) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("lock name must not be empty")));
+				 errmsg("%s must not be empty", what)));
 	nchars = pg_mbstrlen_with_len(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
 	if (nchars > SCHEDLOCK_MAX_NAME_LENGTH)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("lock name is too long"),
+				 errmsg("%s is too long", what),
 				 errdetail("The name has %d characters; the limit is %d.",
 						   nchars, SCHEDLOCK_MAX_NAME_LENGTH)));
-	name = text_to_cstring(t);
-	return name;
+	return text_to_cstring(t);
 }
 
 /*
@@ -729,7 +729,7 @@ give_up(Relation rel, LOCKTAG *mutex)
 Datum
 schedlock_acquire(PG_FUNCTION_ARGS)
 {
-	char	   *name = get_lock_name(fcinfo, 0);
+	char	   *name = schedlock_name_arg(fcinfo, 0, "lock name");
 	Interval   *most = get_interval(fcinfo, 1, "lock_at_most_for");
 	Interval   *least = get_interval(fcinfo, 2, "lock_at_least_for");
 	text	   *holder = PG_ARGISNULL(3) ? NULL : PG_GETARG_TEXT_PP(3);
@@ -857,7 +857,7 @@ schedlock_acquire(PG_FUNCTION_ARGS)
 Datum
 schedlock_release(PG_FUNCTION_ARGS)
 {
-	char	   *name = get_lock_name(fcinfo, 0);
+	char	   *name = schedlock_name_arg(fcinfo, 0, "lock name");
 	int64		token = get_token(fcinfo, 1);
 	LOCKTAG		mutex;
 	Relation	rel;
@@ -914,7 +914,7 @@ schedlock_release(PG_FUNCTION_ARGS)
 Datum
 schedlock_extend(PG_FUNCTION_ARGS)
 {
-	char	   *name = get_lock_name(fcinfo, 0);
+	char	   *name = schedlock_name_arg(fcinfo, 0, "lock name");
 	int64		token = get_token(fcinfo, 1);
 	Interval   *most = get_interval(fcinfo, 2, "lock_at_most_for");
 	LOCKTAG		mutex;
@@ -962,7 +962,7 @@ schedlock_extend(PG_FUNCTION_ARGS)
 Datum
 schedlock_assert(PG_FUNCTION_ARGS)
 {
-	char	   *name = get_lock_name(fcinfo, 0);
+	char	   *name = schedlock_name_arg(fcinfo, 0, "lock name");
 	int64		token = get_token(fcinfo, 1);
 	LOCKTAG		mutex;
 	Relation	rel;

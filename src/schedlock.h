@@ -17,6 +17,7 @@
 
 #include "postgres.h"
 
+#include "fmgr.h"
 #include "utils/timestamp.h"
 
 /*
@@ -55,6 +56,8 @@ extern void schedlock_check_preloaded(void);
 /* lock.c */
 extern void schedlock_lock_init(void);
 extern int	schedlock_interval_sign(Interval *iv);
+extern char *schedlock_name_arg(FunctionCallInfo fcinfo, int argno,
+								const char *what);
 
 /* The job scheduler's files declare what they share in scheduler.h. */
 
