@@ -74,7 +74,7 @@ sl_as_server()
 {
 	local vars=() v
 	for v in PGHOST PGPORT PGUSER PGDATABASE SRCDIR SUITE_TMP PG_REGRESS \
-		PERL5LIB TESTDIR PG_TEST_EXTRA SL_STRESS_SECONDS SL_STRESS_CLIENTS; do
+		PERL5LIB TESTDIR TEMP_CONFIG PG_TEST_EXTRA SL_STRESS_SECONDS SL_STRESS_CLIENTS; do
 		[ -n "${!v:-}" ] && vars+=("$v=${!v}")
 	done
 	if [ "$(id -u)" -eq 0 ]; then
@@ -113,6 +113,10 @@ sl_free_port()
 
 SL_CLUSTERS=""
 
+# Every test server logs the SQLSTATE of each message (%e), so that
+# test/run-all.sh can look for internal errors (XX000) in the logs.
+SL_LOG_LINE_PREFIX='%m [%p] %e %q%a '
+
 # sl_cluster_start DIR [EXTRA_CONF_LINES] : initdb DIR/data and start it.
 # Sets PGHOST (=DIR), PGPORT, PGUSER for the caller.
 sl_cluster_start()
@@ -132,7 +136,7 @@ shared_preload_libraries = 'schedlock'
 max_connections = 120
 max_worker_processes = 32
 fsync = off
-log_line_prefix = '%m [%p] %q%a '
+log_line_prefix = '$SL_LOG_LINE_PREFIX'
 $extra
 EOF
 	sl_as_server "$PG_BINDIR/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \

@@ -13,16 +13,21 @@
 #   pgtap       pg_prove on test/pgtap/*.sql (one assertion = one test)
 #   suites      every test/suites/*.sh (unit tests, fuzzing, stress)
 #   tap         Perl TAP tests test/t/*.pl (PostgreSQL::Test::Cluster)
+#   security    Perl TAP tests test/security/*.pl: hostile roles, escalation,
+#               session isolation, secrets, role lifecycle
+#   logcheck    always last: every server log of the run is searched for
+#               crashes and internal errors (see check_logs)
 #
 # It prints a summary per suite and ends with "N passed, M failed"; the exit
 # status is non-zero when anything failed.  SL_ONLY="regress isolation" runs a
-# subset.  Every server it starts is stopped on exit.
+# subset (logcheck then covers the logs of that subset).  Every server it
+# starts is stopped on exit.
 
 set -u
 cd "$(dirname "$0")/.." || exit 2
 source test/lib.sh
 
-SL_ONLY=${SL_ONLY:-"regress isolation pgtap suites tap"}
+SL_ONLY=${SL_ONLY:-"regress isolation pgtap suites tap security"}
 SL_KEEP=${SL_KEEP:-}
 
 sl_ensure_packages $SL_BASE_PACKAGES clang libclang-rt-14-dev || exit 2
@@ -39,6 +44,12 @@ tar --exclude=.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' -cf - . |
 	(mkdir -p "$WORK/src" && cd "$WORK/src" && tar -xf -)
 [ "$(id -u)" -eq 0 ] && chown -R "$SL_SERVER_USER" "$WORK"
 export SRCDIR="$WORK/src"
+
+# appended to every TAP node's postgresql.conf (PostgreSQL::Test::Cluster
+# reads TEMP_CONFIG): SQLSTATEs in the log, for check_logs
+SL_TEMP_CONFIG="$WORK/temp.conf"
+echo "log_line_prefix = '$SL_LOG_LINE_PREFIX'" >"$SL_TEMP_CONFIG"
+chmod 644 "$SL_TEMP_CONFIG"
 
 mkdir -p "$WORK/cluster"
 [ "$(id -u)" -eq 0 ] && chown "$SL_SERVER_USER" "$WORK/cluster"
@@ -167,24 +178,28 @@ run_suites()
 	done
 }
 
-run_tap()
+# run_tap_dir SUITE DIR : every DIR/*.pl as a Perl TAP file, each with a
+# TESTDIR of its own under $WORK (its servers' logs stay there for
+# check_logs)
+run_tap_dir()
 {
-	local t name log rc p f tp=0 tf=0
-	[ -n "$(ls test/t/*.pl 2>/dev/null)" ] || return
-	for t in $(ls test/t/*.pl | sort); do
+	local suite=$1 dir=$2 t name log rc p f l tp=0 tf=0
+	[ -n "$(ls "$dir"/*.pl 2>/dev/null)" ] || return
+	for t in $(ls "$dir"/*.pl | sort); do
 		name=$(basename "$t" .pl)
-		log="$WORK/tap-$name.log"
-		sl_log "tap $name"
-		sl_as_server mkdir -p "$WORK/tap-$name/tmp_check/log"
-		(cd "$SRCDIR" && TESTDIR="$WORK/tap-$name" \
+		log="$WORK/$suite-$name.log"
+		sl_log "$suite $name"
+		sl_as_server mkdir -p "$WORK/$suite-$name/tmp_check/log"
+		(cd "$SRCDIR" && TESTDIR="$WORK/$suite-$name" \
 			PERL5LIB="$PGXS_DIR/src/test/perl:$SRCDIR/test/t" \
 			PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress" \
+			TEMP_CONFIG="$SL_TEMP_CONFIG" \
 			sl_as_server prove -v "$SRCDIR/$t") >"$log" 2>&1
 		rc=$?
 		read -r p f <<<"$(count_tap "$log" $rc)"
 		if [ "$f" -ne 0 ]; then
 			cat "$log"
-			for l in "$WORK/tap-$name"/tmp_check/log/*.log; do
+			for l in "$WORK/$suite-$name"/tmp_check/log/*.log; do
 				[ -f "$l" ] && { echo "--- $l"; tail -n 40 "$l"; }
 			done
 		else
@@ -193,7 +208,33 @@ run_tap()
 		tp=$((tp + p))
 		tf=$((tf + f))
 	done
-	record tap "$tp" "$tf"
+	record "$suite" "$tp" "$tf"
+}
+
+# check_logs : one test per server log of the run (the shared cluster's and
+# every TAP node's).  A log fails when it shows a crash or an internal error:
+#   "terminated by signal N" for any N but 9 (SIGKILL only ever comes from a
+#     test that kills a process on purpose, or from the OOM killer),
+#   PANIC, TRAP (a failed assertion of a cassert build),
+#   SQLSTATE XX000 (every server logs with %e in log_line_prefix).
+check_logs()
+{
+	local l p=0 f=0 bad
+	for l in "$WORK"/cluster/server.log "$WORK"/*/tmp_check/log/*.log; do
+		[ -f "$l" ] || continue
+		case "$l" in
+			*/regress_log_*) continue ;;	# TAP's own command log, not a server's
+		esac
+		bad=$(grep -E -n 'terminated by signal ([0-8]|1[0-9]|[2-9][0-9])\b|PANIC|TRAP:| XX000 ' "$l" | head -n 5)
+		if [ -n "$bad" ]; then
+			echo "server log $l:"
+			echo "$bad"
+			f=$((f + 1))
+		else
+			p=$((p + 1))
+		fi
+	done
+	record logcheck "$p" "$f"
 }
 
 for suite in $SL_ONLY; do
@@ -202,12 +243,14 @@ for suite in $SL_ONLY; do
 		isolation) run_isolation ;;
 		pgtap) run_pgtap ;;
 		suites) run_suites ;;
-		tap) run_tap ;;
+		tap) run_tap_dir tap test/t ;;
+		security) run_tap_dir security test/security ;;
 		*) echo "unknown suite $suite" >&2 ;;
 	esac
 done
 
 sl_cluster_stop_all
+check_logs
 [ -z "$SL_KEEP" ] && [ "$TOTAL_FAIL" -eq 0 ] && rm -rf "$WORK"
 
 echo
