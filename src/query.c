@@ -37,6 +37,40 @@
 #include "scheduler.h"
 
 /*
+ * schedlock_trusted_path_begin
+ *		Open a GUC nest level in which search_path is "pg_catalog, pg_temp",
+ *		whatever the session, role or database set.  Every statement that
+ *		schedlock itself runs (the workers' bookkeeping, and the SQL-callable
+ *		functions while they act as the extension owner) runs inside one, so
+ *		that its functions, operators and types resolve only to pg_catalog
+ *		and to the objects it names with their schema; objects in pg_temp are
+ *		never found for functions or operators.  Returns the level to hand to
+ *		schedlock_trusted_path_end.  An error in between is undone by the
+ *		abort of the (sub)transaction.
+ */
+int
+schedlock_trusted_path_begin(void)
+{
+	int			nestlevel = NewGUCNestLevel();
+
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
+	return nestlevel;
+}
+
+/*
+ * schedlock_trusted_path_end
+ *		Restore the settings saved by schedlock_trusted_path_begin (and any
+ *		other setting changed at that nest level or deeper).
+ */
+void
+schedlock_trusted_path_end(int nestlevel)
+{
+	AtEOXact_GUC(false, nestlevel);
+}
+
+/*
  * schedlock_query_run
  *		Execute the statement q with the given parameters, preparing and
  *		keeping its plan first if this backend has not yet.  Caller is

@@ -134,6 +134,8 @@ typedef struct SchedlockQuery
 	SPIPlanPtr	plan;			/* NULL until first used in this backend */
 } SchedlockQuery;
 
+extern int	schedlock_trusted_path_begin(void);
+extern void schedlock_trusted_path_end(int nestlevel);
 extern int	schedlock_query_run(SchedlockQuery *q, Datum *values,
 								const char *nulls, bool read_only, long count);
 
