@@ -8,7 +8,31 @@
  * SECURITY_LOCAL_USERID_CHANGE, so the command cannot SET ROLE back to the
  * worker's superuser, and under the job's timeout as statement timeout.
  * Neither throws: an error is caught, returned as ErrorData, and its
- * effects are rolled back; settings the command changed are undone.
+ * effects are rolled back.
+ *
+ * Jobs of different roles run one after the other in the worker's one
+ * session, so a job must leave nothing there for the next job, nor for the
+ * worker's own statements, which run as the bootstrap superuser.  After
+ * every run, succeeded or failed, the session is brought back to what it
+ * was before, as DISCARD ALL would (but keeping the worker's own plans):
+ *	- settings (SET, SET LOCAL, set_config(), SET SESSION CHARACTERISTICS)
+ *	  are undone: an atomic job's at the end of the GUC nest level it runs
+ *	  in, a non-atomic job's with RESET ALL;
+ *	- cursors (WITH HOLD ones too), temporary objects and LISTEN are
+ *	  dropped in a transaction, as the job's user: an atomic job's in its
+ *	  own subtransaction, before the claim commits, a non-atomic job's in
+ *	  a transaction after its last statement;
+ *	- session advisory locks, prepared statements and sequence state
+ *	  (currval, lastval), which no transaction end undoes, are dropped by
+ *	  schedlock_exec_discard_job_state once the run's transaction is over.
+ * What a job leaves for its transaction's commit runs before the job ends,
+ * as the job's user: deferred triggers are fired (SET CONSTRAINTS ALL
+ * IMMEDIATE), and WITH HOLD cursors are dropped before the claim commits,
+ * which would otherwise run their queries, as the worker's superuser.
+ * Dropping the plan cache (as DISCARD ALL does) is left out: the worker's
+ * statements are planned under a pinned search_path (query.c), a plan
+ * that depends on the job's search_path or role is re-planned by the plan
+ * cache itself, and a prepared statement of a job is dropped with it.
  *
  * Atomic: the command runs through SPI in a subtransaction of the claiming
  * transaction, so its effects commit together with the run's bookkeeping or
@@ -27,9 +51,16 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/namespace.h"
+#include "commands/async.h"
+#include "commands/prepare.h"
+#include "commands/sequence.h"
+#include "commands/trigger.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
 #include "parser/analyze.h"
+#include "storage/lock.h"
 #include "tcop/pquery.h"
 #include "tcop/tcopprot.h"
 #include "tcop/utility.h"
@@ -43,10 +74,57 @@
 #include "scheduler.h"
 
 /*
+ * finish_job_transaction
+ *		Run now what the job left for its transaction's end, and drop what
+ *		it left in the session that a transaction can drop: fire its
+ *		deferred triggers, drop its cursors (a WITH HOLD cursor would run
+ *		its query at commit), its temporary objects and its LISTENs.  In a
+ *		transaction, as the job's user, under its settings; an error is the
+ *		job's.
+ */
+static void
+finish_job_transaction(void)
+{
+	ConstraintsSetStmt *all_immediate = makeNode(ConstraintsSetStmt);
+
+	all_immediate->constraints = NIL;
+	all_immediate->deferred = false;
+	AfterTriggerSetState(all_immediate);
+
+	PortalHashTableDeleteAll();
+	/* does nothing unless a job ever used a temporary object */
+	ResetTempTableNamespace();
+	/* PostgreSQL refuses LISTEN in a background worker; costs nothing */
+	Async_UnlistenAll();
+}
+
+/*
+ * schedlock_exec_discard_job_state
+ *		Drop what a job can leave in the session that no transaction end
+ *		undoes: session-level advisory locks (also the identity lock of a
+ *		session-bound schedlock lease the job took), prepared statements,
+ *		and sequence state (currval, lastval).  Called by the worker after
+ *		every run, succeeded or failed, outside a transaction: once the
+ *		run's transaction has committed, so that a lock the job kept is held
+ *		until its effects are visible.
+ */
+void
+schedlock_exec_discard_job_state(void)
+{
+	Assert(!IsTransactionState());
+	LockReleaseSession(USER_LOCKMETHOD);
+	DropAllPreparedStatements();
+	ResetSequenceCaches();
+}
+
+/*
  * schedlock_exec_atomic
  *		Run command in a subtransaction of the current transaction as user.
  *		Caller is connected to SPI.  Returns false and sets *error when the
- *		command failed (its effects are then rolled back).
+ *		command failed (its effects are then rolled back).  Either way its
+ *		settings are undone and its cursors, temporary objects and deferred
+ *		triggers dealt with (see finish_job_transaction); the caller calls
+ *		schedlock_exec_discard_job_state after the transaction.
  */
 bool
 schedlock_exec_atomic(const char *command, Oid user, int timeout_ms,
@@ -76,9 +154,16 @@ schedlock_exec_atomic(const char *command, Oid user, int timeout_ms,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("job command could not be run: %s",
 							SPI_result_code_string(rc))));
+		finish_job_transaction();
 		if (timeout_ms > 0)
 			disable_timeout(STATEMENT_TIMEOUT, false);
-		AtEOXact_GUC(true, nestlevel);
+
+		/*
+		 * Undo every setting the command changed, SET and SET LOCAL alike:
+		 * committing the nest level would keep a SET for the session and
+		 * hand a SET LOCAL on to the rest of the claim transaction.
+		 */
+		AtEOXact_GUC(false, nestlevel);
 		SetUserIdAndSecContext(save_uid, save_sec);
 
 		ReleaseCurrentSubTransaction();
@@ -159,8 +244,10 @@ run_statement(RawStmt *parsetree, const char *command, MemoryContext cxt)
  *		transaction of its own, as user.  Must be called outside a
  *		transaction; CurrentMemoryContext must not be a transaction context.
  *		Returns false and sets *error when a statement failed; the
- *		statements before it stay committed.  Settings changed by the
- *		command are reset (RESET ALL) afterwards.
+ *		statements before it stay committed.  Either way the settings the
+ *		command changed are reset (RESET ALL) and its cursors and temporary
+ *		objects dropped afterwards; the caller calls
+ *		schedlock_exec_discard_job_state.
  */
 bool
 schedlock_exec_toplevel(const char *command, Oid user, int timeout_ms,
@@ -201,9 +288,17 @@ schedlock_exec_toplevel(const char *command, Oid user, int timeout_ms,
 	}
 	PG_END_TRY();
 
-	/* undo SET commands of the job, so that the next job starts clean */
-	StartTransactionCommand();
+	/*
+	 * Undo the job's settings first, outside a transaction (no nest level
+	 * to save them in, as for a SIGHUP): the transaction below must not be
+	 * read-only or serializable because the job said so.  Then drop its
+	 * cursors and temporary objects, as the job's user.
+	 */
 	ResetAllOptions();
+	StartTransactionCommand();
+	SetUserIdAndSecContext(user, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	finish_job_transaction();
+	SetUserIdAndSecContext(save_uid, save_sec);
 	CommitTransactionCommand();
 	MemoryContextSwitchTo(cxt);
 

@@ -23,6 +23,14 @@
  * enable_seqscan off, which leaves the planner a sequential scan only where
  * no index serves.
  *
+ * The workers run as the bootstrap superuser, in databases whose owner,
+ * roles and jobs may set any search_path.  So every statement here is
+ * prepared and run with search_path pinned to "pg_catalog, pg_temp"
+ * (schedlock_trusted_path_begin): its functions, operators and types
+ * resolve only to pg_catalog and to what it names with its schema, and its
+ * kept plan, made for that path, is never re-planned for another.  The
+ * statements also qualify their operators, as a second line of defence.
+ *
  * IDENTIFICATION
  *	  src/query.c
  *
@@ -73,8 +81,10 @@ schedlock_trusted_path_end(int nestlevel)
 /*
  * schedlock_query_run
  *		Execute the statement q with the given parameters, preparing and
- *		keeping its plan first if this backend has not yet.  Caller is
- *		connected to SPI; returns what SPI_execute_plan returns.
+ *		keeping its plan first if this backend has not yet.  The statement
+ *		is prepared and run with the trusted search_path (so its plan is
+ *		made, and kept valid, for that path only) and enable_seqscan off.
+ *		Caller is connected to SPI; returns what SPI_execute_plan returns.
  */
 int
 schedlock_query_run(SchedlockQuery *q, Datum *values, const char *nulls,
@@ -83,8 +93,8 @@ schedlock_query_run(SchedlockQuery *q, Datum *values, const char *nulls,
 	int			nestlevel;
 	int			rc;
 
-	/* undone by AtEOXact_GUC below, or by the abort of the transaction */
-	nestlevel = NewGUCNestLevel();
+	/* undone by schedlock_trusted_path_end, or by the abort */
+	nestlevel = schedlock_trusted_path_begin();
 	(void) set_config_option("enable_seqscan", "off", PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	if (q->plan == NULL)
@@ -101,6 +111,6 @@ schedlock_query_run(SchedlockQuery *q, Datum *values, const char *nulls,
 		q->plan = plan;
 	}
 	rc = SPI_execute_plan(q->plan, values, nulls, read_only, count);
-	AtEOXact_GUC(true, nestlevel);
+	schedlock_trusted_path_end(nestlevel);
 	return rc;
 }

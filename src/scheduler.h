@@ -107,6 +107,7 @@ extern bool schedlock_exec_atomic(const char *command, Oid user,
 								  int timeout_ms, ErrorData **error);
 extern bool schedlock_exec_toplevel(const char *command, Oid user,
 									int timeout_ms, ErrorData **error);
+extern void schedlock_exec_discard_job_state(void);
 
 /* job.c */
 extern void schedlock_check_command(const char *command);

@@ -34,6 +34,11 @@
  * them), and retries them per policy; worker 0 on the first start of the
  * server's (or promoted standby's) dispatch fires the @reboot jobs.
  *
+ * The worker's own statements run with search_path pinned to pg_catalog
+ * (schedlock_trusted_path_begin, query.c), whatever the database, a role
+ * or a job set; a job runs with the session's ordinary search_path, and
+ * after every run the session state a job can leave is discarded (exec.c).
+ *
  * IDENTIFICATION
  *	  src/worker.c
  *
@@ -256,6 +261,7 @@ startup_work(bool fire_reboot)
 	int			i;
 	Oid			types[2] = {TIMESTAMPTZOID, INT4ARRAYOID};
 	Datum		values[2];
+	int			nestlevel;
 
 	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
 	for (i = 0; i < schedlock_shared->nslots && npids < lengthof(pids); i++)
@@ -268,14 +274,16 @@ startup_work(bool fire_reboot)
 	LWLockRelease(schedlock_shared->lock);
 
 	begin_tx("schedlock: closing lost runs");
+	nestlevel = schedlock_trusted_path_begin();
 	values[0] = TimestampTzGetDatum(now);
 	values[1] = PointerGetDatum(construct_array(pids, npids, INT4OID, 4, true,
 												TYPALIGN_INT));
 	if (SPI_execute_with_args("UPDATE schedlock.job_runs SET status = 'lost', "
 							  "  finished_at = $1, "
 							  "  message = 'the worker running it ended before the run finished (server crash, restart or failover)' "
-							  "WHERE status = 'running' AND claimed_at IS NULL "
-							  "  AND NOT (worker_pid = ANY ($2)) "
+							  "WHERE status OPERATOR(pg_catalog.=) 'running' "
+							  "  AND claimed_at IS NULL "
+							  "  AND NOT (worker_pid OPERATOR(pg_catalog.=) ANY ($2)) "
 							  "RETURNING job_id, scheduled_for, "
 							  "  CASE WHEN manual THEN 0 ELSE attempt END",
 							  2, types, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
@@ -294,6 +302,7 @@ startup_work(bool fire_reboot)
 								  1, types, values, NULL, false, 0) != SPI_OK_UPDATE)
 			elog(ERROR, "could not fire @reboot jobs");
 	}
+	schedlock_trusted_path_end(nestlevel);
 	end_tx();
 }
 
@@ -442,7 +451,8 @@ plan_claim(ClaimedJob *job, TimestampTz now, ClaimPlan *plan)
 	{
 		static SchedlockQuery q = {
 			"SELECT run_id, scheduled_for FROM schedlock.job_runs "
-			"WHERE job_id = $1 AND status = 'queued' "
+			"WHERE job_id OPERATOR(pg_catalog.=) $1 "
+			"  AND status OPERATOR(pg_catalog.=) 'queued' "
 			"ORDER BY run_id LIMIT 1",
 			1, {INT8OID}
 		};
@@ -492,8 +502,10 @@ save_job_state(ClaimedJob *job, TimestampTz now)
 		"UPDATE schedlock.jobs SET next_slot = $2, "
 		"  retry_slot = $3, retry_attempt = $4, retry_at = $5, "
 		"  manual_pending = $6, "
-		"  next_run_at = LEAST($2, $5, CASE WHEN $6 > 0 THEN $7 END) "
-		"WHERE ctid = $8 AND job_id = $1",
+		"  next_run_at = LEAST($2, $5, "
+		"    CASE WHEN $6 OPERATOR(pg_catalog.>) 0 THEN $7 END) "
+		"WHERE ctid OPERATOR(pg_catalog.=) $8 "
+		"  AND job_id OPERATOR(pg_catalog.=) $1",
 		8, {INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID,
 		INT4OID, TIMESTAMPTZOID, TIDOID}
 	};
@@ -525,7 +537,8 @@ run_in_progress(int64 job_id)
 {
 	static SchedlockQuery q = {
 		"SELECT 1 FROM schedlock.job_runs "
-		"WHERE job_id = $1 AND status IN ('pending', 'running') "
+		"WHERE job_id OPERATOR(pg_catalog.=) $1 "
+		"  AND status OPERATOR(pg_catalog.=) ANY ('{pending,running}') "
 		"LIMIT 1",
 		1, {INT8OID}
 	};
@@ -551,10 +564,13 @@ record_run(ClaimedJob *job, ClaimPlan *plan, const char *status,
 {
 	static SchedlockQuery update_queued = {
 		"UPDATE schedlock.job_runs SET status = $5, "
-		"  started_at = CASE WHEN $5 = 'skipped' THEN NULL ELSE $6 END, "
-		"  finished_at = CASE WHEN $5 = 'skipped' THEN $6 END, "
+		"  started_at = CASE WHEN $5 OPERATOR(pg_catalog.=) 'skipped' "
+		"    THEN NULL ELSE $6 END, "
+		"  finished_at = CASE WHEN $5 OPERATOR(pg_catalog.=) 'skipped' "
+		"    THEN $6 END, "
 		"  worker_pid = $7, timeline = $8, message = $9, deadline = $10 "
-		"WHERE run_id = $1 AND status = 'queued' "
+		"WHERE run_id OPERATOR(pg_catalog.=) $1 "
+		"  AND status OPERATOR(pg_catalog.=) 'queued' "
 		"RETURNING run_id",
 		10, {INT8OID, REGROLEOID, TIMESTAMPTZOID, INT4OID, TEXTOID,
 		TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, TIMESTAMPTZOID}
@@ -564,8 +580,8 @@ record_run(ClaimedJob *job, ClaimPlan *plan, const char *status,
 		"  scheduled_for, attempt, status, started_at, "
 		"  finished_at, worker_pid, timeline, message, deadline) "
 		"VALUES ($1, $2, $3, $4, $5, "
-		"  CASE WHEN $5 = 'skipped' THEN NULL ELSE $6 END, "
-		"  CASE WHEN $5 = 'skipped' THEN $6 END, "
+		"  CASE WHEN $5 OPERATOR(pg_catalog.=) 'skipped' THEN NULL ELSE $6 END, "
+		"  CASE WHEN $5 OPERATOR(pg_catalog.=) 'skipped' THEN $6 END, "
 		"  $7, $8, $9, $10) "
 		"ON CONFLICT (job_id, scheduled_for, attempt) DO NOTHING "
 		"RETURNING run_id",
@@ -618,7 +634,7 @@ record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 		"UPDATE schedlock.job_runs SET status = $2, "
 		"  finished_at = $3, sqlstate = $4, "
 		"  message = COALESCE($5, message) "
-		"WHERE run_id = $1",
+		"WHERE run_id OPERATOR(pg_catalog.=) $1",
 		5, {INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID}
 	};
 	TimestampTz now = GetCurrentTimestamp();
@@ -696,12 +712,13 @@ notify_run(ClaimedJob *job, ClaimPlan *plan, int64 run_id)
 #define CLAIM_SELECT \
 	"SELECT job_id, job_name, owner::pg_catalog.oid, schedule, command, " \
 	"  notify_channel, payload, timezone, " \
-	"  EXTRACT(epoch FROM timeout)::float8 * 1000, misfire, atomic, " \
+	"  EXTRACT(epoch FROM timeout)::pg_catalog.float8 " \
+	"    OPERATOR(pg_catalog.*) 1000, misfire, atomic, " \
 	"  run_as::pg_catalog.oid, reboot, next_slot, retry_slot, retry_attempt, " \
 	"  retry_at, manual_pending, next_run_at, ctid, consecutive_failures " \
 	"FROM schedlock.jobs " \
-	"WHERE enabled AND next_run_at <= $1 " \
-	"  AND (next_run_at, job_id) > ($2, $3) "
+	"WHERE enabled AND next_run_at OPERATOR(pg_catalog.<=) $1 " \
+	"  AND (next_run_at, job_id) OPERATOR(pg_catalog.>) ($2, $3) "
 #define CLAIM_ORDER \
 	"ORDER BY next_run_at, job_id LIMIT 1 " \
 	"FOR UPDATE SKIP LOCKED"
@@ -892,6 +909,7 @@ dispatch_one(ClaimPosition *pos)
 		set_running_job(0);
 		record_outcome(&job, &plan, run_id, error);
 		end_tx();
+		schedlock_exec_discard_job_state();
 		return true;
 	}
 
@@ -901,6 +919,7 @@ dispatch_one(ClaimPosition *pos)
 	set_running_job(job.job_id);
 	pgstat_report_activity(STATE_RUNNING, job.command);
 	(void) schedlock_exec_toplevel(job.command, user, job.timeout_ms, &error);
+	schedlock_exec_discard_job_state();
 	set_running_job(0);
 	begin_tx("schedlock: recording a run");
 	record_outcome(&job, &plan, run_id, error);
@@ -920,11 +939,13 @@ expire_runs(void)
 	static SchedlockQuery q = {
 		"UPDATE schedlock.job_runs r SET status = 'timed_out', "
 		"  finished_at = $1, deadline = NULL, "
-		"  message = CASE WHEN r.status = 'pending' "
+		"  message = CASE WHEN r.status OPERATOR(pg_catalog.=) 'pending' "
 		"    THEN 'not claimed within the timeout' "
 		"    ELSE 'not finished within the timeout' END "
-		"WHERE r.run_id IN (SELECT x.run_id FROM schedlock.job_runs x "
-		"    WHERE x.status IN ('pending', 'running') AND x.deadline <= $1 "
+		"WHERE r.run_id OPERATOR(pg_catalog.=) ANY ("
+		"    SELECT x.run_id FROM schedlock.job_runs x "
+		"    WHERE x.status OPERATOR(pg_catalog.=) ANY ('{pending,running}') "
+		"      AND x.deadline OPERATOR(pg_catalog.<=) $1 "
 		"    ORDER BY x.deadline LIMIT " CppAsString2(EXPIRE_BATCH_ROWS)
 		"    FOR UPDATE SKIP LOCKED) "
 		"RETURNING r.job_id, r.scheduled_for, "
@@ -966,16 +987,22 @@ prune_history(TimestampTz *last_prune)
 	for (batch = 0; batch < PRUNE_MAX_BATCHES; batch++)
 	{
 		uint64		deleted;
+		int			nestlevel;
 
 		begin_tx("schedlock: pruning run history");
-		if (SPI_execute_with_args("DELETE FROM schedlock.job_runs WHERE run_id IN "
-								  "(SELECT run_id FROM schedlock.job_runs "
-								  "  WHERE finished_at < $1 - pg_catalog.make_interval(mins => $2) "
+		nestlevel = schedlock_trusted_path_begin();
+		if (SPI_execute_with_args("DELETE FROM schedlock.job_runs "
+								  "WHERE run_id OPERATOR(pg_catalog.=) ANY ("
+								  "  SELECT run_id FROM schedlock.job_runs "
+								  "  WHERE finished_at OPERATOR(pg_catalog.<) "
+								  "    ($1 OPERATOR(pg_catalog.-) "
+								  "     pg_catalog.make_interval(mins => $2)) "
 								  "  ORDER BY finished_at LIMIT "
 								  CppAsString2(PRUNE_BATCH_ROWS) ")",
 								  2, types, values, NULL, false, 0) != SPI_OK_DELETE)
 			elog(ERROR, "could not prune run history");
 		deleted = SPI_processed;
+		schedlock_trusted_path_end(nestlevel);
 		end_tx();
 		if (deleted < PRUNE_BATCH_ROWS)
 			break;
@@ -997,10 +1024,11 @@ sleep_time(bool claimed)
 {
 	static SchedlockQuery q = {
 		"SELECT LEAST("
-		"  (SELECT min(next_run_at) FROM schedlock.jobs "
-		"    WHERE enabled AND next_run_at > $1), "
-		"  (SELECT min(deadline) FROM schedlock.job_runs "
-		"    WHERE status IN ('pending', 'running') AND deadline > $1))",
+		"  (SELECT pg_catalog.min(next_run_at) FROM schedlock.jobs "
+		"    WHERE enabled AND next_run_at OPERATOR(pg_catalog.>) $1), "
+		"  (SELECT pg_catalog.min(deadline) FROM schedlock.job_runs "
+		"    WHERE status OPERATOR(pg_catalog.=) ANY ('{pending,running}') "
+		"      AND deadline OPERATOR(pg_catalog.>) $1))",
 		1, {TIMESTAMPTZOID}
 	};
 	TimestampTz now = GetCurrentTimestamp();
