@@ -874,7 +874,9 @@ check_lock_index(Oid indexid, Oid pkid)
  * expression and partial indexes (an expression index used to crash the
  * server, a partial one would silently hold wrong entries), exclusion or
  * deferrable constraints, triggers and rules (they would not fire) and CHECK
- * constraints other than the table's own (they would not be enforced).
+ * constraints other than the table's own (they would not be enforced).  The
+ * table must also stay logged: a crash empties an unlogged table, and the
+ * token counters with it.
  *
  * Holding RowExclusiveLock on the table keeps all of this stable for the
  * rest of the transaction: every DDL that adds such an object needs a
@@ -907,6 +909,12 @@ check_lock_table(Relation rel)
 				 errdetail("The lock functions look names up through a valid btree primary key on lock_name with collation \"C\"."),
 				 errhint("Reinstall the schedlock extension.")));
 
+	if (rel->rd_rel->relpersistence != RELPERSISTENCE_PERMANENT)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table schedlock.lock_state must not be unlogged"),
+				 errdetail("An unlogged table is emptied by a crash, and fencing tokens would be handed out again."),
+				 errhint("Run ALTER TABLE schedlock.lock_state SET LOGGED.")));
 	if (rel->trigdesc != NULL && rel->trigdesc->numtriggers > 0)
 		refuse_table("triggers",
 					 "The lock functions write the table without SQL, so its triggers (and foreign keys) would not fire.");

@@ -2,10 +2,10 @@
 # with catalog routines, not SQL (issue 11, defect 16).  What a superuser
 # adds to the table must neither crash the server nor be silently wrong:
 #   - plain column indexes are kept up to date (amcheck proves it);
-#   - an expression index, a partial index, a trigger, a rule or an extra
-#     CHECK constraint makes every write refused with SQLSTATE 55000 and a
-#     message naming it, and nothing is written; dropping it makes the
-#     functions work again;
+#   - an expression index, a partial index, a trigger, a rule, an extra
+#     CHECK constraint or SET UNLOGGED makes every write refused with
+#     SQLSTATE 55000 and a message naming it, and nothing is written;
+#     undoing it makes the functions work again;
 #   - the primary key is found by OID, so renaming it changes nothing;
 #   - with the SQL objects of version 1.0 (library newer than the installed
 #     extension) the functions refuse with a hint to run ALTER EXTENSION
@@ -103,6 +103,11 @@ $node->safe_psql('app',
 	'CREATE RULE lock_state_log AS ON UPDATE TO schedlock.lock_state DO ALSO NOTIFY lock_state');
 refused_while('rule', qr/rule/);
 $node->safe_psql('app', 'DROP RULE lock_state_log ON schedlock.lock_state');
+
+# --- an unlogged table would lose its tokens in a crash
+$node->safe_psql('app', 'ALTER TABLE schedlock.lock_state SET UNLOGGED');
+refused_while('unlogged table', qr/unlogged/);
+$node->safe_psql('app', 'ALTER TABLE schedlock.lock_state SET LOGGED');
 
 # --- back to normal
 my ($state) = try_sql("SELECT schedlock_extend('guard-held', $held_token, '2 hours')");
