@@ -164,6 +164,101 @@ SELECT t.query, r.*
     ($q$SELECT schedlock_assert(NULL, 1)$q$)) AS t(query), pg_temp.try(t.query) AS r;
 SELECT count(*) = :rows_before AS nothing_written FROM schedlock.locks;
 
+-- intervals are judged by the time they give, now + interval, not by
+-- interval comparison (which counts a month as 30 days): '-1 year +361 days'
+-- compares as positive but ends 4 or 5 days before now.  Intervals that
+-- could take the clock out of range are refused as too large, never with
+-- 22008.  The limit is 1000 years.
+SELECT regexp_replace(t.query, '[0-9]{12,}', '<token>') AS query, r.*
+  FROM (VALUES
+    ($q$SELECT schedlock_acquire('bad', '-1 year +361 days')$q$),
+    ($q$SELECT schedlock_acquire('bad', '1 hour', '-1 year +361 days')$q$),
+    ($q$SELECT schedlock_acquire('bad', '1000000 years')$q$),
+    ($q$SELECT schedlock_acquire('bad', '-100000 years +36500000 days')$q$),
+    ($q$SELECT schedlock_acquire('bad', '1 hour', '1000000 years')$q$),
+    ($q$SELECT schedlock_acquire('bad', '1001 years')$q$),
+    ($q$SELECT schedlock_acquire('bad', '100 years 400000 days')$q$),
+    ($q$SELECT schedlock_acquire('bad', '1 hour', '2 years -361 days')$q$),
+    ($q$SELECT schedlock_extend('report', $q$ || :t2 || $q$, '-1 year +361 days')$q$),
+    ($q$SELECT schedlock_extend('report', $q$ || :t2 || $q$, '1000000 years')$q$),
+    ($q$SELECT schedlock_extend('report', $q$ || :t2 || $q$, '2562047788 hours')$q$)) AS t(query),
+       pg_temp.try(t.query) AS r;
+SELECT count(*) = :rows_before AS nothing_written FROM schedlock.locks;
+SELECT lock_until - clock_timestamp() BETWEEN interval '100 minutes' AND interval '2 hours' AS report_unchanged
+  FROM schedlock.locks WHERE lock_name = 'report';
+-- the limit itself is accepted
+SELECT schedlock_acquire('long-lease', '1000 years') IS NOT NULL AS thousand_years_ok;
+SELECT lock_until > clock_timestamp() + interval '999 years' AS ends_in_1000_years
+  FROM schedlock.locks WHERE lock_name = 'long-lease';
+
+-- acquire, release and extend write: a read-only transaction refuses them
+-- with 25006 (like any write) and nothing is written; assert writes nothing
+-- and works there
+SELECT schedlock_acquire('read-only', '1 hour') AS t6 \gset
+SELECT count(*) AS rows_before FROM schedlock.locks \gset
+BEGIN READ ONLY;
+SELECT regexp_replace(t.query, '[0-9]{12,}', '<token>') AS query, r.state, r.message
+  FROM (VALUES
+    ($q$SELECT schedlock_acquire('read-only-new')$q$),
+    ($q$SELECT schedlock_acquire('read-only-new', session_bound => true)$q$),
+    ($q$SELECT schedlock_release('read-only', $q$ || :t6 || $q$)$q$),
+    ($q$SELECT schedlock_extend('read-only', $q$ || :t6 || $q$, '2 hours')$q$)) AS t(query),
+       pg_temp.try(t.query) AS r;
+SELECT schedlock_assert('read-only', :t6);
+COMMIT;
+SELECT (SELECT count(*) FROM schedlock.locks) = :rows_before AS nothing_written,
+       released_at IS NULL AS still_held,
+       lock_until - locked_at = interval '1 hour' AS not_extended
+  FROM schedlock.lock_state WHERE lock_name = 'read-only';
+SELECT count(*) AS identity_locks FROM pg_locks
+ WHERE locktype = 'advisory' AND objsubid = 21331 AND pid = pg_backend_pid();
+
+-- a lease belongs to the role that acquired it: other roles see its name
+-- and state but not its token or holder_pid, and their release, extend and
+-- assert fail with 42501 whatever token they pass; members of the role may
+-- use it; unknown names answer as before (false / SL001); bad input is
+-- bad input (22023) for anybody
+CREATE ROLE lock_tenant_a;
+CREATE ROLE lock_tenant_b;
+CREATE ROLE lock_tenant_a_ops IN ROLE lock_tenant_a;
+SET ROLE lock_tenant_a;
+SELECT schedlock_acquire('tenant-a', '1 hour', '0', 'a-host') AS ta \gset
+SELECT lock_name, held, holder, token = :ta AS own_token, holder_pid = pg_backend_pid() AS own_pid,
+       holder_role
+  FROM schedlock.locks WHERE lock_name = 'tenant-a';
+RESET ROLE;
+SELECT to_jsonb(s) AS row_before FROM schedlock.lock_state s WHERE lock_name = 'tenant-a' \gset
+SET ROLE lock_tenant_b;
+SELECT lock_name, held, holder, lock_until IS NOT NULL AS lock_until_shown, token, session_bound,
+       holder_pid, holder_role
+  FROM schedlock.locks WHERE lock_name = 'tenant-a';
+SELECT regexp_replace(t.query, '[0-9]{12,}', '<token>') AS query, r.*
+  FROM (VALUES
+    ($q$SELECT schedlock_release('tenant-a', $q$ || :ta || $q$)$q$),
+    ($q$SELECT schedlock_release('tenant-a', $q$ || :ta + 1 || $q$)$q$),
+    ($q$SELECT schedlock_extend('tenant-a', $q$ || :ta || $q$, '999 years')$q$),
+    ($q$SELECT schedlock_extend('tenant-a', $q$ || :ta || $q$, '100000 years')$q$),
+    ($q$SELECT schedlock_extend('tenant-a', $q$ || :ta || $q$, '1 hour')$q$),
+    ($q$SELECT schedlock_assert('tenant-a', $q$ || :ta || $q$)$q$),
+    ($q$SELECT schedlock_assert('tenant-a', $q$ || :ta - 1 || $q$)$q$),
+    ($q$SELECT schedlock_release('no-such-lock', 1)$q$),
+    ($q$SELECT schedlock_assert('no-such-lock', 1)$q$)) AS t(query),
+       pg_temp.try(t.query) AS r;
+SELECT schedlock_acquire('tenant-a') IS NULL AS b_refused;
+RESET ROLE;
+SELECT to_jsonb(s) = :'row_before'::jsonb AS unchanged
+  FROM schedlock.lock_state s WHERE lock_name = 'tenant-a';
+SET ROLE lock_tenant_a_ops;
+SELECT token = :ta AS member_sees_token FROM schedlock.locks WHERE lock_name = 'tenant-a';
+SELECT schedlock_extend('tenant-a', :ta, '2 hours') AS member_extends;
+SELECT schedlock_release('tenant-a', :ta) AS member_releases;
+RESET ROLE;
+-- the superuser sees and may use every lease
+SELECT token = :ta AS superuser_sees_token FROM schedlock.locks WHERE lock_name = 'tenant-a';
+DROP ROLE lock_tenant_a_ops;
+DROP ROLE lock_tenant_b;
+DROP ROLE lock_tenant_a;
+
 -- ordinary roles call the functions and read the view, but cannot write
 -- the lock table or read it directly
 CREATE ROLE lock_app LOGIN;

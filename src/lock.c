@@ -41,13 +41,37 @@
  * locks drops to zero (or at abort, when the change that needed it rolls
  * back), tracked per (sub)transaction below.
  *
+ * The advisory lock is only the fast answer: pg_advisory_unlock_all(),
+ * DISCARD ALL, or a job worker cleaning up between jobs release it behind
+ * our back.  So nothing here trusts a flag saying "we hold it": the holder
+ * checks the lock manager (LockHeldByMe) and takes the lock again whenever it
+ * needs it and at the end of every transaction, and a prober that finds the
+ * identity lock free confirms that the holding backend (pid and start time,
+ * from the backend status table) is really gone before it takes the lease
+ * over.  A session-bound lease therefore has one holder for as long as its
+ * session lives, whatever advisory locks the session drops.
+ *
+ * Every lease belongs to the role that acquired it (current_user at the
+ * acquire, recorded in holder_role).  Only members of that role and
+ * superusers may release, extend or assert it, or see its token and
+ * holder_pid in the schedlock.locks view; everybody else gets SQLSTATE 42501
+ * before the token is even compared, so a refusal says nothing about whether
+ * a guessed token is right.  Lock names stay shared: any role may acquire a
+ * name whose lease has ended, and the lease is then its own.
+ *
  * The table is not writable by ordinary roles.  The functions read it
  * through its primary key and write it with the heap and index routines
  * PostgreSQL uses for its own catalogs (no SQL is parsed, planned or
  * executed), so neither the caller's rights nor its search_path play a part,
  * and a call costs little more than the index probe and the heap update.
  * Every change is followed by CommandCounterIncrement, so a later call in the
- * same transaction (even in the same statement) sees it.
+ * same transaction (even in the same statement) sees it.  Those routines
+ * keep plain column indexes up to date but evaluate no expressions,
+ * predicates, constraints, triggers or rules, so the functions refuse to
+ * write (SQLSTATE 55000) while the table has an expression or partial
+ * index, an exclusion or deferrable constraint, a trigger, a rule or a CHECK
+ * constraint it was not created with; see check_lock_table.  Acquire,
+ * release and extend are writes: they are refused in read-only transactions.
  *
  * IDENTIFICATION
  *	  src/lock.c
@@ -58,19 +82,28 @@
 
 #include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/relation.h"
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_opfamily.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "fmgr.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "storage/ipc.h"
 #include "storage/lock.h"
+#include "storage/procarray.h"
+#include "utils/acl.h"
+#include "utils/backend_status.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
@@ -87,15 +120,39 @@ PG_FUNCTION_INFO_V1(schedlock_release);
 PG_FUNCTION_INFO_V1(schedlock_extend);
 PG_FUNCTION_INFO_V1(schedlock_assert);
 PG_FUNCTION_INFO_V1(schedlock_session_alive);
+PG_FUNCTION_INFO_V1(schedlock_lease_visible);
 
 PGDLLEXPORT Datum schedlock_acquire(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_release(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_extend(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_assert(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_session_alive(PG_FUNCTION_ARGS);
+PGDLLEXPORT Datum schedlock_lease_visible(PG_FUNCTION_ARGS);
 
 /* Number of low-order token bits that count acquisitions within a timeline. */
 #define TOKEN_TIMELINE_SHIFT	40
+
+/*
+ * Longest lock_at_most_for / lock_at_least_for accepted, in years.  Each
+ * field of an interval (months, days, time) is bounded by it too, so that
+ * now + interval can never leave the timestamp range.
+ */
+#define MAX_LEASE_YEARS			1000
+#define MAX_LEASE_DAYS			(MAX_LEASE_YEARS * 366)
+
+/* LockHeldByMe gained an "or stronger" argument in PostgreSQL 17. */
+#if PG_VERSION_NUM >= 170000
+#define lock_held_by_me(tag, mode)	LockHeldByMe((tag), (mode), false)
+#else
+#define lock_held_by_me(tag, mode)	LockHeldByMe((tag), (mode))
+#endif
+
+/* The i-th (1-based) entry of the local backend status copy. */
+#if PG_VERSION_NUM >= 160000
+#define local_beentry(i)			pgstat_get_local_beentry_by_index(i)
+#else
+#define local_beentry(i)			pgstat_fetch_stat_local_beentry(i)
+#endif
 
 /* The state of one lock row, as read under the name's mutex. */
 typedef struct LockRow
@@ -106,6 +163,8 @@ typedef struct LockRow
 	TimestampTz holder_session_start;	/* valid when session_bound */
 	TimestampTz lock_until;
 	bool		released;
+	bool		has_role;		/* false for leases taken before 1.1 */
+	Oid			holder_role;	/* valid when has_role */
 } LockRow;
 
 /*
@@ -113,7 +172,9 @@ typedef struct LockRow
  * session-bound locks this session holds as of its last commit (it may
  * overcount when a lease expired and was taken over; that only keeps the
  * identity lock a little longer).  Changes made by the open transaction are
- * kept as (nesting level, delta) pairs until it commits or aborts.
+ * kept as (nesting level, delta) pairs until it commits or aborts.  Whether
+ * the identity lock is held is never remembered here: the lock manager is
+ * asked (identity_lock_held), since other code may release it.
  */
 typedef struct PendingDelta
 {
@@ -121,7 +182,6 @@ typedef struct PendingDelta
 	int			delta;
 } PendingDelta;
 
-static bool session_lock_held = false;
 static int	session_bound_count = 0;
 static PendingDelta *pending = NULL;
 static int	npending = 0;
@@ -155,12 +215,53 @@ set_session_tag(LOCKTAG *tag, int32 pid, TimestampTz start)
 }
 
 /*
+ * backend_alive
+ *		Whether the backend with this pid that started at start still exists.
+ *
+ * Asked only when the backend's identity lock is free, which is normal for
+ * a session that has ended but also happens for a live one that released
+ * its advisory locks (pg_advisory_unlock_all, DISCARD ALL) and has not yet
+ * ended the transaction in which it did.  A pid missing from the proc array
+ * settles it cheaply.  Otherwise the backend status table decides (a reused
+ * pid has another start time; an exiting backend clears its entry before it
+ * leaves the proc array); it is read afresh, not from the transaction's
+ * cached copy, which may be older than the holder.
+ */
+static bool
+backend_alive(int32 pid, TimestampTz start)
+{
+	bool		alive = false;
+	int			n;
+	int			i;
+
+	if (BackendPidGetProc(pid) == NULL)
+		return false;
+
+	pgstat_clear_backend_activity_snapshot();
+	n = pgstat_fetch_stat_numbackends();
+	for (i = 1; i <= n; i++)
+	{
+		LocalPgBackendStatus *entry = local_beentry(i);
+
+		if (entry != NULL && entry->backendStatus.st_procpid == pid)
+		{
+			alive = entry->backendStatus.st_proc_start_timestamp == start;
+			break;
+		}
+	}
+	pgstat_clear_backend_activity_snapshot();
+	return alive;
+}
+
+/*
  * holder_session_alive
  *		Whether the session identified by (pid, start) still exists.
  *
  * Probes the session's identity lock with a conditional share lock; the
- * holder keeps it exclusively while it holds any session-bound lock.  Must
- * run inside a transaction.
+ * holder keeps it exclusively while it holds any session-bound lock.  When
+ * the probe gets the lock, backend_alive makes sure the holder is really
+ * gone and did not merely drop its advisory locks.  Must run inside a
+ * transaction.
  */
 static bool
 holder_session_alive(int32 pid, TimestampTz start)
@@ -174,12 +275,26 @@ holder_session_alive(int32 pid, TimestampTz start)
 	if (LockAcquire(&tag, ShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
 		return true;
 	LockRelease(&tag, ShareLock, false);
-	return false;
+	return backend_alive(pid, start);
+}
+
+/*
+ * identity_lock_held
+ *		Whether this session holds its identity lock right now, as the lock
+ *		manager sees it.
+ */
+static bool
+identity_lock_held(void)
+{
+	LOCKTAG		tag;
+
+	set_session_tag(&tag, MyProcPid, MyStartTimestamp);
+	return lock_held_by_me(&tag, ExclusiveLock);
 }
 
 /*
  * ensure_session_lock
- *		Take this session's identity lock if we do not hold it yet.
+ *		Take this session's identity lock unless it holds it now.
  *
  * Nobody else ever holds the tag for long (only probes, momentarily), so a
  * blocking acquire is fine.
@@ -189,11 +304,34 @@ ensure_session_lock(void)
 {
 	LOCKTAG		tag;
 
-	if (session_lock_held)
+	if (identity_lock_held())
 		return;
 	set_session_tag(&tag, MyProcPid, MyStartTimestamp);
 	(void) LockAcquire(&tag, ExclusiveLock, true, false);
-	session_lock_held = true;
+}
+
+/*
+ * retake_session_lock_at_abort
+ *		ensure_session_lock for the abort callback, which must not sleep on
+ *		a lock: a few conditional attempts, a millisecond apart, outlast any
+ *		probe.  Should they all fail, the lease is still safe (probers check
+ *		the backend itself), and the next transaction end takes it again.
+ */
+static void
+retake_session_lock_at_abort(void)
+{
+	LOCKTAG		tag;
+	int			attempt;
+
+	if (proc_exit_inprogress || identity_lock_held())
+		return;
+	set_session_tag(&tag, MyProcPid, MyStartTimestamp);
+	for (attempt = 0; attempt < 10; attempt++)
+	{
+		if (LockAcquire(&tag, ExclusiveLock, true, true) != LOCKACQUIRE_NOT_AVAIL)
+			return;
+		pg_usleep(1000L);
+	}
 }
 
 /*
@@ -205,12 +343,26 @@ drop_session_lock_if_unused(void)
 {
 	LOCKTAG		tag;
 
-	if (!session_lock_held || session_bound_count > 0)
+	if (session_bound_count > 0 || !identity_lock_held())
 		return;
 	set_session_tag(&tag, MyProcPid, MyStartTimestamp);
 	LockRelease(&tag, ExclusiveLock, true);
-	session_lock_held = false;
-	session_bound_count = 0;
+}
+
+/*
+ * session_bound_after_commit
+ *		How many session-bound locks this session will hold if the open
+ *		transaction commits.
+ */
+static int
+session_bound_after_commit(void)
+{
+	int			count = session_bound_count;
+	int			i;
+
+	for (i = 0; i < npending; i++)
+		count += pending[i].delta;
+	return count;
 }
 
 /*
@@ -241,6 +393,9 @@ push_session_delta(int delta)
  * lock_xact_callback
  *		Fold the transaction's session-bound deltas into the session count at
  *		commit, forget them at abort, and drop the identity lock when unused.
+ *		While session-bound locks remain, take the identity lock again should
+ *		the transaction have released it (pg_advisory_unlock_all, DISCARD
+ *		ALL).
  */
 static void
 lock_xact_callback(XactEvent event, void *arg)
@@ -254,6 +409,13 @@ lock_xact_callback(XactEvent event, void *arg)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot prepare a transaction that acquired or released a session-bound schedlock lock")));
+			if (session_bound_count > 0)
+				ensure_session_lock();
+			break;
+		case XACT_EVENT_PRE_COMMIT:
+			/* the transaction may have released it (pg_advisory_unlock_all) */
+			if (session_bound_after_commit() > 0)
+				ensure_session_lock();
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
@@ -267,7 +429,10 @@ lock_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			npending = 0;
-			drop_session_lock_if_unused();
+			if (session_bound_count > 0)
+				retake_session_lock_at_abort();
+			else
+				drop_session_lock_if_unused();
 			break;
 		default:
 			break;
@@ -403,20 +568,6 @@ interval_text(Interval *iv)
 }
 
 /*
- * check_lock_at_most_for
- *		lock_at_most_for must be strictly positive.
- */
-static void
-check_lock_at_most_for(Interval *most)
-{
-	if (schedlock_interval_sign(most) <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("lock_at_most_for must be positive"),
-				 errdetail("lock_at_most_for is \"%s\".", interval_text(most))));
-}
-
-/*
  * plus_interval
  *		ts + iv, in the session time zone as timestamptz + interval does.
  */
@@ -426,6 +577,70 @@ plus_interval(TimestampTz ts, Interval *iv)
 	return DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
 												   TimestampTzGetDatum(ts),
 												   IntervalPGetDatum(iv)));
+}
+
+/*
+ * lease_end
+ *		now + iv, for an interval argument named argname; 22023 when the
+ *		interval is too large.
+ *
+ * Every field alone may move the clock by at most MAX_LEASE_YEARS, so the
+ * sum cannot leave the timestamp range (no 22008 from the arithmetic), and
+ * the result may lie at most MAX_LEASE_YEARS after now.  The sum is taken in
+ * the session time zone, as timestamptz + interval does: a month is a
+ * calendar month, which is why the callers judge the result, not the
+ * interval (interval comparison counts a month as 30 days, so '-1 year
+ * +361 days' compares as positive although it ends before now).
+ */
+static TimestampTz
+lease_end(TimestampTz now, Interval *iv, const char *argname)
+{
+	TimestampTz end = 0;
+	bool		too_large;
+
+	too_large = iv->month > MAX_LEASE_YEARS * MONTHS_PER_YEAR ||
+		iv->month < -MAX_LEASE_YEARS * MONTHS_PER_YEAR ||
+		iv->day > MAX_LEASE_DAYS || iv->day < -MAX_LEASE_DAYS ||
+		iv->time > (int64) MAX_LEASE_DAYS * USECS_PER_DAY ||
+		iv->time < -(int64) MAX_LEASE_DAYS * USECS_PER_DAY;
+	if (!too_large)
+	{
+		end = plus_interval(now, iv);
+		/* MAX_LEASE_YEARS calendar years are at least 365 days each */
+		if (end - now > (int64) MAX_LEASE_YEARS * 365 * USECS_PER_DAY)
+		{
+			Interval	limit;
+
+			memset(&limit, 0, sizeof(limit));
+			limit.month = MAX_LEASE_YEARS * MONTHS_PER_YEAR;
+			too_large = end > plus_interval(now, &limit);
+		}
+	}
+	if (too_large)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s is too large", argname),
+				 errdetail("%s is \"%s\"; the limit is %d years.",
+						   argname, interval_text(iv), MAX_LEASE_YEARS)));
+	return end;
+}
+
+/*
+ * lease_until
+ *		now + lock_at_most_for, which must lie after now.
+ */
+static TimestampTz
+lease_until(TimestampTz now, Interval *most)
+{
+	TimestampTz until = lease_end(now, most, "lock_at_most_for");
+
+	if (until <= now)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lock_at_most_for must be positive"),
+				 errdetail("lock_at_most_for is \"%s\", which ends at or before now.",
+						   interval_text(most))));
+	return until;
 }
 
 /*
@@ -440,6 +655,18 @@ check_primary(const char *funcname)
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("cannot execute %s() during recovery", funcname),
 				 errhint("schedlock locks are taken on the primary server; connect to it instead of a standby.")));
+}
+
+/*
+ * check_writable
+ *		Lock state can only change on a primary, outside read-only
+ *		transactions (25006 in both cases).
+ */
+static void
+check_writable(const char *funcname)
+{
+	check_primary(funcname);
+	PreventCommandIfReadOnly(psprintf("%s()", funcname));
 }
 
 /*
@@ -476,8 +703,8 @@ next_token(bool has_prev, int64 prev)
 }
 
 /*
- * Column numbers of schedlock.lock_state; lock_tables() checks them against
- * the catalog once per cache fill.
+ * Column numbers of schedlock.lock_state (version 1.1); check_lock_table
+ * checks them against the catalog once per relcache fill.
  */
 #define Anum_lock_name				1
 #define Anum_lock_token				2
@@ -489,17 +716,31 @@ next_token(bool has_prev, int64 prev)
 #define Anum_lock_lock_until		8
 #define Anum_lock_min_until			9
 #define Anum_lock_released_at		10
-#define Natts_lock					10
+#define Anum_lock_holder_role		11
+#define Natts_lock					11
 
-/* OIDs of the lock table and its primary key, cached per backend. */
+/* Columns of schedlock.lock_state in version 1.0 (no holder_role). */
+#define Natts_lock_1_0				10
+
+/* The CHECK constraint the table is created with (on lock_name's length). */
+#define LOCK_NAME_CHECK				"lock_state_lock_name_check"
+
+/*
+ * OIDs of the lock table and its primary key, cached per backend; and
+ * whether the table, as the relcache currently describes it, passed
+ * check_lock_table.  lock_relcache_callback resets them whenever the table
+ * or one of its indexes changes (any DDL on the table invalidates its
+ * relcache entry).
+ */
 static Oid	lock_relid = InvalidOid;
 static Oid	lock_indexid = InvalidOid;
+static bool lock_table_checked = false;
 static bool lock_inval_registered = false;
 
 /*
  * lock_relcache_callback
- *		Forget the cached OIDs when the table (or everything) is invalidated,
- *		e.g. by DROP EXTENSION.
+ *		Forget the cached OIDs and checks when the table, its primary key (or
+ *		everything) is invalidated, e.g. by CREATE INDEX or DROP EXTENSION.
  */
 static void
 lock_relcache_callback(Datum arg, Oid relid)
@@ -508,12 +749,29 @@ lock_relcache_callback(Datum arg, Oid relid)
 	{
 		lock_relid = InvalidOid;
 		lock_indexid = InvalidOid;
+		lock_table_checked = false;
 	}
 }
 
 /*
+ * refuse_table
+ *		Error out: the table has something the lock functions cannot honour.
+ */
+static void
+refuse_table(const char *what, const char *why)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("schedlock cannot write table schedlock.lock_state while it has %s", what),
+			 errdetail("%s", why),
+			 errhint("Drop it; schedlock.lock_state may have plain indexes besides its own, but no expression or partial indexes, triggers, rules or constraints.")));
+}
+
+/*
  * check_lock_table_shape
- *		Make sure the table has the columns this file writes, in order.
+ *		Make sure the table has the columns this file writes, in order, with
+ *		the NOT NULL markings it was created with.  A table with the columns
+ *		of version 1.0 means the library was updated but not the extension.
  */
 static void
 check_lock_table_shape(Relation rel)
@@ -522,45 +780,172 @@ check_lock_table_shape(Relation rel)
 	{
 		const char *name;
 		Oid			type;
+		bool		notnull;
 	}			cols[Natts_lock] = {
-		{"lock_name", TEXTOID},
-		{"token", INT8OID},
-		{"holder", TEXTOID},
-		{"holder_pid", INT4OID},
-		{"holder_session_start", TIMESTAMPTZOID},
-		{"session_bound", BOOLOID},
-		{"locked_at", TIMESTAMPTZOID},
-		{"lock_until", TIMESTAMPTZOID},
-		{"min_until", TIMESTAMPTZOID},
-		{"released_at", TIMESTAMPTZOID},
+		{"lock_name", TEXTOID, true},
+		{"token", INT8OID, true},
+		{"holder", TEXTOID, false},
+		{"holder_pid", INT4OID, false},
+		{"holder_session_start", TIMESTAMPTZOID, false},
+		{"session_bound", BOOLOID, true},
+		{"locked_at", TIMESTAMPTZOID, true},
+		{"lock_until", TIMESTAMPTZOID, true},
+		{"min_until", TIMESTAMPTZOID, true},
+		{"released_at", TIMESTAMPTZOID, false},
+		{"holder_role", OIDOID, false},
 	};
 	TupleDesc	desc = RelationGetDescr(rel);
 	int			i;
 
-	if (desc->natts != Natts_lock)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table schedlock.lock_state does not have the expected definition"),
-				 errhint("Reinstall the schedlock extension.")));
-	for (i = 0; i < Natts_lock; i++)
+	for (i = 0; i < Min(desc->natts, Natts_lock); i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 
 		if (att->attisdropped || att->atttypid != cols[i].type ||
-			strcmp(NameStr(att->attname), cols[i].name) != 0)
+			strcmp(NameStr(att->attname), cols[i].name) != 0 ||
+			att->attnotnull != cols[i].notnull)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("table schedlock.lock_state does not have the expected definition"),
-					 errdetail("Column %d should be \"%s\".", i + 1, cols[i].name),
+					 errdetail("Column %d should be \"%s\" of type %s, %s.", i + 1,
+							   cols[i].name, format_type_be(cols[i].type),
+							   cols[i].notnull ? "NOT NULL" : "nullable"),
 					 errhint("Reinstall the schedlock extension.")));
 	}
+	if (desc->natts == Natts_lock_1_0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the schedlock extension in this database is older than its library"),
+				 errdetail("Table schedlock.lock_state has the definition of schedlock 1.0, which does not record the role that acquired a lease."),
+				 errhint("Run ALTER EXTENSION schedlock UPDATE in this database.")));
+	if (desc->natts != Natts_lock)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table schedlock.lock_state does not have the expected definition"),
+				 errdetail("The table has %d columns; schedlock expects %d.",
+						   desc->natts, Natts_lock),
+				 errhint("Reinstall the schedlock extension.")));
+}
+
+/*
+ * check_lock_index
+ *		Refuse an index the catalog routines would maintain wrongly or not
+ *		at all (CatalogIndexInsert evaluates no expressions or predicates and
+ *		checks no exclusion or deferred constraints); return whether it is a
+ *		valid primary key on lock_name that lookups can use (a btree with the
+ *		text opfamily and collation "C", which fetch_lock_row's scan key
+ *		assumes).
+ */
+static bool
+check_lock_index(Oid indexid, Oid pkid)
+{
+	Relation	irel = index_open(indexid, AccessShareLock);
+	Form_pg_index index = irel->rd_index;
+	char	   *what = psprintf("index \"%s\"", RelationGetRelationName(irel));
+	bool		usable_pk;
+
+	if (!heap_attisnull(irel->rd_indextuple, Anum_pg_index_indexprs, NULL))
+		refuse_table(what, "The lock functions write the table without SQL and cannot compute the expressions of an expression index.");
+	if (!heap_attisnull(irel->rd_indextuple, Anum_pg_index_indpred, NULL))
+		refuse_table(what, "The lock functions write the table without SQL and cannot evaluate the predicate of a partial index.");
+	if (index->indisexclusion || !index->indimmediate)
+		refuse_table(what, "The lock functions write the table without SQL and cannot check exclusion or deferrable constraints.");
+
+	usable_pk = indexid == pkid &&
+		index->indisvalid && index->indisready && index->indisunique &&
+		index->indnatts == 1 && index->indnkeyatts == 1 &&
+		index->indkey.values[0] == Anum_lock_name &&
+		irel->rd_rel->relam == BTREE_AM_OID &&
+		irel->rd_opfamily[0] == TEXT_BTREE_FAM_OID &&
+		irel->rd_indcollation[0] == C_COLLATION_OID;
+	index_close(irel, NoLock);
+	return usable_pk;
+}
+
+/*
+ * check_lock_table
+ *		Everything the lock functions rely on about the opened (and locked)
+ *		table; returns the OID of its primary key.
+ *
+ * The primary key is found by OID from the relcache, not by name.  Besides
+ * it, plain indexes are fine (CatalogTupleInsert/Update keep them up to
+ * date; a unique one then refuses duplicates with 23505 as it should);
+ * anything the catalog routines would skip is refused while it exists:
+ * expression and partial indexes (an expression index used to crash the
+ * server, a partial one would silently hold wrong entries), exclusion or
+ * deferrable constraints, triggers and rules (they would not fire) and CHECK
+ * constraints other than the table's own (they would not be enforced).  The
+ * table must also stay logged: a crash empties an unlogged table, and the
+ * token counters with it.
+ *
+ * Holding RowExclusiveLock on the table keeps all of this stable for the
+ * rest of the transaction: every DDL that adds such an object needs a
+ * conflicting lock, except CREATE INDEX CONCURRENTLY, whose index stays
+ * not-ready-for-inserts (skipped by CatalogIndexInsert) until we are done.
+ */
+static Oid
+check_lock_table(Relation rel)
+{
+	Oid			pkid;
+	List	   *indexes;
+	ListCell   *lc;
+	bool		pk_ok = false;
+	TupleConstr *constr = RelationGetDescr(rel)->constr;
+
+	check_lock_table_shape(rel);
+
+	pkid = RelationGetPrimaryKeyIndex(rel);
+	indexes = RelationGetIndexList(rel);
+	foreach(lc, indexes)
+	{
+		if (check_lock_index(lfirst_oid(lc), pkid))
+			pk_ok = true;
+	}
+	list_free(indexes);
+	if (!pk_ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table schedlock.lock_state has no usable primary key"),
+				 errdetail("The lock functions look names up through a valid btree primary key on lock_name with collation \"C\"."),
+				 errhint("Reinstall the schedlock extension.")));
+
+	if (rel->rd_rel->relpersistence != RELPERSISTENCE_PERMANENT)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table schedlock.lock_state must not be unlogged"),
+				 errdetail("An unlogged table is emptied by a crash, and fencing tokens would be handed out again."),
+				 errhint("Run ALTER TABLE schedlock.lock_state SET LOGGED.")));
+	if (rel->trigdesc != NULL && rel->trigdesc->numtriggers > 0)
+		refuse_table("triggers",
+					 "The lock functions write the table without SQL, so its triggers (and foreign keys) would not fire.");
+	if (rel->rd_rules != NULL)
+		refuse_table("rules",
+					 "The lock functions write the table without SQL, so its rules would not be applied.");
+	if (constr != NULL)
+	{
+		int			i;
+
+		for (i = 0; i < constr->num_check; i++)
+		{
+			if (strcmp(constr->check[i].ccname, LOCK_NAME_CHECK) != 0)
+				refuse_table(psprintf("constraint \"%s\"", constr->check[i].ccname),
+							 "The lock functions write the table without SQL and enforce only the table's own CHECK constraint on lock_name.");
+		}
+	}
+	return pkid;
 }
 
 /*
  * open_lock_table
  *		Open schedlock.lock_state with RowExclusiveLock and return it; sets
  *		*indexid to its primary key.  Errors out when the extension is not
- *		installed in this database.
+ *		installed in this database, or when check_lock_table refuses the
+ *		table.
+ *
+ * The table is checked after it is locked, and again whenever its relcache
+ * entry was rebuilt since the last check (the invalidation is processed
+ * while the lock is taken, so a check is never older than the DDL it must
+ * see).
  */
 static Relation
 open_lock_table(Oid *indexid)
@@ -572,31 +957,49 @@ open_lock_table(Oid *indexid)
 		CacheRegisterRelcacheCallback(lock_relcache_callback, (Datum) 0);
 		lock_inval_registered = true;
 	}
-	if (!OidIsValid(lock_relid))
+	for (;;)
 	{
-		Oid			nsp = get_namespace_oid("schedlock", true);
-		Oid			relid = InvalidOid;
-		Oid			idxid = InvalidOid;
+		Oid			relid = lock_relid;
+		bool		cached = OidIsValid(relid);
 
-		if (OidIsValid(nsp))
+		if (!cached)
 		{
-			relid = get_relname_relid("lock_state", nsp);
-			idxid = get_relname_relid("lock_state_pkey", nsp);
+			Oid			nsp = get_namespace_oid("schedlock", true);
+
+			if (OidIsValid(nsp))
+				relid = get_relname_relid("lock_state", nsp);
+			if (!OidIsValid(relid))
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_TABLE),
+						 errmsg("table schedlock.lock_state does not exist"),
+						 errhint("Run CREATE EXTENSION schedlock in this database.")));
 		}
-		if (!OidIsValid(relid) || !OidIsValid(idxid))
+		/* NULL when it was dropped since we looked it up: look again */
+		rel = try_relation_open(relid, RowExclusiveLock);
+		if (rel != NULL)
+			break;
+		if (!cached)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_TABLE),
 					 errmsg("table schedlock.lock_state does not exist"),
 					 errhint("Run CREATE EXTENSION schedlock in this database.")));
-		rel = table_open(relid, RowExclusiveLock);
-		check_lock_table_shape(rel);
-		lock_relid = relid;
-		lock_indexid = idxid;
-		*indexid = idxid;
-		return rel;
+		lock_relid = InvalidOid;
+	}
+	if (rel->rd_rel->relkind != RELKIND_RELATION)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("schedlock.lock_state is not a table"),
+				 errhint("Reinstall the schedlock extension.")));
+	if (!lock_table_checked || lock_relid != RelationGetRelid(rel))
+	{
+		Oid			pkid = check_lock_table(rel);
+
+		lock_relid = RelationGetRelid(rel);
+		lock_indexid = pkid;
+		lock_table_checked = true;
 	}
 	*indexid = lock_indexid;
-	return table_open(lock_relid, RowExclusiveLock);
+	return rel;
 }
 
 /*
@@ -637,6 +1040,9 @@ fetch_lock_row(Relation rel, Oid indexid, const char *name, LockRow *row)
 			DatumGetTimestampTz(values[Anum_lock_holder_start - 1]);
 		row->lock_until = DatumGetTimestampTz(values[Anum_lock_lock_until - 1]);
 		row->released = !nulls[Anum_lock_released_at - 1];
+		row->has_role = !nulls[Anum_lock_holder_role - 1];
+		row->holder_role = row->has_role ?
+			DatumGetObjectId(values[Anum_lock_holder_role - 1]) : InvalidOid;
 	}
 	systable_endscan(scan);
 	UnregisterSnapshot(snapshot);
@@ -665,16 +1071,26 @@ update_lock_row(Relation rel, HeapTuple oldtup, Datum *values, bool *nulls,
  *		Whether the row keeps a new acquirer out at now: its lock_until
  *		(the lease, or after a release the lock_at_least_for window) has not
  *		passed and, when session-bound, the holding session still exists.
+ *
+ * When the holding session is this one, make sure it holds its identity
+ * lock again (it may have been released under us), so that other sessions
+ * get the fast answer.
  */
 static bool
 blocks_acquire(const LockRow *row, TimestampTz now)
 {
 	if (row->lock_until <= now)
 		return false;
-	if (row->session_bound &&
-		!holder_session_alive(row->holder_pid, row->holder_session_start))
-		return false;
-	return true;
+	if (!row->session_bound)
+		return true;
+	if (row->holder_pid == MyProcPid &&
+		row->holder_session_start == MyStartTimestamp)
+	{
+		if (session_bound_after_commit() > 0)
+			ensure_session_lock();
+		return true;
+	}
+	return holder_session_alive(row->holder_pid, row->holder_session_start);
 }
 
 /*
@@ -719,6 +1135,62 @@ give_up(Relation rel, LOCKTAG *mutex)
 }
 
 /*
+ * may_use_lease
+ *		Whether the current user may see and use the token of a lease
+ *		acquired by holder_role (has_role false: a lease from before 1.1,
+ *		whose role is unknown): superusers, and members of the role in the
+ *		sense of pg_has_role(..., 'MEMBER').
+ */
+static bool
+may_use_lease(bool has_role, Oid holder_role)
+{
+	Oid			user = GetUserId();
+
+	if (superuser_arg(user))
+		return true;
+	if (!has_role)
+		return false;
+#if PG_VERSION_NUM >= 160000
+	return has_privs_of_role(user, holder_role) ||
+		member_can_set_role(user, holder_role);
+#else
+	return is_member_of_role(user, holder_role);
+#endif
+}
+
+/*
+ * check_lease_role
+ *		For release, extend and assert of an existing name: raise 42501,
+ *		after giving up the table and the mutex, unless the caller may use
+ *		the row's lease.  Runs before the token is looked at, so the answer
+ *		is the same for a right and a wrong token.
+ */
+static void
+check_lease_role(const char *name, const LockRow *row, Relation rel,
+				 LOCKTAG *mutex, const char *funcname)
+{
+	char	   *rolename;
+
+	if (may_use_lease(row->has_role, row->holder_role))
+		return;
+	give_up(rel, mutex);
+	if (!row->has_role)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for lock \"%s\"", name),
+				 errdetail("The lease was acquired before schedlock 1.1 recorded roles; only a superuser may call %s() for it.",
+						   funcname)));
+	rolename = GetUserNameFromId(row->holder_role, true);
+	if (rolename == NULL)
+		rolename = psprintf("%u", row->holder_role);
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied for lock \"%s\"", name),
+			 errdetail("The lock's last lease was acquired by role \"%s\"; only members of that role may call %s() for it.",
+					   rolename, funcname)));
+}
+
+/*
  * schedlock_acquire
  *		schedlock_acquire(lock_name, lock_at_most_for, lock_at_least_for,
  *						  holder, session_bound) RETURNS bigint
@@ -752,15 +1224,17 @@ schedlock_acquire(PG_FUNCTION_ARGS)
 				 errmsg("session_bound must not be null")));
 	session_bound = PG_GETARG_BOOL(4);
 
-	check_lock_at_most_for(most);
-	if (schedlock_interval_sign(least) < 0)
+	/* both windows are judged by the times they give, from one now */
+	now = GetCurrentTimestamp();
+	until = lease_until(now, most);
+	min_until = lease_end(now, least, "lock_at_least_for");
+	if (min_until < now)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("lock_at_least_for must not be negative"),
-				 errdetail("lock_at_least_for is \"%s\".", interval_text(least))));
-	if (DatumGetInt32(DirectFunctionCall2(interval_cmp,
-										  IntervalPGetDatum(least),
-										  IntervalPGetDatum(most))) > 0)
+				 errdetail("lock_at_least_for is \"%s\", which ends before now.",
+						   interval_text(least))));
+	if (min_until > until)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("lock_at_least_for must not exceed lock_at_most_for"),
@@ -774,11 +1248,7 @@ schedlock_acquire(PG_FUNCTION_ARGS)
 				 errmsg("holder is too long"),
 				 errdetail("The limit is %d characters.",
 						   SCHEDLOCK_MAX_HOLDER_LENGTH)));
-	check_primary("schedlock_acquire");
-
-	now = GetCurrentTimestamp();
-	until = plus_interval(now, most);
-	min_until = plus_interval(now, least);
+	check_writable("schedlock_acquire");
 
 	/* never wait: another transaction busy with this name means "taken" */
 	set_mutex_tag(&mutex, name);
@@ -811,6 +1281,7 @@ schedlock_acquire(PG_FUNCTION_ARGS)
 	values[Anum_lock_lock_until - 1] = TimestampTzGetDatum(until);
 	values[Anum_lock_min_until - 1] = TimestampTzGetDatum(min_until);
 	nulls[Anum_lock_released_at - 1] = true;
+	values[Anum_lock_holder_role - 1] = ObjectIdGetDatum(GetUserId());
 
 	if (oldtup != NULL)
 	{
@@ -869,9 +1340,11 @@ schedlock_release(PG_FUNCTION_ARGS)
 	bool		nulls[Natts_lock];
 	bool		repl[Natts_lock];
 
-	check_primary("schedlock_release");
+	check_writable("schedlock_release");
 
 	oldtup = wait_and_fetch(name, &mutex, &rel, &indexid, &row, &now);
+	if (oldtup != NULL)
+		check_lease_role(name, &row, rel, &mutex, "schedlock_release");
 	if (oldtup == NULL || row.token != token || row.released)
 	{
 		give_up(rel, &mutex);
@@ -927,10 +1400,13 @@ schedlock_extend(PG_FUNCTION_ARGS)
 	bool		nulls[Natts_lock];
 	bool		repl[Natts_lock];
 
-	check_lock_at_most_for(most);
-	check_primary("schedlock_extend");
+	/* bad input fails before any waiting; judged again at the final now */
+	(void) lease_until(GetCurrentTimestamp(), most);
+	check_writable("schedlock_extend");
 
 	oldtup = wait_and_fetch(name, &mutex, &rel, &indexid, &row, &now);
+	if (oldtup != NULL)
+		check_lease_role(name, &row, rel, &mutex, "schedlock_extend");
 	if (oldtup == NULL || row.token != token || !lease_valid(&row, now))
 	{
 		give_up(rel, &mutex);
@@ -939,7 +1415,7 @@ schedlock_extend(PG_FUNCTION_ARGS)
 
 	memset(repl, false, sizeof(repl));
 	memset(nulls, false, sizeof(nulls));
-	values[Anum_lock_lock_until - 1] = TimestampTzGetDatum(plus_interval(now, most));
+	values[Anum_lock_lock_until - 1] = TimestampTzGetDatum(lease_until(now, most));
 	repl[Anum_lock_lock_until - 1] = true;
 	update_lock_row(rel, oldtup, values, nulls, repl);
 	table_close(rel, RowExclusiveLock);
@@ -976,6 +1452,8 @@ schedlock_assert(PG_FUNCTION_ARGS)
 	check_primary("schedlock_assert");
 
 	found = wait_and_fetch(name, &mutex, &rel, &indexid, &row, &now) != NULL;
+	if (found)
+		check_lease_role(name, &row, rel, &mutex, "schedlock_assert");
 	table_close(rel, RowExclusiveLock);
 
 	if (!found)
@@ -1012,4 +1490,18 @@ schedlock_session_alive(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_BOOL(holder_session_alive(PG_GETARG_INT32(0),
 										PG_GETARG_TIMESTAMPTZ(1)));
+}
+
+/*
+ * schedlock_lease_visible
+ *		schedlock.lease_visible(holder_role oid) RETURNS boolean: whether the
+ *		current user may see (and use) the token of a lease acquired by
+ *		holder_role (NULL: before 1.1, superusers only); used by the
+ *		schedlock.locks view, with the same rule the functions apply.
+ */
+Datum
+schedlock_lease_visible(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(may_use_lease(!PG_ARGISNULL(0),
+								 PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0)));
 }

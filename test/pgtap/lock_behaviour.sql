@@ -128,7 +128,7 @@ SELECT ok(NOT pg_temp.ext('a', 'ext-4', :t, '1 hour'), 'extend: after a release 
 
 SELECT pg_temp.acq('a', 'ext-5', '1 hour') AS t \gset
 SELECT ok(pg_temp.ext('b', 'ext-5', :t, '2 hours'),
-		  'extend: the token is the capability, any session holding it may extend');
+		  'extend: any session of the same role holding the token may extend');
 SELECT cmp_ok((SELECT lock_until - clock_timestamp() FROM schedlock.locks WHERE lock_name = 'ext-5'),
 			  '>', interval '119 minutes', 'extend: lock_until is now + the new lock_at_most_for');
 
