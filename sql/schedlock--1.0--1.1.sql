@@ -53,3 +53,46 @@ SELECT s.lock_name,
 	   CASE WHEN schedlock.lease_visible(s.holder_role) THEN s.holder_pid END AS holder_pid,
 	   s.holder_role::pg_catalog.regrole AS holder_role
   FROM schedlock.lock_state s;
+
+-------------------------------------------------------------------------------
+-- Issue 10: a job's owner and run_as role are dependencies of the job
+-------------------------------------------------------------------------------
+
+/*
+ * A job's roles are recorded in pg_shdepend (see src/roles.c), so that DROP
+ * ROLE refuses a role that owns jobs, or that jobs run as, from whichever
+ * database it runs in.  The trigger keeps the records in step with every
+ * change of schedlock.jobs (ENABLE ALWAYS: also when session_replication_role
+ * is replica); schedlock.sync_job_roles() rebuilds them from the table, here
+ * for the jobs of a release 1.0 database, and at every start of dispatch.
+ */
+CREATE FUNCTION schedlock.job_roles_trigger()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'schedlock_job_roles_trigger'
+LANGUAGE C;
+
+COMMENT ON FUNCTION schedlock.job_roles_trigger() IS
+	'internal: keeps the records of the jobs'' roles in pg_shdepend in step with schedlock.jobs';
+
+REVOKE ALL ON FUNCTION schedlock.job_roles_trigger() FROM PUBLIC;
+
+CREATE TRIGGER job_roles
+	AFTER INSERT OR DELETE OR UPDATE OF owner, run_as ON schedlock.jobs
+	FOR EACH ROW EXECUTE FUNCTION schedlock.job_roles_trigger();
+CREATE TRIGGER job_roles_truncate
+	AFTER TRUNCATE ON schedlock.jobs
+	FOR EACH STATEMENT EXECUTE FUNCTION schedlock.job_roles_trigger();
+ALTER TABLE schedlock.jobs ENABLE ALWAYS TRIGGER job_roles;
+ALTER TABLE schedlock.jobs ENABLE ALWAYS TRIGGER job_roles_truncate;
+
+CREATE FUNCTION schedlock.sync_job_roles()
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'schedlock_sync_job_roles_sql'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION schedlock.sync_job_roles() IS
+	'rebuild the records of this database''s jobs on their roles in pg_shdepend; returns how many records changed';
+
+REVOKE ALL ON FUNCTION schedlock.sync_job_roles() FROM PUBLIC;
+
+SELECT schedlock.sync_job_roles();

@@ -172,7 +172,8 @@ drops_schedlock(Node *parsetree)
  * neither fails with "database is being accessed by other users" nor
  * deadlocks with a worker; only the database's owner (or a superuser) can
  * stop them this way.  After DROP EXTENSION the launcher probes again and
- * finds the extension gone once the drop commits.
+ * finds the extension gone once the drop commits.  DROP OWNED and REASSIGN
+ * OWNED also act on the jobs of the roles (roles.c).
  */
 static void
 sl_process_utility(PlannedStmt *pstmt, const char *queryString,
@@ -181,6 +182,15 @@ sl_process_utility(PlannedStmt *pstmt, const char *queryString,
 				   DestReceiver *dest, QueryCompletion *qc)
 {
 	Node	   *parsetree = pstmt->utilityStmt;
+
+	/* PostgreSQL checks the caller's rights and does its part first */
+	if (IsA(parsetree, DropOwnedStmt) || IsA(parsetree, ReassignOwnedStmt))
+	{
+		call_prev_utility(pstmt, queryString, readOnlyTree, context,
+						  params, queryEnv, dest, qc);
+		schedlock_owned_jobs(parsetree);
+		return;
+	}
 
 	if (IsA(parsetree, DropdbStmt) || drops_schedlock(parsetree))
 	{
@@ -312,6 +322,7 @@ _PG_init(void)
 	shmem_startup_hook = sl_shmem_startup;
 	prev_ProcessUtility = ProcessUtility_hook;
 	ProcessUtility_hook = sl_process_utility;
+	schedlock_roles_init();
 
 	schedlock_xact_init();
 	schedlock_register_launcher();

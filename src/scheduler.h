@@ -112,6 +112,13 @@ extern void schedlock_exec_discard_job_state(void);
 /* job.c */
 extern void schedlock_check_command(const char *command);
 
+/* roles.c */
+extern void schedlock_roles_init(void);
+extern void schedlock_owned_jobs(Node *parsetree);
+extern int64 schedlock_sync_job_roles(void);
+extern ErrorData *schedlock_check_job_role(Oid owner, Oid run_as,
+										   MemoryContext cxt);
+
 /* run.c */
 extern void schedlock_run_failed(int64 job_id, TimestampTz scheduled_for,
 								 int32 attempt, TimestampTz now);

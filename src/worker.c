@@ -296,6 +296,8 @@ startup_work(bool fire_reboot)
 
 	if (fire_reboot)
 	{
+		/* after pg_upgrade or a restore the jobs' roles may be unrecorded */
+		(void) schedlock_sync_job_roles();
 		if (SPI_execute_with_args("UPDATE schedlock.jobs SET next_slot = $1, "
 								  "  next_run_at = LEAST($1, next_run_at) "
 								  "WHERE reboot AND enabled",
@@ -824,8 +826,18 @@ notify_job(ClaimedJob *job, ClaimPlan *plan, TimestampTz now)
 	TimestampTz deadline = TimestampTzPlusMilliseconds(now,
 													   job->timeout_ms > 0 ? job->timeout_ms :
 													   SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT * 1000);
-	int64		run_id = record_run(job, plan, "pending", now, deadline, true);
+	ErrorData  *error = schedlock_check_job_role(job->owner, job->run_as, run_cxt);
+	int64		run_id;
 
+	/* a job whose role cannot log in is not notified: its run fails */
+	if (error != NULL)
+	{
+		run_id = record_run(job, plan, "running", now, 0, false);
+		if (run_id != 0)
+			record_outcome(job, plan, run_id, error);
+		return;
+	}
+	run_id = record_run(job, plan, "pending", now, deadline, true);
 	if (run_id != 0)
 		notify_run(job, plan, run_id);
 }
@@ -898,13 +910,16 @@ dispatch_one(ClaimPosition *pos)
 		return true;
 	}
 	user = OidIsValid(job.run_as) ? job.run_as : job.owner;
+	/* a job whose role cannot log in does not run: its run fails */
+	error = schedlock_check_job_role(job.owner, job.run_as, run_cxt);
 
 	if (job.atomic)
 	{
 		wait_until(start);
 		set_running_job(job.job_id);
 		pgstat_report_activity(STATE_RUNNING, job.command);
-		if (!schedlock_exec_atomic(job.command, user, job.timeout_ms, &error))
+		if (error == NULL &&
+			!schedlock_exec_atomic(job.command, user, job.timeout_ms, &error))
 			MemoryContextSwitchTo(run_cxt);
 		set_running_job(0);
 		record_outcome(&job, &plan, run_id, error);
@@ -918,8 +933,11 @@ dispatch_one(ClaimPosition *pos)
 	wait_until(start);
 	set_running_job(job.job_id);
 	pgstat_report_activity(STATE_RUNNING, job.command);
-	(void) schedlock_exec_toplevel(job.command, user, job.timeout_ms, &error);
-	schedlock_exec_discard_job_state();
+	if (error == NULL)
+	{
+		(void) schedlock_exec_toplevel(job.command, user, job.timeout_ms, &error);
+		schedlock_exec_discard_job_state();
+	}
 	set_running_job(0);
 	begin_tx("schedlock: recording a run");
 	record_outcome(&job, &plan, run_id, error);

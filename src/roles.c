@@ -1,0 +1,834 @@
+/*-------------------------------------------------------------------------
+ *
+ * roles.c
+ *	  The roles of a job: a job ties its owner and its run_as role the way
+ *	  an object ties its owner (DROP ROLE refuses, DROP OWNED removes,
+ *	  REASSIGN OWNED hands over), and a job whose role cannot log in does
+ *	  not run.
+ *
+ * Jobs live in a table of their own database, but DROP ROLE may run in any
+ * database of the cluster.  So a job's roles are recorded where PostgreSQL
+ * itself records what ties a role to objects of every database: the shared
+ * catalog pg_shdepend.  Each job has one row for its owner and, when it
+ * runs as another role, one for its run_as role:
+ *
+ *	dbid			the job's database
+ *	classid/objid	pg_extension / the schedlock extension
+ *	objsubid		+k for the owner, -k for run_as; k in 1 .. 2^31-1 is
+ *					derived from the job id (job_subid), so that a job's row
+ *					is found through pg_shdepend's depender index
+ *	refclassid/refobjid	pg_authid / the role
+ *	deptype			SCHEDLOCK_JOB_DEPTYPE ('t')
+ *
+ * Rows with the same database, role and sign are interchangeable: what
+ * counts is how many there are.  A trigger on schedlock.jobs keeps them in
+ * step with the table in the writing transaction (any writer: the job
+ * functions, DROP OWNED and REASSIGN OWNED below, a restore by pg_restore,
+ * a superuser's own UPDATE); schedlock_sync_job_roles rebuilds them from
+ * the table where they drifted (a release 1.0 database when it is updated,
+ * pg_upgrade, a restore with triggers disabled), and worker 0 runs it when
+ * dispatch starts.  Pinned roles (the bootstrap superuser) get no rows,
+ * like everywhere in pg_shdepend.
+ *
+ * What PostgreSQL does with the rows by itself:
+ *	- DROP ROLE refuses while a row references the role, in whichever
+ *	  database it runs; schedlock's object access hook raises the same error
+ *	  first with a detail that counts the jobs per database.  Recording the
+ *	  row takes a share lock on the role and DROP ROLE an exclusive one, so
+ *	  a job scheduled concurrently is never missed.
+ *	- DROP EXTENSION and DROP DATABASE remove the rows with the objects they
+ *	  describe; CREATE DATABASE copies them with the template's tables.
+ *	- DROP OWNED and REASSIGN OWNED act on rows of deptype 'o' (they would
+ *	  drop the extension or give it away), 'a' (revoke privileges on it) and
+ *	  'r' (rewrite a policy).  Rows of deptype 't' of an extension are left
+ *	  alone by all of them, which is why that deptype is used; in every
+ *	  other code path of PostgreSQL 't' rows only exist for relations.
+ *	  schedlock does its part of these two commands in the utility hook,
+ *	  after PostgreSQL has checked the caller's rights and done its own.
+ *
+ * IDENTIFICATION
+ *	  src/roles.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/catalog.h"
+#include "catalog/dependency.h"
+#include "catalog/indexing.h"
+#include "catalog/namespace.h"
+#include "catalog/objectaccess.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_shdepend.h"
+#include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
+#include "commands/extension.h"
+#include "commands/trigger.h"
+#include "commands/user.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "schedlock.h"
+#include "scheduler.h"
+
+/* The deptype of a job's rows in pg_shdepend; see the file header. */
+#define SCHEDLOCK_JOB_DEPTYPE	SHARED_DEPENDENCY_TABLESPACE
+
+/* objsubid magnitudes run from 1 to this. */
+#define JOB_SUBID_MODULUS	2147483647
+
+PG_FUNCTION_INFO_V1(schedlock_job_roles_trigger);
+PG_FUNCTION_INFO_V1(schedlock_sync_job_roles_sql);
+
+PGDLLEXPORT Datum schedlock_job_roles_trigger(PG_FUNCTION_ARGS);
+PGDLLEXPORT Datum schedlock_sync_job_roles_sql(PG_FUNCTION_ARGS);
+
+static object_access_hook_type prev_object_access_hook = NULL;
+
+/* The roles one row of schedlock.jobs refers to. */
+typedef struct JobRoles
+{
+	char	   *job_name;
+	int32		subid;			/* job_subid of the job id */
+	Oid			owner;
+	Oid			run_as;			/* InvalidOid when none or the owner */
+} JobRoles;
+
+/* Jobs of one role in one database, for DROP ROLE's message. */
+typedef struct JobCount
+{
+	Oid			dbid;
+	char	   *dbname;
+	int64		owner;			/* jobs the role owns */
+	int64		run_as;			/* jobs that run as the role */
+} JobCount;
+
+/*
+ * job_subid
+ *		The objsubid magnitude of a job's rows: 1 .. JOB_SUBID_MODULUS.
+ *		schedlock_sync_job_roles computes the same in SQL.
+ */
+static int32
+job_subid(int64 job_id)
+{
+	int64		r = job_id % JOB_SUBID_MODULUS;
+
+	if (r < 0)
+		r += JOB_SUBID_MODULUS;
+	return (int32) (r + 1);
+}
+
+/*
+ * is_job_row
+ *		Whether a pg_shdepend row is one of schedlock's job rows (in any
+ *		database).
+ */
+static bool
+is_job_row(Form_pg_shdepend row)
+{
+	return row->classid == ExtensionRelationId &&
+		row->refclassid == AuthIdRelationId &&
+		row->deptype == SCHEDLOCK_JOB_DEPTYPE &&
+		row->objsubid != 0 &&
+		OidIsValid(row->dbid);
+}
+
+/*
+ * add_job_role
+ *		Record that job job_name (rows objsubid subid) refers to role,
+ *		unless the role is pinned.  Takes a share lock on the role, as PostgreSQL does
+ *		when it records a dependency, so that a concurrent DROP ROLE either
+ *		finishes first (and the role is reported missing here) or sees the
+ *		row.  sdep is pg_shdepend, opened RowExclusiveLock.
+ */
+static void
+add_job_role(Relation sdep, Oid extoid, int32 subid, Oid role,
+			 const char *job_name)
+{
+	Datum		values[Natts_pg_shdepend];
+	bool		nulls[Natts_pg_shdepend];
+	HeapTuple	tup;
+
+	if (!OidIsValid(role) || IsPinnedObject(AuthIdRelationId, role))
+		return;
+	LockSharedObject(AuthIdRelationId, role, 0, AccessShareLock);
+	if (!SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("the %s of job \"%s\" does not exist",
+						subid > 0 ? "owner" : "run_as role", job_name),
+				 errdetail("There is no role with OID %u; it may have been dropped concurrently.",
+						   role)));
+
+	memset(nulls, false, sizeof(nulls));
+	values[Anum_pg_shdepend_dbid - 1] = ObjectIdGetDatum(MyDatabaseId);
+	values[Anum_pg_shdepend_classid - 1] = ObjectIdGetDatum(ExtensionRelationId);
+	values[Anum_pg_shdepend_objid - 1] = ObjectIdGetDatum(extoid);
+	values[Anum_pg_shdepend_objsubid - 1] = Int32GetDatum(subid);
+	values[Anum_pg_shdepend_refclassid - 1] = ObjectIdGetDatum(AuthIdRelationId);
+	values[Anum_pg_shdepend_refobjid - 1] = ObjectIdGetDatum(role);
+	values[Anum_pg_shdepend_deptype - 1] = CharGetDatum(SCHEDLOCK_JOB_DEPTYPE);
+	tup = heap_form_tuple(RelationGetDescr(sdep), values, nulls);
+	CatalogTupleInsert(sdep, tup);
+	heap_freetuple(tup);
+}
+
+/*
+ * remove_job_role
+ *		Delete up to count rows objsubid subid that refer to role in this
+ *		database; fewer when there are fewer (a pinned role has none).
+ *		Returns how many it deleted.  sdep is pg_shdepend, opened
+ *		RowExclusiveLock.
+ */
+static int64
+remove_job_role(Relation sdep, Oid extoid, int32 subid, Oid role, int64 count)
+{
+	ScanKeyData key[4];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	int64		removed = 0;
+
+	ScanKeyInit(&key[0], Anum_pg_shdepend_dbid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(MyDatabaseId));
+	ScanKeyInit(&key[1], Anum_pg_shdepend_classid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(ExtensionRelationId));
+	ScanKeyInit(&key[2], Anum_pg_shdepend_objid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(extoid));
+	ScanKeyInit(&key[3], Anum_pg_shdepend_objsubid, BTEqualStrategyNumber,
+				F_INT4EQ, Int32GetDatum(subid));
+	scan = systable_beginscan(sdep, SharedDependDependerIndexId, true,
+							  NULL, 4, key);
+	while (removed < count && HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_shdepend row = (Form_pg_shdepend) GETSTRUCT(tup);
+
+		if (!is_job_row(row) || row->refobjid != role)
+			continue;
+		CatalogTupleDelete(sdep, &tup->t_self);
+		removed++;
+	}
+	systable_endscan(scan);
+	return removed;
+}
+
+/*
+ * remove_all_job_roles
+ *		Delete every job row of this database (TRUNCATE of the jobs).
+ */
+static void
+remove_all_job_roles(Relation sdep, Oid extoid)
+{
+	ScanKeyData key[3];
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	ScanKeyInit(&key[0], Anum_pg_shdepend_dbid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(MyDatabaseId));
+	ScanKeyInit(&key[1], Anum_pg_shdepend_classid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(ExtensionRelationId));
+	ScanKeyInit(&key[2], Anum_pg_shdepend_objid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(extoid));
+	scan = systable_beginscan(sdep, SharedDependDependerIndexId, true,
+							  NULL, 3, key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		if (is_job_row((Form_pg_shdepend) GETSTRUCT(tup)))
+			CatalogTupleDelete(sdep, &tup->t_self);
+	}
+	systable_endscan(scan);
+}
+
+/*
+ * is_jobs_table
+ *		Whether rel is schedlock.jobs.
+ */
+static bool
+is_jobs_table(Relation rel)
+{
+	return RelationGetNamespace(rel) == get_namespace_oid("schedlock", true) &&
+		strcmp(RelationGetRelationName(rel), "jobs") == 0;
+}
+
+/*
+ * read_job_roles
+ *		The roles a row of schedlock.jobs refers to.
+ */
+static void
+read_job_roles(Relation rel, HeapTuple tup, JobRoles *roles)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	bool		isnull;
+	Datum		d;
+
+	roles->job_name = SPI_getvalue(tup, desc, SPI_fnumber(desc, "job_name"));
+	d = heap_getattr(tup, SPI_fnumber(desc, "job_id"), desc, &isnull);
+	roles->subid = job_subid(isnull ? 0 : DatumGetInt64(d));
+	d = heap_getattr(tup, SPI_fnumber(desc, "owner"), desc, &isnull);
+	roles->owner = isnull ? InvalidOid : DatumGetObjectId(d);
+	d = heap_getattr(tup, SPI_fnumber(desc, "run_as"), desc, &isnull);
+	roles->run_as = isnull ? InvalidOid : DatumGetObjectId(d);
+	if (roles->run_as == roles->owner)
+		roles->run_as = InvalidOid;
+}
+
+/*
+ * schedlock_job_roles_trigger
+ *		Trigger on schedlock.jobs, AFTER INSERT, DELETE or UPDATE OF owner,
+ *		run_as FOR EACH ROW and AFTER TRUNCATE: keep the job's rows in
+ *		pg_shdepend in step with the row.
+ */
+Datum
+schedlock_job_roles_trigger(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	Relation	sdep;
+	Oid			extoid;
+	JobRoles	before;
+	JobRoles	after;
+	bool		has_before = false;
+	bool		has_after = false;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) ||
+		!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
+		!is_jobs_table(trigdata->tg_relation))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("schedlock.job_roles_trigger() may only run as an AFTER trigger of schedlock.jobs")));
+
+	extoid = get_extension_oid("schedlock", false);
+	sdep = table_open(SharedDependRelationId, RowExclusiveLock);
+	if (TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
+		remove_all_job_roles(sdep, extoid);
+	else if (TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
+	{
+		if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
+		{
+			read_job_roles(trigdata->tg_relation, trigdata->tg_trigtuple, &after);
+			has_after = true;
+		}
+		else
+		{
+			read_job_roles(trigdata->tg_relation, trigdata->tg_trigtuple, &before);
+			has_before = true;
+		}
+		if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
+		{
+			read_job_roles(trigdata->tg_relation, trigdata->tg_newtuple, &after);
+			has_after = true;
+		}
+
+		/* an unchanged role keeps its row */
+		if (has_before && has_after && before.subid == after.subid)
+		{
+			if (before.owner == after.owner)
+				before.owner = after.owner = InvalidOid;
+			if (before.run_as == after.run_as)
+				before.run_as = after.run_as = InvalidOid;
+		}
+		if (has_before)
+		{
+			if (OidIsValid(before.owner))
+				(void) remove_job_role(sdep, extoid, before.subid, before.owner, 1);
+			if (OidIsValid(before.run_as))
+				(void) remove_job_role(sdep, extoid, -before.subid, before.run_as, 1);
+		}
+		if (has_after)
+		{
+			add_job_role(sdep, extoid, after.subid, after.owner, after.job_name);
+			if (OidIsValid(after.run_as))
+				add_job_role(sdep, extoid, -after.subid, after.run_as,
+							 after.job_name);
+		}
+	}
+	table_close(sdep, RowExclusiveLock);
+
+	/* the next row's change of the same rows must see this one */
+	CommandCounterIncrement();
+	return PointerGetDatum(NULL);
+}
+
+/*
+ * job_roles_diff
+ *		Run the query that compares the job rows of this database in
+ *		pg_shdepend with schedlock.jobs: one result row (objsubid, role, n)
+ *		for each row kind that must be added (n > 0) or deleted (n < 0).
+ *		Rows are only wanted for existing, unpinned roles.  Caller is
+ *		connected to SPI, runs as the extension owner with a trusted
+ *		search_path.  Returns the number of result rows.
+ */
+static uint64
+job_roles_diff(Oid extoid)
+{
+	Oid			types[5] = {OIDOID, OIDOID, OIDOID, OIDOID, OIDOID};
+	Datum		values[5];
+
+	values[0] = ObjectIdGetDatum(MyDatabaseId);
+	values[1] = ObjectIdGetDatum(ExtensionRelationId);
+	values[2] = ObjectIdGetDatum(extoid);
+	values[3] = ObjectIdGetDatum(AuthIdRelationId);
+	values[4] = ObjectIdGetDatum(FirstUnpinnedObjectId);
+#define SUBID_SQL \
+	"((j.job_id OPERATOR(pg_catalog.%) 2147483647 OPERATOR(pg_catalog.+) 2147483647) " \
+	"  OPERATOR(pg_catalog.%) 2147483647 OPERATOR(pg_catalog.+) 1)::pg_catalog.int4"
+	if (SPI_execute_with_args("SELECT s.objsubid, s.role, s.n FROM ("
+							  " SELECT x.objsubid, x.role, pg_catalog.sum(x.n) AS n FROM ("
+							  "  SELECT " SUBID_SQL " AS objsubid, "
+							  "         j.owner::pg_catalog.oid AS role, 1 AS n "
+							  "    FROM schedlock.jobs j "
+							  "  UNION ALL "
+							  "  SELECT OPERATOR(pg_catalog.-) " SUBID_SQL ", "
+							  "         j.run_as::pg_catalog.oid, 1 "
+							  "    FROM schedlock.jobs j "
+							  "   WHERE j.run_as::pg_catalog.oid OPERATOR(pg_catalog.<>) "
+							  "         j.owner::pg_catalog.oid "
+							  "  UNION ALL "
+							  "  SELECT d.objsubid, d.refobjid, -1 "
+							  "    FROM pg_catalog.pg_shdepend d "
+							  "   WHERE d.dbid OPERATOR(pg_catalog.=) $1 "
+							  "     AND d.classid OPERATOR(pg_catalog.=) $2 "
+							  "     AND d.objid OPERATOR(pg_catalog.=) $3 "
+							  "     AND d.refclassid OPERATOR(pg_catalog.=) $4 "
+							  "     AND d.deptype OPERATOR(pg_catalog.=) 't' "
+							  "     AND d.objsubid OPERATOR(pg_catalog.<>) 0"
+							  " ) x GROUP BY x.objsubid, x.role"
+							  ") s "
+							  "WHERE s.n OPERATOR(pg_catalog.<) 0 "
+							  "   OR (s.n OPERATOR(pg_catalog.>) 0 "
+							  "       AND s.role OPERATOR(pg_catalog.>=) $5 "
+							  "       AND EXISTS (SELECT FROM pg_catalog.pg_roles r "
+							  "                    WHERE r.oid OPERATOR(pg_catalog.=) s.role))",
+							  5, types, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not compare the job roles with the jobs");
+#undef SUBID_SQL
+	return SPI_processed;
+}
+
+/*
+ * schedlock_sync_job_roles
+ *		Make the job rows of this database in pg_shdepend match
+ *		schedlock.jobs, and return how many rows it added or deleted.
+ *		Nothing is locked unless something differs; then the jobs table is
+ *		locked against writers (SHARE ROW EXCLUSIVE) and the comparison
+ *		repeated, so that no concurrent change is undone.  Jobs whose role
+ *		no longer exists are left without a row (they fail when they run).
+ *		Runs as the extension owner.  In a transaction.
+ */
+int64
+schedlock_sync_job_roles(void)
+{
+	Oid			extoid = get_extension_oid("schedlock", true);
+	Oid			save_uid;
+	int			save_sec;
+	int			nestlevel;
+	int64		changed = 0;
+
+	if (!OidIsValid(extoid))
+		return 0;
+	SPI_connect();
+	schedlock_begin_as_owner(&save_uid, &save_sec);
+	nestlevel = schedlock_trusted_path_begin();
+	if (job_roles_diff(extoid) > 0)
+	{
+		Relation	sdep;
+		uint64		n;
+		uint64		i;
+
+		LockRelationOid(get_relname_relid("jobs", get_namespace_oid("schedlock", false)),
+						ShareRowExclusiveLock);
+		n = job_roles_diff(extoid);
+		sdep = table_open(SharedDependRelationId, RowExclusiveLock);
+		for (i = 0; i < n; i++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[i];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+			int32		subid = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+			Oid			role = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+			int64		count = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+
+			if (count < 0)
+				changed += remove_job_role(sdep, extoid, subid, role, -count);
+			else
+			{
+				LockSharedObject(AuthIdRelationId, role, 0, AccessShareLock);
+				if (!SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)))
+					continue;	/* dropped meanwhile */
+				for (; count > 0; count--, changed++)
+					add_job_role(sdep, extoid, subid, role, "?");
+			}
+		}
+		table_close(sdep, RowExclusiveLock);
+		CommandCounterIncrement();
+	}
+	schedlock_trusted_path_end(nestlevel);
+	schedlock_end_as_owner(save_uid, save_sec);
+	SPI_finish();
+
+	if (changed > 0)
+		ereport(LOG,
+				(errmsg("schedlock rebuilt %lld dependency records of jobs on roles",
+						(long long) changed)));
+	return changed;
+}
+
+/*
+ * schedlock_sync_job_roles_sql
+ *		SQL: schedlock.sync_job_roles() -> bigint
+ *
+ * Rebuilds the records of this database's jobs in pg_shdepend (see
+ * schedlock_sync_job_roles); not executable by PUBLIC.
+ */
+Datum
+schedlock_sync_job_roles_sql(PG_FUNCTION_ARGS)
+{
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot execute sync_job_roles() during recovery"),
+				 errhint("Connect to the primary server.")));
+	PG_RETURN_INT64(schedlock_sync_job_roles());
+}
+
+/*
+ * compare_job_counts
+ *		qsort comparator: by database name.
+ */
+static int
+compare_job_counts(const void *a, const void *b)
+{
+	return strcmp(((const JobCount *) a)->dbname,
+				  ((const JobCount *) b)->dbname);
+}
+
+/*
+ * check_drop_role
+ *		Refuse to drop a role that owns jobs, or that jobs run as, in any
+ *		database: SQLSTATE 2BP01 and a detail with one line per database
+ *		and kind, like PostgreSQL's own for objects.  Called by DROP ROLE
+ *		after its permission checks; takes the lock DROP ROLE is about to
+ *		take, so that no job can be scheduled for the role meanwhile.
+ */
+static void
+check_drop_role(Oid roleid)
+{
+	Relation	sdep;
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	JobCount   *counts = NULL;
+	int			ncounts = 0;
+	int			allocated = 0;
+	int			nnamed = 0;
+	int			i;
+	StringInfoData detail;
+
+	LockSharedObject(AuthIdRelationId, roleid, 0, AccessExclusiveLock);
+
+	sdep = table_open(SharedDependRelationId, AccessShareLock);
+	ScanKeyInit(&key[0], Anum_pg_shdepend_refclassid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(AuthIdRelationId));
+	ScanKeyInit(&key[1], Anum_pg_shdepend_refobjid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(roleid));
+	scan = systable_beginscan(sdep, SharedDependReferenceIndexId, true,
+							  NULL, 2, key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_shdepend row = (Form_pg_shdepend) GETSTRUCT(tup);
+		JobCount   *c = NULL;
+
+		if (!is_job_row(row))
+			continue;
+		for (i = 0; i < ncounts; i++)
+			if (counts[i].dbid == row->dbid)
+				c = &counts[i];
+		if (c == NULL)
+		{
+			if (ncounts == allocated)
+			{
+				allocated = allocated ? allocated * 2 : 8;
+				counts = counts ? repalloc(counts, allocated * sizeof(JobCount)) :
+					palloc(allocated * sizeof(JobCount));
+			}
+			c = &counts[ncounts++];
+			c->dbid = row->dbid;
+			c->dbname = NULL;
+			c->owner = c->run_as = 0;
+		}
+		if (row->objsubid > 0)
+			c->owner++;
+		else
+			c->run_as++;
+	}
+	systable_endscan(scan);
+	table_close(sdep, AccessShareLock);
+	if (ncounts == 0)
+		return;
+
+	/* a database dropped meanwhile took its rows with it */
+	for (i = 0; i < ncounts; i++)
+	{
+		char	   *name = get_database_name(counts[i].dbid);
+
+		if (name != NULL)
+		{
+			counts[nnamed] = counts[i];
+			counts[nnamed++].dbname = name;
+		}
+	}
+	if (nnamed == 0)
+		return;
+	qsort(counts, nnamed, sizeof(JobCount), compare_job_counts);
+
+	initStringInfo(&detail);
+	for (i = 0; i < nnamed; i++)
+	{
+		if (counts[i].owner > 0)
+			appendStringInfo(&detail, "%sowner of %lld %s in database %s",
+							 detail.len > 0 ? "\n" : "",
+							 (long long) counts[i].owner,
+							 counts[i].owner == 1 ? "job" : "jobs",
+							 counts[i].dbname);
+		if (counts[i].run_as > 0)
+			appendStringInfo(&detail, "%srun_as of %lld %s in database %s",
+							 detail.len > 0 ? "\n" : "",
+							 (long long) counts[i].run_as,
+							 counts[i].run_as == 1 ? "job" : "jobs",
+							 counts[i].dbname);
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+			 errmsg("role \"%s\" cannot be dropped because some objects depend on it",
+					GetUserNameFromId(roleid, false)),
+			 errdetail_internal("%s", detail.data),
+			 errhint("In each database named, run REASSIGN OWNED BY or DROP OWNED BY for the role, or remove the jobs with unschedule_job().")));
+}
+
+/*
+ * sl_object_access
+ *		object_access_hook: DROP ROLE asks before it drops a role (after its
+ *		own permission checks, before its own dependency check).
+ */
+static void
+sl_object_access(ObjectAccessType access, Oid classId, Oid objectId,
+				 int subId, void *arg)
+{
+	if (prev_object_access_hook)
+		prev_object_access_hook(access, classId, objectId, subId, arg);
+	if (access == OAT_DROP && classId == AuthIdRelationId)
+		check_drop_role(objectId);
+}
+
+/*
+ * schedlock_roles_init
+ *		Install the object access hook; called by _PG_init.
+ */
+void
+schedlock_roles_init(void)
+{
+	prev_object_access_hook = object_access_hook;
+	object_access_hook = sl_object_access;
+}
+
+/*
+ * reassign_jobs
+ *		REASSIGN OWNED BY roles TO newrole, for the jobs: owner and run_as.
+ *		A job name that newrole would then have twice is an error and
+ *		changes nothing.  Connected to SPI, as the extension owner.
+ */
+static void
+reassign_jobs(Datum roles, Oid newrole)
+{
+	Oid			types[2] = {OIDARRAYOID, OIDOID};
+	Datum		values[2] = {roles, ObjectIdGetDatum(newrole)};
+
+	if (SPI_execute_with_args("SELECT j.job_name, pg_catalog.string_agg("
+							  "         pg_catalog.quote_ident(j.owner::pg_catalog.text), ', ' "
+							  "         ORDER BY j.owner::pg_catalog.text) "
+							  "  FROM schedlock.jobs j "
+							  " WHERE j.owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) "
+							  "    OR j.owner::pg_catalog.oid OPERATOR(pg_catalog.=) $2 "
+							  " GROUP BY j.job_name "
+							  "HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1 "
+							  " ORDER BY j.job_name LIMIT 1",
+							  2, types, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not look for clashing job names");
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("role \"%s\" would own two jobs named \"%s\"",
+						GetUserNameFromId(newrole, false),
+						SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
+				 errdetail("Roles %s each have a job of that name, and job names are unique per owner.",
+						   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2)),
+				 errhint("Unschedule one of the jobs (schedule it again under another name if it is still needed), then run REASSIGN OWNED again.")));
+
+	if (SPI_execute_with_args("UPDATE schedlock.job_runs r "
+							  "   SET owner = $2::pg_catalog.regrole "
+							  "  FROM schedlock.jobs j "
+							  " WHERE r.job_id OPERATOR(pg_catalog.=) j.job_id "
+							  "   AND j.owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
+							  2, types, values, NULL, false, 0) != SPI_OK_UPDATE ||
+		SPI_execute_with_args("UPDATE schedlock.jobs "
+							  "   SET owner = $2::pg_catalog.regrole "
+							  " WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
+							  2, types, values, NULL, false, 0) != SPI_OK_UPDATE ||
+		SPI_execute_with_args("UPDATE schedlock.jobs "
+							  "   SET run_as = $2::pg_catalog.regrole "
+							  " WHERE run_as::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
+							  2, types, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not reassign jobs");
+}
+
+/*
+ * drop_jobs
+ *		DROP OWNED BY roles, for the jobs: delete the jobs they own and the
+ *		jobs that run as one of them, with their runs (ON DELETE CASCADE).
+ *		Connected to SPI, as the extension owner.
+ */
+static void
+drop_jobs(Datum roles)
+{
+	Oid			types[1] = {OIDARRAYOID};
+	Datum		values[1] = {roles};
+
+	if (SPI_execute_with_args("DELETE FROM schedlock.jobs "
+							  " WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) "
+							  "    OR run_as::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
+							  1, types, values, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not drop jobs");
+}
+
+/*
+ * schedlock_owned_jobs
+ *		The jobs' part of DROP OWNED and REASSIGN OWNED in this database.
+ *		Called by the utility hook after PostgreSQL has run the statement:
+ *		its permission checks (the caller has the privileges of every role
+ *		named) have passed and the roles exist.  An error here rolls the
+ *		whole statement back.
+ */
+void
+schedlock_owned_jobs(Node *parsetree)
+{
+	List	   *roleids;
+	ListCell   *lc;
+	Datum	   *elems;
+	int			n = 0;
+	Datum		roles;
+	Oid			save_uid;
+	int			save_sec;
+	int			nestlevel;
+
+	if (!OidIsValid(get_extension_oid("schedlock", true)))
+		return;
+	if (IsA(parsetree, DropOwnedStmt))
+		roleids = roleSpecsToIds(((DropOwnedStmt *) parsetree)->roles);
+	else
+		roleids = roleSpecsToIds(((ReassignOwnedStmt *) parsetree)->roles);
+	elems = palloc(sizeof(Datum) * Max(list_length(roleids), 1));
+	foreach(lc, roleids)
+		elems[n++] = ObjectIdGetDatum(lfirst_oid(lc));
+	roles = PointerGetDatum(construct_array(elems, n, OIDOID, sizeof(Oid),
+											true, TYPALIGN_INT));
+
+	SPI_connect();
+	schedlock_begin_as_owner(&save_uid, &save_sec);
+	nestlevel = schedlock_trusted_path_begin();
+	if (IsA(parsetree, DropOwnedStmt))
+		drop_jobs(roles);
+	else
+		reassign_jobs(roles,
+					  get_rolespec_oid(((ReassignOwnedStmt *) parsetree)->newrole, false));
+	schedlock_trusted_path_end(nestlevel);
+	schedlock_end_as_owner(save_uid, save_sec);
+	SPI_finish();
+}
+
+/*
+ * role_error
+ *		An ErrorData in cxt for the worker to record as a run's outcome.
+ */
+static ErrorData *
+role_error(MemoryContext cxt, int sqlerrcode, const char *message)
+{
+	ErrorData  *error = MemoryContextAllocZero(cxt, sizeof(ErrorData));
+
+	error->elevel = ERROR;
+	error->sqlerrcode = sqlerrcode;
+	error->message = MemoryContextStrdup(cxt, message);
+	error->assoc_context = cxt;
+	return error;
+}
+
+/*
+ * check_login
+ *		Whether role could log in to this database now; if not, the error
+ *		saying why (what names the role in the message: "job owner", ...).
+ */
+static ErrorData *
+check_login(Oid role, const char *what, MemoryContext cxt)
+{
+	HeapTuple	tup;
+	Form_pg_authid form;
+	char	   *name;
+	Datum		until;
+	bool		isnull;
+	ErrorData  *error = NULL;
+
+	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(role));
+	if (!HeapTupleIsValid(tup))
+		return role_error(cxt, ERRCODE_UNDEFINED_OBJECT,
+						  psprintf("%s (role with OID %u) does not exist", what, role));
+	form = (Form_pg_authid) GETSTRUCT(tup);
+	name = pstrdup(NameStr(form->rolname));
+	until = SysCacheGetAttr(AUTHOID, tup, Anum_pg_authid_rolvaliduntil, &isnull);
+	if (!form->rolcanlogin)
+		error = role_error(cxt, ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION,
+						   psprintf("%s \"%s\" is not permitted to log in", what, name));
+	else if (!isnull && DatumGetTimestampTz(until) < GetCurrentTimestamp())
+		error = role_error(cxt, ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION,
+						   psprintf("%s \"%s\" has expired: its VALID UNTIL time %s has passed",
+									what, name, timestamptz_to_str(DatumGetTimestampTz(until))));
+	ReleaseSysCache(tup);
+	if (error == NULL &&
+		pg_database_aclcheck(MyDatabaseId, role, ACL_CONNECT) != ACLCHECK_OK)
+		error = role_error(cxt, ERRCODE_INSUFFICIENT_PRIVILEGE,
+						   psprintf("%s \"%s\" has no CONNECT privilege on database \"%s\"",
+									what, name, get_database_name(MyDatabaseId)));
+	return error;
+}
+
+/*
+ * schedlock_check_job_role
+ *		Whether a job of owner, running as run_as (InvalidOid: the owner),
+ *		may run now: both roles must exist and be able to log in to this
+ *		database (LOGIN, VALID UNTIL not passed, CONNECT privilege).
+ *		Returns NULL, or the error to record as the run's outcome (SQLSTATE
+ *		42704, 28000 or 42501), allocated in cxt.  The worker calls it in
+ *		the claiming transaction, before a command runs or a notification
+ *		is sent.
+ */
+ErrorData *
+schedlock_check_job_role(Oid owner, Oid run_as, MemoryContext cxt)
+{
+	ErrorData  *error = check_login(owner, "job owner", cxt);
+
+	if (error == NULL && OidIsValid(run_as) && run_as != owner)
+		error = check_login(run_as, "run_as role", cxt);
+	return error;
+}
