@@ -70,6 +70,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timeout.h"
 
+#include "compat.h"
 #include "schedlock.h"
 #include "scheduler.h"
 
@@ -230,7 +231,7 @@ run_statement(RawStmt *parsetree, const char *command, MemoryContext cxt)
 	PortalSetResultFormat(portal, 1, &format);
 	receiver = CreateDestReceiver(DestNone);
 	InitializeQueryCompletion(&qc);
-	(void) PortalRun(portal, FETCH_ALL, true, true, receiver, receiver, &qc);
+	(void) schedlock_portal_run(portal, FETCH_ALL, true, receiver, receiver, &qc);
 	receiver->rDestroy(receiver);
 	PortalDrop(portal, false);
 

@@ -676,11 +676,7 @@ check_writable(const char *funcname)
 static int64
 current_timeline(void)
 {
-#if PG_VERSION_NUM >= 150000
 	return (int64) GetWALInsertionTimeLine();
-#else
-	return (int64) ThisTimeLineID;
-#endif
 }
 
 /*

@@ -26,6 +26,7 @@
 #include "utils/acl.h"
 #include "utils/guc.h"
 
+#include "compat.h"
 #include "cron_pg.h"
 #include "schedlock.h"
 #include "scheduler.h"
@@ -200,14 +201,14 @@ sl_process_utility(PlannedStmt *pstmt, const char *queryString,
 		{
 			dboid = get_database_oid(((DropdbStmt *) parsetree)->dbname, true);
 			if (dboid == MyDatabaseId ||
-				(OidIsValid(dboid) && !pg_database_ownercheck(dboid, GetUserId())))
+				(OidIsValid(dboid) && !schedlock_database_ownercheck(dboid, GetUserId())))
 				dboid = InvalidOid;
 		}
 		else
 		{
 			/* DROP EXTENSION schedlock: wait for this database's workers */
 			dboid = MyDatabaseId;
-			if (pg_database_ownercheck(dboid, GetUserId()))
+			if (schedlock_database_ownercheck(dboid, GetUserId()))
 				schedlock_probe_database_at_commit();
 			else
 				dboid = InvalidOid;
@@ -299,11 +300,7 @@ _PG_init(void)
 							NULL,
 							NULL);
 
-#if PG_VERSION_NUM >= 150000
 	MarkGUCPrefixReserved("schedlock");
-#else
-	EmitWarningsOnPlaceholders("schedlock");
-#endif
 
 	schedlock_lock_init();
 
