@@ -5,6 +5,7 @@
 #
 # "make installcheck" runs the pg_regress suite against a server you started
 # yourself with shared_preload_libraries = 'schedlock'.
+# "make dist" writes schedlock-VERSION.zip (for PGXN) of the committed tree.
 
 EXTENSION = schedlock
 MODULE_big = schedlock
@@ -22,3 +23,15 @@ PG_CFLAGS = -Wall -Wmissing-prototypes -Wpointer-arith -Werror=vla
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# The release's version as PGXN wants it: default_version of the control
+# file as a semantic version (1.1 -> 1.1.0); test/t/007_release_files.pl
+# checks that META.json says the same.
+EXTVERSION = $(shell sed -n "s/^default_version = '\\([0-9.]*\\)'/\\1/p" $(srcdir)/schedlock.control | awk -F. '{ printf "%s.%s.%s", $$1, $$2, ($$3 == "" ? 0 : $$3) }')
+
+# a zip of HEAD with every file under schedlock-VERSION/ (uncommitted
+# changes are not in it)
+.PHONY: dist
+dist:
+	git archive --format=zip --prefix=schedlock-$(EXTVERSION)/ --output=schedlock-$(EXTVERSION).zip HEAD
+	@echo "wrote schedlock-$(EXTVERSION).zip"

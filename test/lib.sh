@@ -2,8 +2,11 @@
 # the benchmark scripts.  Source it; do not run it.
 #
 # What it gives:
-#   sl_ensure_packages PKG...   apt-get install what is missing (root only)
-#   sl_build_install            make && make install against PostgreSQL 15
+#   sl_ensure_packages PKG...   apt-get install what is missing (root only;
+#                               never the recommended extras)
+#   sl_fuzz_packages            the clang and libFuzzer runtime packages of
+#                               this Debian release
+#   sl_build_install            make && make install against PostgreSQL $SL_PGVER
 #   sl_as_server CMD...         run CMD as the unprivileged server user
 #   sl_cluster_start DIR [CONF] initdb + start a throwaway cluster in DIR
 #   sl_cluster_stop DIR         stop it (also registered for EXIT)
@@ -28,7 +31,9 @@ sl_log()
 	printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*"
 }
 
-# sl_ensure_packages PKG... : install the packages that are not installed yet.
+# sl_ensure_packages PKG... : install the packages that are not installed yet,
+# without the packages they merely recommend (Debian's postgresql-NN would
+# otherwise pull in a mail server, cron and more).
 sl_ensure_packages()
 {
 	local missing="" p
@@ -41,7 +46,8 @@ sl_ensure_packages()
 		if command -v sudo >/dev/null 2>&1; then
 			sl_log "installing:$missing (sudo)"
 			sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-				sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing
+				sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+					--no-install-recommends $missing
 			return
 		fi
 		echo "missing Debian packages:$missing (run as root, or install them)" >&2
@@ -49,7 +55,26 @@ sl_ensure_packages()
 	fi
 	sl_log "installing:$missing"
 	DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null &&
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			$missing >/dev/null
+}
+
+# sl_fuzz_packages : "clang libclang-rt-N-dev" for the clang this Debian
+# release ships (14 in Debian 12, 19 in Debian 13, newer in sid): libFuzzer
+# and the sanitizer runtimes come in the versioned package.  Prints nothing
+# when the release's clang cannot be found.
+sl_fuzz_packages()
+{
+	local v
+	v=$(clang --version 2>/dev/null | sed -n 's/.*clang version \([0-9][0-9]*\)\..*/\1/p' | head -n 1)
+	if [ -z "$v" ]; then
+		v=$(apt-cache depends clang 2>/dev/null | sed -n 's/^ *Depends: clang-\([0-9][0-9]*\)$/\1/p' | head -n 1)
+	fi
+	if [ -z "$v" ] && [ "$(id -u)" -eq 0 ]; then
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null 2>&1
+		v=$(apt-cache depends clang 2>/dev/null | sed -n 's/^ *Depends: clang-\([0-9][0-9]*\)$/\1/p' | head -n 1)
+	fi
+	[ -n "$v" ] && echo "clang libclang-rt-$v-dev"
 }
 
 # sl_build_install : compile the extension and install it into PostgreSQL.

@@ -20,8 +20,10 @@
 #
 # It prints a summary per suite and ends with "N passed, M failed"; the exit
 # status is non-zero when anything failed.  SL_ONLY="regress isolation" runs a
-# subset (logcheck then covers the logs of that subset).  Every server it
-# starts is stopped on exit.
+# subset (logcheck then covers the logs of that subset), SL_SKIP_SUITES=
+# "cron-fuzz lock-stress" leaves out the named test/suites/*.sh, SL_PGVER=17
+# tests against PostgreSQL 17 (test/matrix.sh runs every supported version).
+# Every server it starts is stopped on exit.
 
 set -u
 cd "$(dirname "$0")/.." || exit 2
@@ -30,7 +32,34 @@ source test/lib.sh
 SL_ONLY=${SL_ONLY:-"regress isolation pgtap suites tap security"}
 SL_KEEP=${SL_KEEP:-}
 
-sl_ensure_packages $SL_BASE_PACKAGES clang libclang-rt-14-dev || exit 2
+SL_SKIP_SUITES=${SL_SKIP_SUITES:-}
+
+# clang and libFuzzer only when the cron-fuzz suite is to run; the package
+# names follow the Debian release (libclang-rt-14-dev in Debian 12)
+FUZZ_PACKAGES=""
+case " $SL_ONLY " in
+	*" suites "*)
+		case " $SL_SKIP_SUITES " in
+			*" cron-fuzz "*) ;;
+			*)
+				FUZZ_PACKAGES=$(sl_fuzz_packages)
+				[ -z "$FUZZ_PACKAGES" ] &&
+					sl_log "this Debian release has no clang package: cron-fuzz will fail"
+				;;
+		esac
+		;;
+esac
+# Python and Java for the README's samples (test/suites/readme-samples.sh)
+README_PACKAGES=""
+case " $SL_ONLY " in
+	*" suites "*)
+		case " $SL_SKIP_SUITES " in
+			*" readme-samples "*) ;;
+			*) README_PACKAGES="python3 python3-psycopg2 python3-psycopg default-jdk-headless libpostgresql-jdbc-java" ;;
+		esac
+		;;
+esac
+sl_ensure_packages $SL_BASE_PACKAGES $FUZZ_PACKAGES $README_PACKAGES || exit 2
 sl_log "building and installing schedlock"
 sl_build_install || {
 	echo "build failed" >&2
@@ -162,6 +191,14 @@ run_suites()
 	local s name log rc
 	for s in $(ls test/suites/*.sh 2>/dev/null | sort); do
 		name=$(basename "$s" .sh)
+		case " $SL_SKIP_SUITES " in
+			*" $name "*)
+				sl_log "suite $name: skipped (SL_SKIP_SUITES)"
+				SUMMARY="$SUMMARY$(printf '  %-28s skipped (SL_SKIP_SUITES)' "suite $name")
+"
+				continue
+				;;
+		esac
 		log="$WORK/suite-$name.log"
 		SUITE_TMP=$(sl_mktemp_dir "schedlock-$name")
 		sl_log "suite $name"

@@ -265,11 +265,12 @@ is($node->safe_psql('app', $burst), '0|250',
 # Pruning runs in worker 0 on the first pass of its loop and then at most
 # once a minute, so each phase restarts the server and waits for worker 0
 # to finish its first pass: pg_stat_activity shows it idle only after a
-# whole pass (it is "active" from its start-up work until then).
+# whole pass (it is "active" from its start-up work until then).  The log line
+# may carry a SQLSTATE before LOG (test/run-all.sh logs %e).
 sub worker0_pid
 {
 	my ($offset) = @_;
-	my $re = qr/\[(\d+)\] LOG:  schedlock worker 0 for database app started/;
+	my $re = qr/\[(\d+)\] (?:[0-9A-Z]{5} )?LOG:  schedlock worker 0 for database app started/;
 	$node->wait_for_log($re, $offset);
 	my ($pid) = (slurp_file($node->logfile, $offset) =~ $re);
 	return $pid;

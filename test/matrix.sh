@@ -1,0 +1,317 @@
+#!/usr/bin/env bash
+# test/matrix.sh - the test command on every tested PostgreSQL version.
+#
+#   bash test/matrix.sh         (as root, on Debian 12; what CI runs)
+#
+# Runs bash test/run-all.sh once per version and ends with one line
+# "N passed, M failed" over all of them; the exit status is non-zero when
+# anything failed or a version could not be set up.
+#
+#   15   Debian 12's own packages, on this machine itself
+#   17   Debian 13 "trixie" packages, in a chroot
+#   18   Debian sid packages, in a chroot
+#
+# The chroots are made by this script, from Debian's archive only:
+# `debootstrap --variant=minbase` into the run's scratch directory, then
+# apt-get install --no-install-recommends of postgresql-NN, its -dev, pgtap
+# and pg_cron packages and the test tools.  They are built one after the
+# other in the background while the PostgreSQL 15 run goes on, used by this
+# run only and deleted at its end (nothing outside the scratch directory is
+# kept for a later run).  The archive reachable here is a dated snapshot
+# whose sid Release file is past its Valid-Until date, so apt in the roots
+# does not check that date.
+#
+# Every chroot command runs in a mount namespace of its own (unshare), with
+# /proc, /dev and a fresh /dev/shm mounted for initdb and the servers; they
+# are unmounted when the command ends, and the namespace takes them away
+# even if it is killed.  Servers listen only on a Unix socket (test/lib.sh,
+# PostgreSQL::Test::Cluster); run-all.sh stops every server it starts, and
+# on exit this script also ends any process still running inside a root.
+#
+# Settings (environment):
+#   SL_MATRIX="15 17 18"    the versions to test
+#   SL_MATRIX_ONLY          layers run-all.sh runs on 17 and 18 (default all:
+#                           "regress isolation pgtap suites tap security")
+#   SL_MATRIX_SKIP_SUITES   suites left out on 17 and 18 (default
+#                           "cron-fuzz lock-stress readme-samples": the
+#                           fuzzer tests pure C code that does not depend on
+#                           the server, the 32-client stress run and the
+#                           README samples (a JDK) are the heavy ones; all
+#                           three run on 15)
+#   SL_MATRIX_TIMEOUT=1800  seconds one version's run may take
+#   SL_MIRROR               Debian mirror (default http://deb.debian.org/debian)
+#   SL_KEEP=1               keep the scratch directory (roots and logs)
+
+set -u
+cd "$(dirname "$0")/.." || exit 2
+SRC=$(pwd)
+
+SL_MATRIX=${SL_MATRIX:-"15 17 18"}
+SL_MATRIX_ONLY=${SL_MATRIX_ONLY:-"regress isolation pgtap suites tap security"}
+SL_MATRIX_SKIP_SUITES=${SL_MATRIX_SKIP_SUITES-"cron-fuzz lock-stress readme-samples"}
+SL_MATRIX_TIMEOUT=${SL_MATRIX_TIMEOUT:-1800}
+SL_MIRROR=${SL_MIRROR:-http://deb.debian.org/debian}
+SL_KEEP=${SL_KEEP:-}
+
+# Debian release that ships each version (15: this machine itself)
+release_of()
+{
+	case $1 in
+		15) echo host ;;
+		17) echo trixie ;;
+		18) echo sid ;;
+		*) echo none ;;
+	esac
+}
+
+log()
+{
+	printf '[%s] matrix: %s\n' "$(date +%H:%M:%S)" "$*"
+}
+
+START=$(date +%s)
+needs_roots=""
+for v in $SL_MATRIX; do
+	case $(release_of "$v") in
+		host) ;;
+		none)
+			echo "test/matrix.sh: no Debian release known for PostgreSQL $v" >&2
+			exit 2
+			;;
+		*) needs_roots="$needs_roots $v" ;;
+	esac
+done
+
+if [ -n "$needs_roots" ]; then
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "test/matrix.sh: building the chroots for$needs_roots needs root" >&2
+		exit 2
+	fi
+	missing=""
+	command -v debootstrap >/dev/null 2>&1 || missing="debootstrap"
+	command -v unshare >/dev/null 2>&1 || missing="$missing util-linux"
+	if [ -n "$missing" ]; then
+		log "installing$missing"
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null &&
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+				--no-install-recommends $missing >/dev/null || exit 2
+	fi
+fi
+
+WORK=$(mktemp -d /tmp/schedlock-matrix.XXXXXX)
+chmod 755 "$WORK"
+log "scratch directory $WORK"
+PREP_PID=""
+CHILD=""
+
+# root_pids ROOT : processes whose root directory is ROOT (started in it)
+root_pids()
+{
+	local p r
+	for p in /proc/[0-9]*; do
+		r=$(readlink "$p/root" 2>/dev/null) || continue
+		[ "$r" = "$1" ] && echo "${p#/proc/}"
+	done
+}
+
+# cleanup : end the background preparation and anything still running in a
+# root, unmount whatever is still mounted under the scratch directory, and
+# delete it (unless SL_KEEP).
+cleanup()
+{
+	local r pids m
+	trap - EXIT INT TERM
+	if [ -n "$CHILD" ]; then
+		# the timeout and tee processes of the run in progress
+		pkill -TERM -P "$CHILD" 2>/dev/null
+		wait "$CHILD" 2>/dev/null
+	fi
+	if [ -n "$PREP_PID" ] && kill -0 "$PREP_PID" 2>/dev/null; then
+		kill -- "-$PREP_PID" 2>/dev/null
+		wait "$PREP_PID" 2>/dev/null
+	fi
+	for r in "$WORK"/root-*; do
+		[ -d "$r" ] || continue
+		pids=$(root_pids "$r")
+		if [ -n "$pids" ]; then
+			log "ending processes left in $r: $(echo $pids)"
+			kill -9 $pids 2>/dev/null
+			sleep 1
+		fi
+	done
+	# mounts are made in private namespaces; this only catches leftovers
+	for m in $(awk -v w="$WORK/" 'index($2, w) == 1 { print $2 }' /proc/self/mounts | sort -r); do
+		umount "$m" 2>/dev/null || umount -l "$m"
+	done
+	if [ -z "$SL_KEEP" ]; then
+		rm -rf --one-file-system "$WORK"
+	else
+		log "kept $WORK"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# in_root ROOT CMD... : run CMD chrooted in ROOT, in a mount namespace of its
+# own with /proc, /dev (with /dev/pts) and an empty /dev/shm mounted, and
+# unmounted again when CMD ends.  A clean environment: only what the tests
+# need crosses into the root.
+in_root()
+{
+	local root=$1
+	shift
+	unshare --mount --propagation private -- /bin/sh -c '
+		r=$1; shift
+		mount -t proc proc "$r/proc" &&
+			mount --rbind /dev "$r/dev" &&
+			mount -t tmpfs -o mode=1777,size=1g shm "$r/dev/shm" || exit 99
+		chroot "$r" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+			HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive CI="${CI:-}" "$@"
+		rc=$?
+		umount "$r/dev/shm"
+		umount -R "$r/dev" || umount -l "$r/dev"
+		umount "$r/proc" || umount -l "$r/proc"
+		exit $rc
+	' in_root "$root" "$@"
+}
+
+# prepare_root VERSION : debootstrap the release of VERSION into
+# $WORK/root-VERSION and install the packages its tests need.  Writes
+# $WORK/root-VERSION.ok on success.
+prepare_root()
+{
+	local v=$1 rel root pkgs
+	rel=$(release_of "$v")
+	root="$WORK/root-$v"
+	log "PostgreSQL $v: debootstrap $rel"
+	debootstrap --variant=minbase "$rel" "$root" "$SL_MIRROR" >"$WORK/debootstrap-$v.log" 2>&1 || {
+		tail -n 20 "$WORK/debootstrap-$v.log"
+		return 1
+	}
+	# apt: the snapshot's Release files may be past Valid-Until; never
+	# start services in the root, and no default cluster on port 5432
+	echo 'Acquire::Check-Valid-Until "false";' >"$root/etc/apt/apt.conf.d/90schedlock"
+	printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
+	chmod 755 "$root/usr/sbin/policy-rc.d"
+	mkdir -p "$root/etc/postgresql-common"
+	echo 'create_main_cluster = false' >"$root/etc/postgresql-common/createcluster.conf"
+	# what test/lib.sh would install, plus pg_cron
+	pkgs=$(SL_PGVER=$v bash -c 'source test/lib.sh; echo $SL_BASE_PACKAGES')
+	pkgs="$pkgs postgresql-$v-cron"
+	log "PostgreSQL $v: apt-get install in the $rel root"
+	in_root "$root" sh -c "apt-get update -qq && apt-get install -y -qq --no-install-recommends $pkgs" \
+		>"$WORK/apt-$v.log" 2>&1 || {
+		tail -n 20 "$WORK/apt-$v.log"
+		return 1
+	}
+	log "PostgreSQL $v: root ready ($(du -sm "$root" | cut -f1) MB)"
+	touch "$root.ok"
+}
+
+# prepare_all VERSION... : one root after the other
+prepare_all()
+{
+	local v
+	for v in "$@"; do
+		prepare_root "$v" || log "PostgreSQL $v: preparing the root FAILED"
+	done
+}
+
+if [ -n "$needs_roots" ]; then
+	setsid bash -c "$(declare -f log release_of in_root prepare_root prepare_all);
+		WORK='$WORK' SL_MIRROR='$SL_MIRROR'; prepare_all $needs_roots" \
+		>"$WORK/prepare.log" 2>&1 &
+	PREP_PID=$!
+	log "building the roots for$needs_roots in the background (log $WORK/prepare.log)"
+fi
+
+TOTAL_PASS=0
+TOTAL_FAIL=0
+SUMMARY=""
+
+# run_logged LOG CMD... : CMD under timeout, its output shown and kept in
+# LOG; returns CMD's status.  Run in the background and waited for, so that
+# a signal to this script is handled at once (cleanup ends CMD).
+run_logged()
+{
+	local logf=$1 rc
+	shift
+	(
+		set -o pipefail
+		timeout --kill-after=60 "$SL_MATRIX_TIMEOUT" "$@" 2>&1 | tee "$logf"
+	) &
+	CHILD=$!
+	wait "$CHILD"
+	rc=$?
+	CHILD=""
+	return $rc
+}
+
+# result VERSION LOG RC : add the "N passed, M failed" line of LOG to the
+# totals; a run that printed none, or exited non-zero with no failure
+# counted, counts as one failure
+result()
+{
+	local v=$1 logf=$2 rc=$3 line p f
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$logf" | tail -n 1)
+	if [ -n "$line" ]; then
+		p=${line%% passed*}
+		f=${line#*passed, }
+		f=${f%% failed*}
+	else
+		p=0
+		f=0
+	fi
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		f=1
+		line="${line:-no result} (exit $rc)"
+	fi
+	TOTAL_PASS=$((TOTAL_PASS + p))
+	TOTAL_FAIL=$((TOTAL_FAIL + f))
+	SUMMARY="$SUMMARY$(printf '  PostgreSQL %-3s %-10s %s' "$v" "$(release_of "$v")" "$line")
+"
+	log "PostgreSQL $v: $line"
+}
+
+for v in $SL_MATRIX; do
+	t0=$(date +%s)
+	logf="$WORK/pg$v.log"
+	if [ "$(release_of "$v")" = host ]; then
+		log "PostgreSQL $v: bash test/run-all.sh on this machine"
+		run_logged "$logf" env SL_PGVER="$v" bash test/run-all.sh
+		rc=$?
+	else
+		root="$WORK/root-$v"
+		log "PostgreSQL $v: waiting for its root"
+		while [ ! -e "$root.ok" ] && kill -0 "$PREP_PID" 2>/dev/null; do
+			sleep 5
+		done
+		if [ ! -e "$root.ok" ]; then
+			cat "$WORK/prepare.log"
+			echo "root for PostgreSQL $v could not be prepared" >"$logf"
+			result "$v" "$logf" 1
+			continue
+		fi
+		rm -rf "$root/schedlock"
+		mkdir "$root/schedlock"
+		tar --exclude=.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' -cf - . |
+			tar -xf - -C "$root/schedlock"
+		log "PostgreSQL $v: bash test/run-all.sh in the $(release_of "$v") root" \
+			"(layers: $SL_MATRIX_ONLY; suites skipped: ${SL_MATRIX_SKIP_SUITES:-none})"
+		run_logged "$logf" bash -c "$(declare -f in_root); in_root \"\$@\"" in_root "$root" \
+			env SL_PGVER="$v" SL_ONLY="$SL_MATRIX_ONLY" SL_SKIP_SUITES="$SL_MATRIX_SKIP_SUITES" \
+			SL_KEEP="$SL_KEEP" bash /schedlock/test/run-all.sh
+		rc=$?
+		# anything a killed run left behind
+		pids=$(root_pids "$root")
+		[ -n "$pids" ] && kill -9 $pids 2>/dev/null
+	fi
+	result "$v" "$logf" "$rc"
+	log "PostgreSQL $v took $(($(date +%s) - t0)) s"
+done
+
+echo
+echo "Matrix summary ($(($(date +%s) - START)) s):"
+printf '%s' "$SUMMARY"
+echo "$TOTAL_PASS passed, $TOTAL_FAIL failed"
+[ "$TOTAL_FAIL" -eq 0 ] && [ "$TOTAL_PASS" -gt 0 ]

@@ -1,0 +1,240 @@
+# 006_upgrade.pl: ALTER EXTENSION schedlock UPDATE from 1.0 to the current
+# version, while the scheduler runs, keeps every lock, token, job and run of
+# history, and the upgraded schema is the same as a fresh installation's.
+#
+# Database "upgraded": CREATE EXTENSION schedlock VERSION '1.0', a lease
+# lock, an every-second SQL job running, a claimed NOTIFY run, a disabled
+# job; then ALTER EXTENSION schedlock UPDATE with the workers busy.
+# Database "fresh": CREATE EXTENSION schedlock (the default version).
+#
+# The schemas are compared as pg_dump --schema-only --binary-upgrade prints
+# them: binary-upgrade mode dumps every member object of an extension
+# (table, index, function, view, policy, grant, comment) one by one, where
+# an ordinary dump has only CREATE EXTENSION.  Normalised, because they must
+# differ between two databases: object OIDs, frozen xids, the random
+# \restrict key, and where the sequences stand (that is data).  \dx+ schedlock is compared as psql prints it.  The test
+# reads whatever sql/schedlock--1.0--1.1.sql holds; it names no object of
+# the upgrade script.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('upgrade');
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
+$node->append_conf('postgresql.conf', "max_worker_processes = 32");
+$node->start;
+
+my $default_version = $node->safe_psql('postgres',
+	q{SELECT default_version FROM pg_available_extensions WHERE name = 'schedlock'});
+isnt($default_version, '1.0', "the default version ($default_version) is newer than 1.0");
+
+$node->safe_psql('postgres', 'CREATE DATABASE upgraded');
+$node->safe_psql('postgres', 'CREATE DATABASE fresh');
+
+# --- release 1.0, in use ----------------------------------------------------
+
+$node->safe_psql('upgraded', q{CREATE EXTENSION schedlock VERSION '1.0'});
+is($node->safe_psql('upgraded',
+		q{SELECT extversion FROM pg_extension WHERE extname = 'schedlock'}),
+	'1.0', 'version 1.0 installed');
+
+# the application's own objects live in their own schema, outside the
+# extension's schemas compared below
+$node->safe_psql('upgraded', q{
+	CREATE SCHEMA app;
+	CREATE TABLE app.ticks (at timestamptz NOT NULL);
+});
+
+my $token = $node->safe_psql('upgraded',
+	q{SELECT schedlock_acquire('nightly_invoices', '1 hour', holder => 'app-server-1')});
+like($token, qr/^\d+$/, "1.0: a lease lock with token $token");
+
+$node->safe_psql('upgraded', q{
+	SELECT schedule_job('tick', '1 second',
+						'INSERT INTO app.ticks VALUES (clock_timestamp())',
+						misfire => 'run_all');
+	SELECT schedule_job('yearly_mail', '0 6 1 1 *', notify_channel => 'mail',
+						payload => '{"to": "ops@example.com"}',
+						timeout => '1 hour', timezone => 'Europe/Prague');
+	SELECT schedule_job('disabled', '*/5 * * * *', 'SELECT 1', enabled => false,
+						max_attempts => 3, retry_delay => '10 seconds');
+});
+
+# a NOTIFY run claimed under 1.0, to be finished under the new version
+my $notify_run = $node->safe_psql('upgraded', q{SELECT run_job('yearly_mail')});
+my $claimed;
+foreach my $i (1 .. 100)
+{
+	$claimed = $node->safe_psql('upgraded',
+		"SELECT schedlock_claim_run($notify_run, 'app-server-1')");
+	last if $claimed eq 't';
+	usleep(100_000);
+}
+is($claimed, 't', "1.0: the NOTIFY run $notify_run was claimed");
+
+# let the scheduler run the every-second job a few times
+my $ok = $node->poll_query_until('upgraded', q{
+	SELECT count(*) >= 3 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+	 WHERE j.job_name = 'tick' AND r.status = 'succeeded'});
+ok($ok, '1.0: the scheduler runs the every-second job');
+
+# what must survive, in 1.0's own columns
+sub columns_of
+{
+	my ($table) = @_;
+	return $node->safe_psql('upgraded', qq{
+		SELECT string_agg(quote_ident(column_name), ', ' ORDER BY ordinal_position)
+		  FROM information_schema.columns
+		 WHERE table_schema = 'schedlock' AND table_name = '$table'});
+}
+my $lock_cols = columns_of('lock_state');
+my $job_cols = columns_of('jobs');
+my $run_cols = columns_of('job_runs');
+
+my $locks_before = $node->safe_psql('upgraded',
+	"SELECT $lock_cols FROM schedlock.lock_state ORDER BY lock_name");
+# jobs the scheduler does not touch while it runs: every column
+my $quiet_jobs_sql = "SELECT $job_cols FROM schedlock.jobs "
+  . "WHERE job_name IN ('yearly_mail', 'disabled') ORDER BY job_id";
+my $quiet_jobs_before = $node->safe_psql('upgraded', $quiet_jobs_sql);
+# the running job: its definition
+my $tick_sql = q{SELECT job_id, job_name, owner, schedule, command, misfire,
+						atomic, enabled, created_at
+				   FROM schedlock.jobs WHERE job_name = 'tick'};
+my $tick_before = $node->safe_psql('upgraded', $tick_sql);
+# finished runs do not change any more
+my $last_finished = $node->safe_psql('upgraded', q{
+	SELECT max(run_id) FROM schedlock.job_runs WHERE finished_at IS NOT NULL});
+my $runs_sql = "SELECT $run_cols FROM schedlock.job_runs "
+  . "WHERE run_id <= $last_finished AND finished_at IS NOT NULL ORDER BY run_id";
+my $runs_before = $node->safe_psql('upgraded', $runs_sql);
+
+# --- the upgrade, with the workers running jobs -----------------------------
+
+my $busy = $node->safe_psql('upgraded', q{
+	SELECT count(*) FROM pg_stat_activity
+	 WHERE backend_type = 'schedlock worker' AND datname = 'upgraded'});
+cmp_ok($busy, '>=', 1, "$busy schedlock workers of the database are running");
+
+$node->safe_psql('upgraded', 'ALTER EXTENSION schedlock UPDATE');
+my $upgraded_at = $node->safe_psql('upgraded', 'SELECT clock_timestamp()');
+is($node->safe_psql('upgraded',
+		q{SELECT extversion FROM pg_extension WHERE extname = 'schedlock'}),
+	$default_version, "ALTER EXTENSION schedlock UPDATE went to $default_version");
+
+# --- everything survived ----------------------------------------------------
+
+is($node->safe_psql('upgraded',
+		"SELECT $lock_cols FROM schedlock.lock_state ORDER BY lock_name"),
+	$locks_before, 'lock_state rows unchanged');
+is($node->safe_psql('upgraded', $quiet_jobs_sql), $quiet_jobs_before,
+	'idle jobs unchanged, every 1.0 column');
+is($node->safe_psql('upgraded', $tick_sql), $tick_before,
+	'the running job keeps its definition');
+is($node->safe_psql('upgraded', $runs_sql), $runs_before,
+	"run history up to run $last_finished unchanged");
+
+is($node->safe_psql('upgraded',
+		"SELECT schedlock_extend('nightly_invoices', $token, '1 hour')"),
+	't', 'the 1.0 token still holds its lease (extend)');
+is($node->safe_psql('upgraded',
+		q{SELECT schedlock_acquire('nightly_invoices') IS NULL}),
+	't', 'the lock is still held: a new acquire gets NULL');
+is($node->safe_psql('upgraded',
+		"SELECT schedlock_release('nightly_invoices', $token)"),
+	't', 'the 1.0 token releases it');
+my $next_token = $node->safe_psql('upgraded',
+	q{SELECT schedlock_acquire('nightly_invoices')});
+cmp_ok($next_token, '>', $token, "the next token $next_token is greater");
+
+is($node->safe_psql('upgraded',
+		"SELECT schedlock_finish_run($notify_run, true, 'mail sent')"),
+	't', 'the run claimed under 1.0 is finished under the new version');
+
+$ok = $node->poll_query_until('upgraded', qq{
+	SELECT count(*) >= 3 FROM app.ticks WHERE at > '$upgraded_at'});
+ok($ok, 'the scheduler goes on running the job after the upgrade');
+$node->safe_psql('upgraded', q{SELECT alter_job('tick', enabled => false)});
+sleep 1;
+is($node->safe_psql('upgraded', q{
+	SELECT string_agg(DISTINCT status, ',') FROM schedlock.job_runs r
+	  JOIN schedlock.jobs j USING (job_id) WHERE j.job_name = 'tick'}),
+	'succeeded', 'every run of the job before, during and after the upgrade succeeded');
+is($node->safe_psql('upgraded', q{
+	SELECT count(*) = count(DISTINCT scheduled_for) FROM schedlock.job_runs r
+	  JOIN schedlock.jobs j USING (job_id) WHERE j.job_name = 'tick'}),
+	't', 'no slot ran twice across the upgrade');
+is($node->safe_psql('upgraded', q{
+	SELECT last_status, consecutive_failures FROM schedlock.job_status
+	 WHERE job_name = 'tick'}),
+	'succeeded|0', 'job_status reads the upgraded tables');
+
+# --- the same schema as a fresh installation --------------------------------
+
+$node->safe_psql('fresh', 'CREATE EXTENSION schedlock');
+
+# schema_dump DB : the extension's objects, normalised
+sub schema_dump
+{
+	my ($db) = @_;
+	my ($out, $err);
+	my $okrun = IPC::Run::run(
+		[
+			'pg_dump', '--schema-only', '--binary-upgrade',
+			'--exclude-schema=app', '--dbname', $node->connstr($db)
+		],
+		'>', \$out, '2>', \$err);
+	die "pg_dump $db failed: $err" unless $okrun;
+	# the random key of psql's \restrict (pg_dump of 15.14 and later)
+	$out =~ s/^\\(un)?restrict \S+$/\\$1restrict KEY/mg;
+	# OIDs, LSNs and frozen xids of the objects: a property of the database
+	$out =~ s/'\d+'::pg_catalog\.oid/'OID'::pg_catalog.oid/g;
+	$out =~ s/'\{[^}]*\}'::pg_catalog\.pg_lsn\[\]/'{LSN}'::pg_catalog.pg_lsn[]/g;
+	$out =~ s/(relfrozenxid|relminmxid) = '\d+'/$1 = 'XID'/g;
+	$out =~ s/^WHERE oid = '\d+';$/WHERE oid = 'OID';/mg;
+	# where the sequences stand is data (the upgraded database has run jobs)
+	$out =~ s/(pg_catalog\.setval\('[^']+'), \d+, (true|false)\)/$1, N, B)/g;
+	# extconfig as OIDs (compared by name below)
+	$out =~ s/(binary_upgrade_create_empty_extension\([^)]*?), '\{[\d,]*\}'/$1, '{OIDS}'/g;
+	return $out;
+}
+
+my $dump_upgraded = schema_dump('upgraded');
+my $dump_fresh = schema_dump('fresh');
+like($dump_fresh, qr/ALTER EXTENSION schedlock ADD TABLE schedlock\.jobs;/,
+	'the dump lists the extension\'s member objects');
+ok($dump_upgraded eq $dump_fresh,
+	'pg_dump --schema-only of the upgraded database equals a fresh installation\'s');
+if ($dump_upgraded ne $dump_fresh)
+{
+	my $dir = PostgreSQL::Test::Utils::tempdir();
+	open(my $fh, '>', "$dir/upgraded.sql") or die;
+	print $fh $dump_upgraded;
+	close $fh;
+	open($fh, '>', "$dir/fresh.sql") or die;
+	print $fh $dump_fresh;
+	close $fh;
+	my ($diff, $derr);
+	IPC::Run::run([ 'diff', '-u', "$dir/fresh.sql", "$dir/upgraded.sql" ],
+		'>', \$diff, '2>', \$derr);
+	diag("schema difference (fresh -> upgraded):\n$diff");
+}
+
+my $extconfig_sql = q{SELECT extversion, extrelocatable, extnamespace::regnamespace,
+							 extconfig::regclass[], extcondition
+						FROM pg_extension WHERE extname = 'schedlock'};
+is($node->safe_psql('upgraded', $extconfig_sql),
+	$node->safe_psql('fresh', $extconfig_sql),
+	'pg_extension: same version, schema and tables dumped with their data');
+
+my $dx_upgraded = $node->safe_psql('upgraded', '\dx+ schedlock');
+my $dx_fresh = $node->safe_psql('fresh', '\dx+ schedlock');
+cmp_ok(scalar(split /\n/, $dx_fresh), '>', 20,
+	'\dx+ schedlock lists the member objects');
+is($dx_upgraded, $dx_fresh, '\dx+ schedlock: the same objects');
+
+$node->stop;
+done_testing();

@@ -1,0 +1,100 @@
+# 007_release_files.pl: the release files agree with each other and with the
+# PGXN Meta Spec 1.0.0 (https://pgxn.org/meta/spec.txt).
+#
+# META.json has the spec's required keys (name, abstract, maintainer,
+# version, license, provides, meta-spec), semantic versions, and its version
+# is schedlock.control's default_version (1.1 is 1.1.0); the provided
+# extension's file exists; LICENSE is the PostgreSQL License that META.json
+# names; CHANGELOG.md has a section for the version; and the upgrade scripts
+# lead from 1.0 to default_version.  No server is needed.
+use strict;
+use warnings;
+use JSON::PP;
+use Test::More;
+
+my $src = $ENV{SRCDIR} // '.';
+
+sub slurp
+{
+	my ($path) = @_;
+	open(my $fh, '<', "$src/$path") or return undef;
+	local $/;
+	my $text = <$fh>;
+	close $fh;
+	return $text;
+}
+
+my $control = slurp('schedlock.control');
+ok(defined $control, 'schedlock.control exists');
+my ($default_version) = $control =~ /^default_version\s*=\s*'([^']+)'/m;
+ok(defined $default_version, "default_version is $default_version");
+
+# "1.1" as a semantic version
+my $semver = $default_version;
+$semver .= '.0' while ($semver =~ tr/.//) < 2;
+
+my $meta_text = slurp('META.json');
+ok(defined $meta_text, 'META.json exists');
+my $meta = eval { JSON::PP->new->decode($meta_text) };
+ok(ref $meta eq 'HASH', 'META.json is a JSON object') or diag($@);
+
+foreach my $key (qw(name abstract maintainer version license provides meta-spec))
+{
+	ok(exists $meta->{$key}, "META.json has the required key \"$key\"");
+}
+is($meta->{name}, 'schedlock', 'name is schedlock');
+ok(length($meta->{abstract} // '') > 0, 'the abstract is not empty');
+ok((ref $meta->{maintainer} eq 'ARRAY' && @{ $meta->{maintainer} } > 0)
+	  || (!ref $meta->{maintainer} && length($meta->{maintainer} // '')),
+	'maintainer is a string or a non-empty list');
+is($meta->{'meta-spec'}{version}, '1.0.0', 'meta-spec version 1.0.0');
+
+my $semver_re = qr/^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z-]+)?$/;
+like($meta->{version}, $semver_re, 'version is a semantic version');
+is($meta->{version}, $semver,
+	"version equals schedlock.control's default_version $default_version");
+
+my $ext = $meta->{provides}{schedlock};
+ok(ref $ext eq 'HASH', 'provides lists the extension schedlock');
+ok(defined $ext->{file} && $ext->{file} =~ /\.sql$/ && -f "$src/$ext->{file}",
+	"provides.schedlock.file ($ext->{file}) is an existing SQL file");
+is($ext->{version}, $semver, 'provides.schedlock.version is the same version');
+ok(!defined $ext->{docfile} || -f "$src/$ext->{docfile}",
+	'provides.schedlock.docfile exists');
+ok(!defined $meta->{release_status}
+	  || $meta->{release_status} =~ /^(stable|testing|unstable)$/,
+	'release_status is stable, testing or unstable');
+
+is($meta->{license}, 'postgresql', 'META.json names the PostgreSQL License');
+my $license = slurp('LICENSE') // '';
+like($license, qr/^PostgreSQL License/, 'LICENSE is the PostgreSQL License');
+like($license, qr/Copyright \(c\) \d{4}(-\d{4})?, schedlock developers/,
+	'LICENSE: copyright schedlock developers');
+like($license, qr/WITHOUT A WRITTEN AGREEMENT.*"AS IS"/si,
+	'LICENSE has the grant and the disclaimer');
+
+my $changelog = slurp('CHANGELOG.md') // '';
+like($changelog, qr/^## \Q$default_version\E\b/m,
+	"CHANGELOG.md has a section for $default_version");
+like($changelog, qr/^## 1\.0\b/m, 'CHANGELOG.md has a section for 1.0');
+
+# the update path: 1.0's install script, then upgrade scripts to the
+# default version, one step at a time
+ok(-f "$src/sql/schedlock--1.0.sql", 'sql/schedlock--1.0.sql exists');
+my %next;
+opendir(my $dh, "$src/sql") or die "sql: $!";
+foreach my $f (readdir $dh)
+{
+	$next{$1} = $2 if $f =~ /^schedlock--([\d.]+)--([\d.]+)\.sql$/;
+}
+closedir $dh;
+my ($v, @path) = ('1.0', '1.0');
+while ($v ne $default_version && exists $next{$v} && @path < 100)
+{
+	$v = $next{$v};
+	push @path, $v;
+}
+is($v, $default_version,
+	'upgrade scripts lead from 1.0 to the default version (' . join(' -> ', @path) . ')');
+
+done_testing();
