@@ -19,7 +19,9 @@
  * of its workers starts or stops (bgw_notify_pid), by probe requests, by
  * DROP DATABASE, and by SIGHUP; it looks at pg_database at least once a
  * minute.  A worker that stopped on an error is started again after
- * LAUNCHER_RESTART_DELAY_MS.
+ * LAUNCHER_RESTART_DELAY_MS; workers that stepped aside for a statement
+ * (DROP, CREATE ... TEMPLATE or RENAME of their database, DROP EXTENSION;
+ * see shmem.c) come back as soon as it is over.
  *
  * IDENTIFICATION
  *	  src/launcher.c
@@ -321,10 +323,11 @@ start_worker(LauncherDb *db, int index)
 /*
  * reap_workers
  *		Notice the database's workers that have stopped and free their
- *		slots.
+ *		slots.  Workers that stepped aside for a statement (stepped_aside)
+ *		are started again without the restart delay once it is over.
  */
 static void
-reap_workers(LauncherDb *db, TimestampTz now)
+reap_workers(LauncherDb *db, TimestampTz now, bool stepped_aside)
 {
 	int			i;
 
@@ -338,7 +341,7 @@ reap_workers(LauncherDb *db, TimestampTz now)
 			continue;
 		if (free_slot(db->slot[i]))
 			db->absent = true;
-		else
+		else if (!stepped_aside)
 			db->retry_after = TimestampTzPlusMilliseconds(now,
 														  LAUNCHER_RESTART_DELAY_MS);
 		pfree(db->handle[i]);
@@ -361,10 +364,13 @@ manage_database(LauncherDb *db, TimestampTz now)
 	int			wanted;
 	int			i;
 
-	reap_workers(db, now);
-
 	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
 	dropping = schedlock_database_dropping(db->dboid);
+	LWLockRelease(schedlock_shared->lock);
+
+	reap_workers(db, now, dropping);
+
+	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
 	if (db->slot[0] >= 0)
 		ready = schedlock_shared->slots[db->slot[0]].ready;
 	LWLockRelease(schedlock_shared->lock);

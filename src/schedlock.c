@@ -137,44 +137,21 @@ call_prev_utility(PlannedStmt *pstmt, const char *queryString,
 }
 
 /*
- * drops_schedlock
- *		Whether a utility statement is DROP EXTENSION naming schedlock.
- */
-static bool
-drops_schedlock(Node *parsetree)
-{
-	DropStmt   *stmt;
-	ListCell   *lc;
-
-	if (!IsA(parsetree, DropStmt))
-		return false;
-	stmt = (DropStmt *) parsetree;
-	if (stmt->removeType != OBJECT_EXTENSION)
-		return false;
-	foreach(lc, stmt->objects)
-	{
-		Node	   *obj = (Node *) lfirst(lc);
-
-		if (IsA(obj, String) && strcmp(strVal(obj), "schedlock") == 0)
-			return true;
-	}
-	return false;
-}
-
-/*
  * sl_process_utility
  *		ProcessUtility_hook: tell the scheduler about statements that
  *		change where jobs run.
  *
  * CREATE EXTENSION schedlock and CREATE DATABASE make the launcher look
- * for the extension again once they commit.  DROP DATABASE and DROP
- * EXTENSION schedlock first stop the database's workers and keep the
- * launcher from restarting them while the statement runs, so that the drop
- * neither fails with "database is being accessed by other users" nor
- * deadlocks with a worker; only the database's owner (or a superuser) can
- * stop them this way.  After DROP EXTENSION the launcher probes again and
- * finds the extension gone once the drop commits.  DROP OWNED and REASSIGN
- * OWNED also act on the jobs of the roles (roles.c).
+ * for the extension again once they commit.  DROP DATABASE, CREATE
+ * DATABASE ... TEMPLATE, ALTER DATABASE ... RENAME and DROP EXTENSION
+ * schedlock first have the database's workers step aside, so that the
+ * statement neither fails with "database is being accessed by other users"
+ * nor deadlocks with a worker; they come back when the statement fails or
+ * its transaction ends.  Workers are stopped only for a statement that
+ * PostgreSQL will let the current user run (stepaside.c checks the same
+ * rights first); any other runs with every worker in place and fails as
+ * usual.  DROP OWNED and REASSIGN OWNED also act on the jobs of the roles
+ * (roles.c), after PostgreSQL has checked the caller's rights.
  */
 static void
 sl_process_utility(PlannedStmt *pstmt, const char *queryString,
@@ -183,6 +160,7 @@ sl_process_utility(PlannedStmt *pstmt, const char *queryString,
 				   DestReceiver *dest, QueryCompletion *qc)
 {
 	Node	   *parsetree = pstmt->utilityStmt;
+	Oid			dboid;
 
 	/* PostgreSQL checks the caller's rights and does its part first */
 	if (IsA(parsetree, DropOwnedStmt) || IsA(parsetree, ReassignOwnedStmt))
@@ -193,51 +171,33 @@ sl_process_utility(PlannedStmt *pstmt, const char *queryString,
 		return;
 	}
 
-	if (IsA(parsetree, DropdbStmt) || drops_schedlock(parsetree))
-	{
-		Oid			dboid;
+	if (IsA(parsetree, CreateExtensionStmt) &&
+		strcmp(((CreateExtensionStmt *) parsetree)->extname, "schedlock") == 0)
+		schedlock_probe_database_at_commit();
+	else if (IsA(parsetree, CreatedbStmt))
+		schedlock_probe_all_at_commit();
 
-		if (IsA(parsetree, DropdbStmt))
-		{
-			dboid = get_database_oid(((DropdbStmt *) parsetree)->dbname, true);
-			if (dboid == MyDatabaseId ||
-				(OidIsValid(dboid) && !schedlock_database_ownercheck(dboid, GetUserId())))
-				dboid = InvalidOid;
-		}
-		else
-		{
-			/* DROP EXTENSION schedlock: wait for this database's workers */
-			dboid = MyDatabaseId;
-			if (schedlock_database_ownercheck(dboid, GetUserId()))
-				schedlock_probe_database_at_commit();
-			else
-				dboid = InvalidOid;
-		}
-		if (!OidIsValid(dboid))
-		{
-			call_prev_utility(pstmt, queryString, readOnlyTree, context,
-							  params, queryEnv, dest, qc);
-			return;
-		}
+	dboid = schedlock_step_aside_for(parsetree,
+									 context == PROCESS_UTILITY_TOPLEVEL);
+	if (OidIsValid(dboid))
+	{
+		/* after DROP EXTENSION the launcher finds the extension gone */
+		if (IsA(parsetree, DropStmt))
+			schedlock_probe_database_at_commit();
 		schedlock_stop_database_workers(dboid);
 		PG_TRY();
 		{
 			call_prev_utility(pstmt, queryString, readOnlyTree, context,
 							  params, queryEnv, dest, qc);
 		}
-		PG_FINALLY();
+		PG_CATCH();
 		{
 			schedlock_database_drop_done(dboid);
+			PG_RE_THROW();
 		}
 		PG_END_TRY();
 		return;
 	}
-
-	if (IsA(parsetree, CreateExtensionStmt) &&
-		strcmp(((CreateExtensionStmt *) parsetree)->extname, "schedlock") == 0)
-		schedlock_probe_database_at_commit();
-	else if (IsA(parsetree, CreatedbStmt))
-		schedlock_probe_all_at_commit();
 
 	call_prev_utility(pstmt, queryString, readOnlyTree, context,
 					  params, queryEnv, dest, qc);

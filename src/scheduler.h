@@ -3,8 +3,9 @@
  * scheduler.h
  *	  Declarations shared by the files of the job scheduler: the shared
  *	  memory state (shmem.c), the launcher (launcher.c), the per-database
- *	  workers (worker.c), command execution (exec.c), the SQL API (job.c)
- *	  and run bookkeeping (run.c).
+ *	  workers (worker.c), command execution (exec.c), the SQL API (job.c),
+ *	  run bookkeeping (run.c), workers stepping aside for DBA statements
+ *	  (stepaside.c) and copies of a database (home.c).
  *
  * IDENTIFICATION
  *	  src/scheduler.h
@@ -24,7 +25,10 @@
 /* Pending "extension created here" requests the launcher can queue. */
 #define SCHEDLOCK_MAX_PROBES		16
 
-/* Databases that can be in the middle of DROP DATABASE at once. */
+/*
+ * Statements that can have workers stepping aside at once (DROP, CREATE
+ * ... TEMPLATE, RENAME DATABASE; DROP EXTENSION).
+ */
 #define SCHEDLOCK_MAX_DROPPING		16
 
 /* Longest a worker sleeps before looking at the clock again, in ms. */
@@ -76,8 +80,9 @@ typedef struct SchedlockShared
 	int			nprobes;		/* used entries of probe_db */
 	Oid			probe_db[SCHEDLOCK_MAX_PROBES]; /* databases to probe again */
 	int			ndropping;		/* used entries of dropping_db */
-	Oid			dropping_db[SCHEDLOCK_MAX_DROPPING];	/* DROP DATABASE in
-														 * progress */
+	Oid			dropping_db[SCHEDLOCK_MAX_DROPPING];	/* workers step aside
+														 * for a statement */
+	pid_t		dropping_pid[SCHEDLOCK_MAX_DROPPING];	/* backend running it */
 	int			nslots;			/* length of slots (max_worker_processes) */
 	SchedlockWorkerSlot slots[FLEXIBLE_ARRAY_MEMBER];
 } SchedlockShared;
@@ -94,6 +99,9 @@ extern bool schedlock_database_dropping(Oid dboid);
 extern void schedlock_stop_database_workers(Oid dboid);
 extern void schedlock_database_drop_done(Oid dboid);
 extern void schedlock_xact_init(void);
+
+/* stepaside.c */
+extern Oid	schedlock_step_aside_for(Node *parsetree, bool isTopLevel);
 
 /* launcher.c */
 extern void schedlock_register_launcher(void);

@@ -19,6 +19,17 @@
  * flag when it aborts.  CREATE EXTENSION and CREATE DATABASE queue a probe
  * request for the launcher the same way.
  *
+ * Statements that need a database without connections (DROP DATABASE,
+ * CREATE DATABASE ... TEMPLATE, ALTER DATABASE ... RENAME, and DROP
+ * EXTENSION schedlock, which must not wait for a worker) make its workers
+ * step aside: the backend marks the database in dropping_db with its own
+ * pid, terminates the workers, and the launcher starts none there while the
+ * mark stands.  The mark goes when the statement fails, when its
+ * transaction ends (so that the launcher sees a new name or a dropped
+ * database when it starts workers again), or when the backend exits, even
+ * by FATAL: a terminated DROP EXTENSION does not leave the database without
+ * workers.
+ *
  * IDENTIFICATION
  *	  src/shmem.c
  *
@@ -44,6 +55,12 @@ SchedlockShared *schedlock_shared = NULL;
 static bool wake_workers_pending = false;
 static bool probe_pending = false;
 static bool probe_all_pending = false;
+
+/* Backend-local: whether this backend has step-aside marks standing. */
+static bool step_aside_marks = false;
+static bool step_aside_exit_registered = false;
+
+static void release_step_aside_marks(void);
 
 /*
  * shared_size
@@ -166,7 +183,8 @@ queue_probe(Oid dboid)
 /*
  * scheduler_xact_callback
  *		At commit, deliver the wakeups the transaction asked for; at abort,
- *		forget them.
+ *		forget them.  Either way, let the workers of databases they stepped
+ *		aside from come back.
  */
 static void
 scheduler_xact_callback(XactEvent event, void *arg)
@@ -182,10 +200,15 @@ scheduler_xact_callback(XactEvent event, void *arg)
 			else if (probe_pending)
 				queue_probe(MyDatabaseId);
 			wake_workers_pending = probe_pending = probe_all_pending = false;
+			release_step_aside_marks();
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			wake_workers_pending = probe_pending = probe_all_pending = false;
+			release_step_aside_marks();
+			break;
+		case XACT_EVENT_PREPARE:
+			release_step_aside_marks();
 			break;
 		default:
 			break;
@@ -236,8 +259,8 @@ schedlock_probe_all_at_commit(void)
 
 /*
  * schedlock_database_dropping
- *		Whether DROP DATABASE is in progress for dboid.  Caller holds the
- *		lock in at least shared mode.
+ *		Whether a statement has the workers of dboid step aside.  Caller
+ *		holds the lock in at least shared mode.
  */
 bool
 schedlock_database_dropping(Oid dboid)
@@ -251,23 +274,104 @@ schedlock_database_dropping(Oid dboid)
 }
 
 /*
+ * forget_step_aside_marks
+ *		Remove this backend's marks for dboid (all of them for InvalidOid).
+ *		Returns whether it removed any.
+ */
+static bool
+forget_step_aside_marks(Oid dboid)
+{
+	bool		removed = false;
+	bool		left = false;
+	int			i = 0;
+
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	while (i < schedlock_shared->ndropping)
+	{
+		if (schedlock_shared->dropping_pid[i] == MyProcPid &&
+			(!OidIsValid(dboid) || schedlock_shared->dropping_db[i] == dboid))
+		{
+			int			last = --schedlock_shared->ndropping;
+
+			schedlock_shared->dropping_db[i] = schedlock_shared->dropping_db[last];
+			schedlock_shared->dropping_pid[i] = schedlock_shared->dropping_pid[last];
+			removed = true;
+			continue;
+		}
+		if (schedlock_shared->dropping_pid[i] == MyProcPid)
+			left = true;
+		i++;
+	}
+	LWLockRelease(schedlock_shared->lock);
+	step_aside_marks = left;
+	return removed;
+}
+
+/*
+ * release_step_aside_marks
+ *		Remove every mark this backend set, and wake the launcher so that it
+ *		starts those databases' workers again.  Called at the end of the
+ *		transaction and when the backend exits.
+ */
+static void
+release_step_aside_marks(void)
+{
+	if (!step_aside_marks || schedlock_shared == NULL)
+		return;
+	if (forget_step_aside_marks(InvalidOid))
+		schedlock_wake_launcher();
+}
+
+/*
+ * release_step_aside_marks_at_exit
+ *		before_shmem_exit callback: a backend that ends, even by FATAL in
+ *		the middle of the statement, leaves no mark behind.
+ */
+static void
+release_step_aside_marks_at_exit(int code, Datum arg)
+{
+	release_step_aside_marks();
+}
+
+/*
  * schedlock_stop_database_workers
- *		Before DROP DATABASE: keep the launcher from starting workers for
- *		dboid, terminate the running ones and wait (up to 10 s) until they
- *		have left, so that the drop does not find the database in use.
+ *		Before a statement that needs dboid without connections: keep the
+ *		launcher from starting workers for dboid until the statement's
+ *		transaction ends (or schedlock_database_drop_done), terminate the
+ *		running ones and wait (up to 10 s) until they have left.  The caller
+ *		has checked that the statement may go ahead.
  */
 void
 schedlock_stop_database_workers(Oid dboid)
 {
+	bool		marked = false;
 	int			waited;
 	int			i;
 
 	if (schedlock_shared == NULL)
 		return;
+	if (!step_aside_exit_registered)
+	{
+		before_shmem_exit(release_step_aside_marks_at_exit, (Datum) 0);
+		step_aside_exit_registered = true;
+	}
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
-	if (schedlock_shared->ndropping < SCHEDLOCK_MAX_DROPPING)
-		schedlock_shared->dropping_db[schedlock_shared->ndropping++] = dboid;
+	for (i = 0; i < schedlock_shared->ndropping; i++)
+		if (schedlock_shared->dropping_db[i] == dboid &&
+			schedlock_shared->dropping_pid[i] == MyProcPid)
+			marked = true;
+	if (!marked && schedlock_shared->ndropping < SCHEDLOCK_MAX_DROPPING)
+	{
+		i = schedlock_shared->ndropping++;
+		schedlock_shared->dropping_db[i] = dboid;
+		schedlock_shared->dropping_pid[i] = MyProcPid;
+		marked = true;
+	}
 	LWLockRelease(schedlock_shared->lock);
+	if (marked)
+		step_aside_marks = true;
+	/* the launcher also stops workers that are starting but not yet here */
+	schedlock_wake_launcher();
 
 	for (waited = 0; waited < 10000; waited += 10)
 	{
@@ -295,26 +399,15 @@ schedlock_stop_database_workers(Oid dboid)
 
 /*
  * schedlock_database_drop_done
- *		After DROP DATABASE, successful or not: let the launcher manage the
- *		database again (or forget it, when it is gone).
+ *		After a statement that failed: let the launcher manage dboid again
+ *		at once.  (After one that succeeded, the mark stays until its
+ *		transaction ends.)
  */
 void
 schedlock_database_drop_done(Oid dboid)
 {
-	int			i;
-
 	if (schedlock_shared == NULL)
 		return;
-	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
-	for (i = 0; i < schedlock_shared->ndropping; i++)
-	{
-		if (schedlock_shared->dropping_db[i] == dboid)
-		{
-			schedlock_shared->dropping_db[i] =
-				schedlock_shared->dropping_db[--schedlock_shared->ndropping];
-			break;
-		}
-	}
-	LWLockRelease(schedlock_shared->lock);
+	(void) forget_step_aside_marks(dboid);
 	schedlock_wake_launcher();
 }

@@ -1,0 +1,131 @@
+# 106_ops_drop_extension.pl: DROP EXTENSION schedlock stops the database's
+# workers only when the drop may go ahead.
+#  - The database owner, who does not own the extension, is refused, and no
+#    worker was stopped: the worker pids are the same before and after, and
+#    another role's long run in progress finishes as succeeded.
+#  - A DROP EXTENSION that is terminated (pg_terminate_backend) while it
+#    waits for a lock leaves the database with running workers again within
+#    seconds, and jobs run again.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+
+my $node = PostgreSQL::Test::Cluster->new('drop_extension');
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
+$node->append_conf('postgresql.conf', "max_worker_processes = 32");
+$node->start;
+$node->safe_psql('postgres', q{
+	CREATE ROLE dbowner LOGIN;
+	CREATE ROLE bob LOGIN;
+	CREATE DATABASE app OWNER dbowner;
+});
+$node->safe_psql('app', q{
+	CREATE EXTENSION schedlock;
+	GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO dbowner, bob;
+	CREATE TABLE ticks (at timestamptz);
+	GRANT INSERT ON ticks TO bob;
+});
+
+# pids of the database's workers, sorted
+sub worker_pids
+{
+	return $node->safe_psql('app', q{
+		SELECT string_agg(pid::text, ',' ORDER BY pid) FROM pg_stat_activity
+		 WHERE backend_type = 'schedlock worker' AND datname = 'app'});
+}
+
+$node->poll_query_until('app', q{
+	SELECT count(*) = 2 FROM pg_stat_activity
+	 WHERE backend_type = 'schedlock worker' AND datname = 'app'})
+  or die 'the workers did not start';
+
+# bob's long non-atomic run: its run row says running while it sleeps
+$node->safe_psql('app', q{
+	SET ROLE bob;
+	SELECT schedule_job('long', '@daily', 'SELECT pg_sleep(8)', atomic => false);
+	SELECT run_job('long');
+});
+$node->poll_query_until('app', q{
+	SELECT count(*) = 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+	 WHERE j.job_name = 'long' AND r.status = 'running'})
+  or die 'the long run did not start';
+my $run_id = $node->safe_psql('app', q{
+	SELECT r.run_id FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+	 WHERE j.job_name = 'long' AND r.status = 'running'});
+my $before = worker_pids();
+
+my ($ret, $stdout, $stderr) = $node->psql('app', 'DROP EXTENSION schedlock',
+	extra_params => [ '-U', 'dbowner' ]);
+isnt($ret, 0, 'the database owner may not drop an extension it does not own');
+like($stderr, qr/must be owner of extension schedlock/, 'PostgreSQL says why');
+is($node->safe_psql('app', q{SELECT count(*) FROM pg_extension WHERE extname = 'schedlock'}),
+	'1', 'the extension is still there');
+is(worker_pids(), $before, 'no worker was stopped: the same worker pids as before');
+$node->poll_query_until('app', qq{
+	SELECT status <> 'running' FROM schedlock.job_runs WHERE run_id = $run_id})
+  or die 'the long run did not finish';
+is($node->safe_psql('app', qq{SELECT status FROM schedlock.job_runs WHERE run_id = $run_id}),
+	'succeeded', "bob's run in progress was not killed: it finished as succeeded");
+
+# A DROP EXTENSION that waits for a lock and is terminated meanwhile
+$node->safe_psql('app', q{
+	SET ROLE bob;
+	SELECT unschedule_job('long');
+	SELECT schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (now())');
+});
+$node->poll_query_until('app', 'SELECT count(*) > 0 FROM ticks')
+  or die 'the every-second job does not run';
+
+my $holder = $node->background_psql('app');
+$holder->query_safe('BEGIN; SELECT count(*) FROM schedlock.jobs;');
+my $dropper = $node->background_psql('app', on_error_stop => 0);
+$dropper->query_until(qr/start/, "\\echo start\nDROP EXTENSION schedlock;\n");
+$node->poll_query_until('app', q{
+	SELECT count(*) = 1 FROM pg_stat_activity
+	 WHERE query LIKE 'DROP EXTENSION%' AND wait_event_type = 'Lock'})
+  or die 'DROP EXTENSION did not wait for the lock';
+is($node->safe_psql('app', q{
+	SELECT count(*) FROM pg_stat_activity
+	 WHERE backend_type = 'schedlock worker' AND datname = 'app'}),
+	'0', 'while DROP EXTENSION waits, the workers have stepped aside');
+$node->safe_psql('app', q{
+	SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+	 WHERE query LIKE 'DROP EXTENSION%' AND pid <> pg_backend_pid()});
+$holder->query_safe('COMMIT');
+$holder->quit;
+$dropper->quit;
+
+my $t0 = time();
+my $back;
+while (time() - $t0 < 20)
+{
+	if ($node->safe_psql('app', q{
+		SELECT count(*) FROM pg_stat_activity
+		 WHERE backend_type = 'schedlock worker' AND datname = 'app'}) eq '2')
+	{
+		$back = time() - $t0;
+		last;
+	}
+	usleep(100_000);
+}
+ok(defined $back, 'after the terminated DROP EXTENSION the workers run again');
+cmp_ok($back // 99, '<=', 10, sprintf('within 10 s (%.1f s)', $back // 99));
+my $ticks = $node->safe_psql('app', 'SELECT count(*) FROM ticks');
+$node->poll_query_until('app', "SELECT count(*) > $ticks + 1 FROM ticks")
+  or die 'jobs do not run again';
+pass('jobs run again');
+
+# A drop that is allowed still works, and the workers leave for good
+$node->safe_psql('app', 'DROP EXTENSION schedlock');
+$node->poll_query_until('app', q{
+	SELECT count(*) = 0 FROM pg_stat_activity
+	 WHERE backend_type = 'schedlock worker' AND datname = 'app'})
+  or die 'workers stay after DROP EXTENSION';
+pass('the superuser drops the extension and the workers are gone');
+
+$node->stop;
+done_testing();
