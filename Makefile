@@ -24,6 +24,11 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# PGXS tracks no header dependencies unless PostgreSQL was configured with
+# --enable-depend: rebuild every object when a header of ours changes, so
+# that no object keeps an old layout of a shared struct.
+$(OBJS): $(wildcard $(srcdir)/src/*.h)
+
 # The release's version as PGXN wants it: default_version of the control
 # file as a semantic version (1.1 -> 1.1.0); test/t/007_release_files.pl
 # checks that META.json says the same.
