@@ -147,6 +147,19 @@ PGDLLEXPORT Datum schedlock_lease_visible(PG_FUNCTION_ARGS);
 #define lock_held_by_me(tag, mode)	LockHeldByMe((tag), (mode))
 #endif
 
+/*
+ * A conditional session-level lock that reports "not available" instead of
+ * raising an error when the lock table is full (safe inside an abort
+ * callback); PostgreSQL 18 added a logLockFailure argument.
+ */
+#if PG_VERSION_NUM >= 180000
+#define try_session_lock_quietly(tag, mode) \
+	LockAcquireExtended((tag), (mode), true, true, false, NULL, false)
+#else
+#define try_session_lock_quietly(tag, mode) \
+	LockAcquireExtended((tag), (mode), true, true, false, NULL)
+#endif
+
 /* The i-th (1-based) entry of the local backend status copy. */
 #if PG_VERSION_NUM >= 160000
 #define local_beentry(i)			pgstat_get_local_beentry_by_index(i)
@@ -312,10 +325,11 @@ ensure_session_lock(void)
 
 /*
  * retake_session_lock_at_abort
- *		ensure_session_lock for the abort callback, which must not sleep on
- *		a lock: a few conditional attempts, a millisecond apart, outlast any
- *		probe.  Should they all fail, the lease is still safe (probers check
- *		the backend itself), and the next transaction end takes it again.
+ *		ensure_session_lock for the abort callback, which must neither sleep
+ *		on a lock nor raise an error: a few conditional attempts, a
+ *		millisecond apart, outlast any probe.  Should they all fail, the
+ *		lease is still safe (probers check the backend itself), and the next
+ *		transaction end takes it again.
  */
 static void
 retake_session_lock_at_abort(void)
@@ -328,7 +342,7 @@ retake_session_lock_at_abort(void)
 	set_session_tag(&tag, MyProcPid, MyStartTimestamp);
 	for (attempt = 0; attempt < 10; attempt++)
 	{
-		if (LockAcquire(&tag, ExclusiveLock, true, true) != LOCKACQUIRE_NOT_AVAIL)
+		if (try_session_lock_quietly(&tag, ExclusiveLock) != LOCKACQUIRE_NOT_AVAIL)
 			return;
 		pg_usleep(1000L);
 	}
