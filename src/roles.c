@@ -8,43 +8,49 @@
  *
  * Jobs live in a table of their own database, but DROP ROLE may run in any
  * database of the cluster.  So a job's roles are recorded where PostgreSQL
- * itself records what ties a role to objects of every database: the shared
- * catalog pg_shdepend.  Each job has one row for its owner and, when it
- * runs as another role, one for its run_as role:
+ * itself records what ties a role to the objects of every database: the
+ * shared catalog pg_shdepend.  Each job has one row for its owner and, when
+ * it runs as another role, one for its run_as role:
  *
- *	dbid			the job's database
- *	classid/objid	pg_extension / the schedlock extension
- *	objsubid		+k for the owner, -k for run_as; k in 1 .. 2^31-1 is
- *					derived from the job id (job_subid), so that a job's row
- *					is found through pg_shdepend's depender index
+ *	dbid				the job's database
+ *	classid/objid		owner: pg_extension / the schedlock extension;
+ *						run_as: pg_class / the table schedlock.jobs
+ *	objsubid			0
  *	refclassid/refobjid	pg_authid / the role
- *	deptype			SCHEDLOCK_JOB_DEPTYPE ('t')
+ *	deptype				SCHEDLOCK_JOB_DEPTYPE ('t')
  *
- * Rows with the same database, role and sign are interchangeable: what
- * counts is how many there are.  A trigger on schedlock.jobs keeps them in
- * step with the table in the writing transaction (any writer: the job
- * functions, DROP OWNED and REASSIGN OWNED below, a restore by pg_restore,
- * a superuser's own UPDATE); schedlock_sync_job_roles rebuilds them from
- * the table where they drifted (a release 1.0 database when it is updated,
- * pg_upgrade, a restore with triggers disabled), and worker 0 runs it when
- * dispatch starts.  Pinned roles (the bootstrap superuser) get no rows,
- * like everywhere in pg_shdepend.
+ * Rows of the same database, kind and role are interchangeable: what counts
+ * is how many there are.  A trigger on schedlock.jobs keeps them in step
+ * with the table, in the writing transaction, whoever writes (the job
+ * functions, a restore by pg_restore, a superuser's own UPDATE); DROP OWNED
+ * and REASSIGN OWNED below adjust them in bulk; schedlock_sync_job_roles
+ * rebuilds them from the table where they drifted (a release 1.0 database
+ * when it is updated, pg_upgrade, a restore with triggers disabled), and
+ * worker 0 runs it whenever dispatch starts.  Pinned roles (the bootstrap
+ * superuser) get no rows, as everywhere in pg_shdepend.
  *
- * What PostgreSQL does with the rows by itself:
- *	- DROP ROLE refuses while a row references the role, in whichever
+ * What PostgreSQL itself does with these rows:
+ *	- DROP ROLE refuses while a row references the role, from whichever
  *	  database it runs; schedlock's object access hook raises the same error
- *	  first with a detail that counts the jobs per database.  Recording the
- *	  row takes a share lock on the role and DROP ROLE an exclusive one, so
- *	  a job scheduled concurrently is never missed.
+ *	  first, with a detail that counts the jobs per database.  Recording a
+ *	  row takes a share lock on the role and DROP ROLE takes an exclusive
+ *	  one, so a job written concurrently is never missed.
  *	- DROP EXTENSION and DROP DATABASE remove the rows with the objects they
- *	  describe; CREATE DATABASE copies them with the template's tables.
+ *	  name; CREATE DATABASE copies them with the template's tables.
  *	- DROP OWNED and REASSIGN OWNED act on rows of deptype 'o' (they would
- *	  drop the extension or give it away), 'a' (revoke privileges on it) and
- *	  'r' (rewrite a policy).  Rows of deptype 't' of an extension are left
- *	  alone by all of them, which is why that deptype is used; in every
- *	  other code path of PostgreSQL 't' rows only exist for relations.
- *	  schedlock does its part of these two commands in the utility hook,
- *	  after PostgreSQL has checked the caller's rights and done its own.
+ *	  drop the object or give it away), 'a' (revoke privileges on it) and
+ *	  'r' (rewrite a policy); rows of deptype 't' they leave alone, which is
+ *	  why that deptype is used.  PostgreSQL writes 't' rows only for
+ *	  relations without storage, referencing a tablespace: never for an
+ *	  extension or a plain table, never referencing a role.  schedlock does
+ *	  its part of DROP OWNED and REASSIGN OWNED in the utility hook, after
+ *	  PostgreSQL has checked the caller's rights and done its own.
+ *	- objsubid is 0 because PostgreSQL describes (when DROP ROLE lists the
+ *	  objects of the current database) a sub-object only of a relation, as
+ *	  a column; a row naming anything else refers to the whole object.
+ * Were the hook ever missing (schedlock not preloaded), DROP ROLE would
+ * still refuse, describing the rows as "tablespace for extension schedlock"
+ * or "N objects in database d"; no statement fails on them otherwise.
  *
  * IDENTIFICATION
  *	  src/roles.c
@@ -63,6 +69,7 @@
 #include "catalog/namespace.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_authid.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_shdepend.h"
 #include "catalog/pg_type.h"
@@ -90,8 +97,9 @@
 /* The deptype of a job's rows in pg_shdepend; see the file header. */
 #define SCHEDLOCK_JOB_DEPTYPE	SHARED_DEPENDENCY_TABLESPACE
 
-/* objsubid magnitudes run from 1 to this. */
-#define JOB_SUBID_MODULUS	2147483647
+/* The two kinds of rows (also in the SQL below). */
+#define JOB_ROLE_OWNER		1
+#define JOB_ROLE_RUN_AS		2
 
 PG_FUNCTION_INFO_V1(schedlock_job_roles_trigger);
 PG_FUNCTION_INFO_V1(schedlock_sync_job_roles_sql);
@@ -101,11 +109,24 @@ PGDLLEXPORT Datum schedlock_sync_job_roles_sql(PG_FUNCTION_ARGS);
 
 static object_access_hook_type prev_object_access_hook = NULL;
 
+/*
+ * While DROP OWNED or REASSIGN OWNED changes many jobs with one statement,
+ * the trigger leaves the rows alone and the statement adjusts them in bulk:
+ * row by row, each deletion would step over the rows deleted before it.
+ */
+static bool job_roles_trigger_off = false;
+
+/* Where this database's rows of a kind point: classid and objid. */
+typedef struct JobRowTargets
+{
+	Oid			extoid;			/* the schedlock extension: owner rows */
+	Oid			jobsoid;		/* schedlock.jobs: run_as rows */
+} JobRowTargets;
+
 /* The roles one row of schedlock.jobs refers to. */
 typedef struct JobRoles
 {
 	char	   *job_name;
-	int32		subid;			/* job_subid of the job id */
 	Oid			owner;
 	Oid			run_as;			/* InvalidOid when none or the owner */
 } JobRoles;
@@ -120,45 +141,57 @@ typedef struct JobCount
 } JobCount;
 
 /*
- * job_subid
- *		The objsubid magnitude of a job's rows: 1 .. JOB_SUBID_MODULUS.
- *		schedlock_sync_job_roles computes the same in SQL.
+ * job_row_kind
+ *		JOB_ROLE_OWNER or JOB_ROLE_RUN_AS when a pg_shdepend row is one of
+ *		schedlock's job rows (of any database), else 0.
  */
-static int32
-job_subid(int64 job_id)
+static int
+job_row_kind(Form_pg_shdepend row)
 {
-	int64		r = job_id % JOB_SUBID_MODULUS;
-
-	if (r < 0)
-		r += JOB_SUBID_MODULUS;
-	return (int32) (r + 1);
+	if (row->refclassid != AuthIdRelationId ||
+		row->deptype != SCHEDLOCK_JOB_DEPTYPE ||
+		row->objsubid != 0 || !OidIsValid(row->dbid))
+		return 0;
+	if (row->classid == ExtensionRelationId)
+		return JOB_ROLE_OWNER;
+	if (row->classid == RelationRelationId)
+		return JOB_ROLE_RUN_AS;
+	return 0;
 }
 
 /*
- * is_job_row
- *		Whether a pg_shdepend row is one of schedlock's job rows (in any
- *		database).
+ * job_row_targets
+ *		The objects this database's job rows point at; false when the
+ *		extension is not installed here.
  */
 static bool
-is_job_row(Form_pg_shdepend row)
+job_row_targets(JobRowTargets *targets)
 {
-	return row->classid == ExtensionRelationId &&
-		row->refclassid == AuthIdRelationId &&
-		row->deptype == SCHEDLOCK_JOB_DEPTYPE &&
-		row->objsubid != 0 &&
-		OidIsValid(row->dbid);
+	Oid			nsp;
+
+	targets->extoid = get_extension_oid("schedlock", true);
+	nsp = get_namespace_oid("schedlock", true);
+	targets->jobsoid = OidIsValid(nsp) ? get_relname_relid("jobs", nsp) : InvalidOid;
+	return OidIsValid(targets->extoid) && OidIsValid(targets->jobsoid);
 }
+
+/* classid and objid of a kind of row */
+#define TARGET_CLASS(kind) \
+	((kind) == JOB_ROLE_OWNER ? ExtensionRelationId : RelationRelationId)
+#define TARGET_OBJECT(targets, kind) \
+	((kind) == JOB_ROLE_OWNER ? (targets)->extoid : (targets)->jobsoid)
 
 /*
  * add_job_role
- *		Record that job job_name (rows objsubid subid) refers to role,
- *		unless the role is pinned.  Takes a share lock on the role, as PostgreSQL does
- *		when it records a dependency, so that a concurrent DROP ROLE either
- *		finishes first (and the role is reported missing here) or sees the
- *		row.  sdep is pg_shdepend, opened RowExclusiveLock.
+ *		Record that job job_name refers to role as its owner or run_as role
+ *		(kind), unless the role is pinned.  Takes a share lock on the role,
+ *		as PostgreSQL does when it records a dependency, so that a
+ *		concurrent DROP ROLE either commits first (and the role is reported
+ *		missing here) or waits and sees the row.  sdep is pg_shdepend,
+ *		opened RowExclusiveLock.
  */
 static void
-add_job_role(Relation sdep, Oid extoid, int32 subid, Oid role,
+add_job_role(Relation sdep, const JobRowTargets *targets, int kind, Oid role,
 			 const char *job_name)
 {
 	Datum		values[Natts_pg_shdepend];
@@ -172,15 +205,15 @@ add_job_role(Relation sdep, Oid extoid, int32 subid, Oid role,
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("the %s of job \"%s\" does not exist",
-						subid > 0 ? "owner" : "run_as role", job_name),
+						kind == JOB_ROLE_OWNER ? "owner" : "run_as role", job_name),
 				 errdetail("There is no role with OID %u; it may have been dropped concurrently.",
 						   role)));
 
 	memset(nulls, false, sizeof(nulls));
 	values[Anum_pg_shdepend_dbid - 1] = ObjectIdGetDatum(MyDatabaseId);
-	values[Anum_pg_shdepend_classid - 1] = ObjectIdGetDatum(ExtensionRelationId);
-	values[Anum_pg_shdepend_objid - 1] = ObjectIdGetDatum(extoid);
-	values[Anum_pg_shdepend_objsubid - 1] = Int32GetDatum(subid);
+	values[Anum_pg_shdepend_classid - 1] = ObjectIdGetDatum(TARGET_CLASS(kind));
+	values[Anum_pg_shdepend_objid - 1] = ObjectIdGetDatum(TARGET_OBJECT(targets, kind));
+	values[Anum_pg_shdepend_objsubid - 1] = Int32GetDatum(0);
 	values[Anum_pg_shdepend_refclassid - 1] = ObjectIdGetDatum(AuthIdRelationId);
 	values[Anum_pg_shdepend_refobjid - 1] = ObjectIdGetDatum(role);
 	values[Anum_pg_shdepend_deptype - 1] = CharGetDatum(SCHEDLOCK_JOB_DEPTYPE);
@@ -191,34 +224,31 @@ add_job_role(Relation sdep, Oid extoid, int32 subid, Oid role,
 
 /*
  * remove_job_role
- *		Delete up to count rows objsubid subid that refer to role in this
- *		database; fewer when there are fewer (a pinned role has none).
- *		Returns how many it deleted.  sdep is pg_shdepend, opened
- *		RowExclusiveLock.
+ *		Delete up to count rows of this database of that kind that refer to
+ *		role; fewer when there are fewer (a pinned role has none).  Returns
+ *		how many it deleted.  sdep is pg_shdepend, opened RowExclusiveLock.
  */
 static int64
-remove_job_role(Relation sdep, Oid extoid, int32 subid, Oid role, int64 count)
+remove_job_role(Relation sdep, const JobRowTargets *targets, int kind,
+				Oid role, int64 count)
 {
-	ScanKeyData key[4];
+	ScanKeyData key[2];
 	SysScanDesc scan;
 	HeapTuple	tup;
 	int64		removed = 0;
 
-	ScanKeyInit(&key[0], Anum_pg_shdepend_dbid, BTEqualStrategyNumber,
-				F_OIDEQ, ObjectIdGetDatum(MyDatabaseId));
-	ScanKeyInit(&key[1], Anum_pg_shdepend_classid, BTEqualStrategyNumber,
-				F_OIDEQ, ObjectIdGetDatum(ExtensionRelationId));
-	ScanKeyInit(&key[2], Anum_pg_shdepend_objid, BTEqualStrategyNumber,
-				F_OIDEQ, ObjectIdGetDatum(extoid));
-	ScanKeyInit(&key[3], Anum_pg_shdepend_objsubid, BTEqualStrategyNumber,
-				F_INT4EQ, Int32GetDatum(subid));
-	scan = systable_beginscan(sdep, SharedDependDependerIndexId, true,
-							  NULL, 4, key);
+	ScanKeyInit(&key[0], Anum_pg_shdepend_refclassid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(AuthIdRelationId));
+	ScanKeyInit(&key[1], Anum_pg_shdepend_refobjid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(role));
+	scan = systable_beginscan(sdep, SharedDependReferenceIndexId, true,
+							  NULL, 2, key);
 	while (removed < count && HeapTupleIsValid(tup = systable_getnext(scan)))
 	{
 		Form_pg_shdepend row = (Form_pg_shdepend) GETSTRUCT(tup);
 
-		if (!is_job_row(row) || row->refobjid != role)
+		if (job_row_kind(row) != kind || row->dbid != MyDatabaseId ||
+			row->objid != TARGET_OBJECT(targets, kind))
 			continue;
 		CatalogTupleDelete(sdep, &tup->t_self);
 		removed++;
@@ -232,37 +262,79 @@ remove_job_role(Relation sdep, Oid extoid, int32 subid, Oid role, int64 count)
  *		Delete every job row of this database (TRUNCATE of the jobs).
  */
 static void
-remove_all_job_roles(Relation sdep, Oid extoid)
+remove_all_job_roles(Relation sdep, const JobRowTargets *targets)
 {
-	ScanKeyData key[3];
-	SysScanDesc scan;
-	HeapTuple	tup;
+	int			kind;
 
-	ScanKeyInit(&key[0], Anum_pg_shdepend_dbid, BTEqualStrategyNumber,
-				F_OIDEQ, ObjectIdGetDatum(MyDatabaseId));
-	ScanKeyInit(&key[1], Anum_pg_shdepend_classid, BTEqualStrategyNumber,
-				F_OIDEQ, ObjectIdGetDatum(ExtensionRelationId));
-	ScanKeyInit(&key[2], Anum_pg_shdepend_objid, BTEqualStrategyNumber,
-				F_OIDEQ, ObjectIdGetDatum(extoid));
-	scan = systable_beginscan(sdep, SharedDependDependerIndexId, true,
-							  NULL, 3, key);
-	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	for (kind = JOB_ROLE_OWNER; kind <= JOB_ROLE_RUN_AS; kind++)
 	{
-		if (is_job_row((Form_pg_shdepend) GETSTRUCT(tup)))
-			CatalogTupleDelete(sdep, &tup->t_self);
+		ScanKeyData key[4];
+		SysScanDesc scan;
+		HeapTuple	tup;
+
+		ScanKeyInit(&key[0], Anum_pg_shdepend_dbid, BTEqualStrategyNumber,
+					F_OIDEQ, ObjectIdGetDatum(MyDatabaseId));
+		ScanKeyInit(&key[1], Anum_pg_shdepend_classid, BTEqualStrategyNumber,
+					F_OIDEQ, ObjectIdGetDatum(TARGET_CLASS(kind)));
+		ScanKeyInit(&key[2], Anum_pg_shdepend_objid, BTEqualStrategyNumber,
+					F_OIDEQ, ObjectIdGetDatum(TARGET_OBJECT(targets, kind)));
+		ScanKeyInit(&key[3], Anum_pg_shdepend_objsubid, BTEqualStrategyNumber,
+					F_INT4EQ, Int32GetDatum(0));
+		scan = systable_beginscan(sdep, SharedDependDependerIndexId, true,
+								  NULL, 4, key);
+		while (HeapTupleIsValid(tup = systable_getnext(scan)))
+		{
+			if (job_row_kind((Form_pg_shdepend) GETSTRUCT(tup)) == kind)
+				CatalogTupleDelete(sdep, &tup->t_self);
+		}
+		systable_endscan(scan);
 	}
-	systable_endscan(scan);
 }
 
 /*
- * is_jobs_table
- *		Whether rel is schedlock.jobs.
+ * apply_job_role_deltas
+ *		Add or delete job rows as the last SPI result says: one row (kind,
+ *		role, n) per kind and role, n rows to add (n > 0) or delete (n < 0).
+ *		Roles to add that do not exist (any more) are skipped: their jobs
+ *		fail when they run.  Returns how many rows changed.
  */
-static bool
-is_jobs_table(Relation rel)
+static int64
+apply_job_role_deltas(const JobRowTargets *targets)
 {
-	return RelationGetNamespace(rel) == get_namespace_oid("schedlock", true) &&
-		strcmp(RelationGetRelationName(rel), "jobs") == 0;
+	SPITupleTable *tuptable = SPI_tuptable;
+	uint64		n = SPI_processed;
+	uint64		i;
+	Relation	sdep;
+	int64		changed = 0;
+
+	if (n == 0)
+		return 0;
+	sdep = table_open(SharedDependRelationId, RowExclusiveLock);
+	for (i = 0; i < n; i++)
+	{
+		HeapTuple	tup = tuptable->vals[i];
+		TupleDesc	desc = tuptable->tupdesc;
+		bool		isnull;
+		int			kind = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+		Oid			role = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+		int64		count = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+
+		if (isnull || !OidIsValid(role))
+			continue;
+		if (count < 0)
+			changed += remove_job_role(sdep, targets, kind, role, -count);
+		else if (!IsPinnedObject(AuthIdRelationId, role))
+		{
+			LockSharedObject(AuthIdRelationId, role, 0, AccessShareLock);
+			if (!SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)))
+				continue;
+			for (; count > 0; count--, changed++)
+				add_job_role(sdep, targets, kind, role, "?");
+		}
+	}
+	table_close(sdep, RowExclusiveLock);
+	CommandCounterIncrement();
+	return changed;
 }
 
 /*
@@ -277,8 +349,6 @@ read_job_roles(Relation rel, HeapTuple tup, JobRoles *roles)
 	Datum		d;
 
 	roles->job_name = SPI_getvalue(tup, desc, SPI_fnumber(desc, "job_name"));
-	d = heap_getattr(tup, SPI_fnumber(desc, "job_id"), desc, &isnull);
-	roles->subid = job_subid(isnull ? 0 : DatumGetInt64(d));
 	d = heap_getattr(tup, SPI_fnumber(desc, "owner"), desc, &isnull);
 	roles->owner = isnull ? InvalidOid : DatumGetObjectId(d);
 	d = heap_getattr(tup, SPI_fnumber(desc, "run_as"), desc, &isnull);
@@ -297,8 +367,8 @@ Datum
 schedlock_job_roles_trigger(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	JobRowTargets targets;
 	Relation	sdep;
-	Oid			extoid;
 	JobRoles	before;
 	JobRoles	after;
 	bool		has_before = false;
@@ -306,15 +376,17 @@ schedlock_job_roles_trigger(PG_FUNCTION_ARGS)
 
 	if (!CALLED_AS_TRIGGER(fcinfo) ||
 		!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
-		!is_jobs_table(trigdata->tg_relation))
+		!job_row_targets(&targets) ||
+		RelationGetRelid(trigdata->tg_relation) != targets.jobsoid)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("schedlock.job_roles_trigger() may only run as an AFTER trigger of schedlock.jobs")));
+	if (job_roles_trigger_off)
+		return PointerGetDatum(NULL);
 
-	extoid = get_extension_oid("schedlock", false);
 	sdep = table_open(SharedDependRelationId, RowExclusiveLock);
 	if (TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
-		remove_all_job_roles(sdep, extoid);
+		remove_all_job_roles(sdep, &targets);
 	else if (TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
 	{
 		if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
@@ -334,7 +406,7 @@ schedlock_job_roles_trigger(PG_FUNCTION_ARGS)
 		}
 
 		/* an unchanged role keeps its row */
-		if (has_before && has_after && before.subid == after.subid)
+		if (has_before && has_after)
 		{
 			if (before.owner == after.owner)
 				before.owner = after.owner = InvalidOid;
@@ -344,137 +416,107 @@ schedlock_job_roles_trigger(PG_FUNCTION_ARGS)
 		if (has_before)
 		{
 			if (OidIsValid(before.owner))
-				(void) remove_job_role(sdep, extoid, before.subid, before.owner, 1);
+				(void) remove_job_role(sdep, &targets, JOB_ROLE_OWNER, before.owner, 1);
 			if (OidIsValid(before.run_as))
-				(void) remove_job_role(sdep, extoid, -before.subid, before.run_as, 1);
+				(void) remove_job_role(sdep, &targets, JOB_ROLE_RUN_AS, before.run_as, 1);
 		}
 		if (has_after)
 		{
-			add_job_role(sdep, extoid, after.subid, after.owner, after.job_name);
-			if (OidIsValid(after.run_as))
-				add_job_role(sdep, extoid, -after.subid, after.run_as,
-							 after.job_name);
+			add_job_role(sdep, &targets, JOB_ROLE_OWNER, after.owner, after.job_name);
+			add_job_role(sdep, &targets, JOB_ROLE_RUN_AS, after.run_as, after.job_name);
 		}
 	}
 	table_close(sdep, RowExclusiveLock);
 
-	/* the next row's change of the same rows must see this one */
+	/* the change of the next row must see this one */
 	CommandCounterIncrement();
 	return PointerGetDatum(NULL);
 }
 
 /*
  * job_roles_diff
- *		Run the query that compares the job rows of this database in
- *		pg_shdepend with schedlock.jobs: one result row (objsubid, role, n)
- *		for each row kind that must be added (n > 0) or deleted (n < 0).
- *		Rows are only wanted for existing, unpinned roles.  Caller is
- *		connected to SPI, runs as the extension owner with a trusted
- *		search_path.  Returns the number of result rows.
+ *		Compare this database's job rows in pg_shdepend with schedlock.jobs:
+ *		one result row (kind, role, n) for each kind and role with rows to
+ *		add (n > 0) or delete (n < 0).  Rows are only wanted for existing,
+ *		unpinned roles.  Caller is connected to SPI and runs as the
+ *		extension owner with a trusted search_path.  Returns the number of
+ *		result rows.
  */
 static uint64
-job_roles_diff(Oid extoid)
+job_roles_diff(const JobRowTargets *targets)
 {
-	Oid			types[5] = {OIDOID, OIDOID, OIDOID, OIDOID, OIDOID};
-	Datum		values[5];
+	Oid			types[7] = {OIDOID, OIDOID, OIDOID, OIDOID, OIDOID, OIDOID, OIDOID};
+	Datum		values[7];
 
 	values[0] = ObjectIdGetDatum(MyDatabaseId);
 	values[1] = ObjectIdGetDatum(ExtensionRelationId);
-	values[2] = ObjectIdGetDatum(extoid);
-	values[3] = ObjectIdGetDatum(AuthIdRelationId);
-	values[4] = ObjectIdGetDatum(FirstUnpinnedObjectId);
-#define SUBID_SQL \
-	"((j.job_id OPERATOR(pg_catalog.%) 2147483647 OPERATOR(pg_catalog.+) 2147483647) " \
-	"  OPERATOR(pg_catalog.%) 2147483647 OPERATOR(pg_catalog.+) 1)::pg_catalog.int4"
-	if (SPI_execute_with_args("SELECT s.objsubid, s.role, s.n FROM ("
-							  " SELECT x.objsubid, x.role, pg_catalog.sum(x.n) AS n FROM ("
-							  "  SELECT " SUBID_SQL " AS objsubid, "
-							  "         j.owner::pg_catalog.oid AS role, 1 AS n "
+	values[2] = ObjectIdGetDatum(targets->extoid);
+	values[3] = ObjectIdGetDatum(RelationRelationId);
+	values[4] = ObjectIdGetDatum(targets->jobsoid);
+	values[5] = ObjectIdGetDatum(AuthIdRelationId);
+	values[6] = ObjectIdGetDatum(FirstUnpinnedObjectId);
+	if (SPI_execute_with_args("SELECT s.kind, s.role, s.n FROM ("
+							  " SELECT x.kind, x.role, pg_catalog.sum(x.n)::pg_catalog.int8 AS n FROM ("
+							  "  SELECT 1 AS kind, j.owner::pg_catalog.oid AS role, 1 AS n "
 							  "    FROM schedlock.jobs j "
 							  "  UNION ALL "
-							  "  SELECT OPERATOR(pg_catalog.-) " SUBID_SQL ", "
-							  "         j.run_as::pg_catalog.oid, 1 "
+							  "  SELECT 2, j.run_as::pg_catalog.oid, 1 "
 							  "    FROM schedlock.jobs j "
 							  "   WHERE j.run_as::pg_catalog.oid OPERATOR(pg_catalog.<>) "
 							  "         j.owner::pg_catalog.oid "
 							  "  UNION ALL "
-							  "  SELECT d.objsubid, d.refobjid, -1 "
+							  "  SELECT CASE WHEN d.classid OPERATOR(pg_catalog.=) $2 THEN 1 ELSE 2 END, "
+							  "         d.refobjid, -1 "
 							  "    FROM pg_catalog.pg_shdepend d "
 							  "   WHERE d.dbid OPERATOR(pg_catalog.=) $1 "
-							  "     AND d.classid OPERATOR(pg_catalog.=) $2 "
-							  "     AND d.objid OPERATOR(pg_catalog.=) $3 "
-							  "     AND d.refclassid OPERATOR(pg_catalog.=) $4 "
-							  "     AND d.deptype OPERATOR(pg_catalog.=) 't' "
-							  "     AND d.objsubid OPERATOR(pg_catalog.<>) 0"
-							  " ) x GROUP BY x.objsubid, x.role"
+							  "     AND ((d.classid OPERATOR(pg_catalog.=) $2 "
+							  "           AND d.objid OPERATOR(pg_catalog.=) $3) "
+							  "          OR (d.classid OPERATOR(pg_catalog.=) $4 "
+							  "              AND d.objid OPERATOR(pg_catalog.=) $5)) "
+							  "     AND d.objsubid OPERATOR(pg_catalog.=) 0 "
+							  "     AND d.refclassid OPERATOR(pg_catalog.=) $6 "
+							  "     AND d.deptype OPERATOR(pg_catalog.=) 't'"
+							  " ) x GROUP BY x.kind, x.role"
 							  ") s "
 							  "WHERE s.n OPERATOR(pg_catalog.<) 0 "
 							  "   OR (s.n OPERATOR(pg_catalog.>) 0 "
-							  "       AND s.role OPERATOR(pg_catalog.>=) $5 "
+							  "       AND s.role OPERATOR(pg_catalog.>=) $7 "
 							  "       AND EXISTS (SELECT FROM pg_catalog.pg_roles r "
 							  "                    WHERE r.oid OPERATOR(pg_catalog.=) s.role))",
-							  5, types, values, NULL, false, 0) != SPI_OK_SELECT)
+							  7, types, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not compare the job roles with the jobs");
-#undef SUBID_SQL
 	return SPI_processed;
 }
 
 /*
  * schedlock_sync_job_roles
- *		Make the job rows of this database in pg_shdepend match
- *		schedlock.jobs, and return how many rows it added or deleted.
- *		Nothing is locked unless something differs; then the jobs table is
- *		locked against writers (SHARE ROW EXCLUSIVE) and the comparison
- *		repeated, so that no concurrent change is undone.  Jobs whose role
- *		no longer exists are left without a row (they fail when they run).
- *		Runs as the extension owner.  In a transaction.
+ *		Make this database's job rows in pg_shdepend match schedlock.jobs,
+ *		and return how many rows it added or deleted.  Nothing is locked
+ *		unless something differs; then the jobs table is locked against
+ *		writers (SHARE ROW EXCLUSIVE) and the comparison repeated, so that
+ *		no concurrent change is undone.  Jobs whose role no longer exists
+ *		are left without a row (they fail when they run).  Runs as the
+ *		extension owner.  In a transaction.
  */
 int64
 schedlock_sync_job_roles(void)
 {
-	Oid			extoid = get_extension_oid("schedlock", true);
+	JobRowTargets targets;
 	Oid			save_uid;
 	int			save_sec;
 	int			nestlevel;
 	int64		changed = 0;
 
-	if (!OidIsValid(extoid))
+	if (!job_row_targets(&targets))
 		return 0;
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec);
 	nestlevel = schedlock_trusted_path_begin();
-	if (job_roles_diff(extoid) > 0)
+	if (job_roles_diff(&targets) > 0)
 	{
-		Relation	sdep;
-		uint64		n;
-		uint64		i;
-
-		LockRelationOid(get_relname_relid("jobs", get_namespace_oid("schedlock", false)),
-						ShareRowExclusiveLock);
-		n = job_roles_diff(extoid);
-		sdep = table_open(SharedDependRelationId, RowExclusiveLock);
-		for (i = 0; i < n; i++)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[i];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
-			bool		isnull;
-			int32		subid = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
-			Oid			role = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
-			int64		count = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
-
-			if (count < 0)
-				changed += remove_job_role(sdep, extoid, subid, role, -count);
-			else
-			{
-				LockSharedObject(AuthIdRelationId, role, 0, AccessShareLock);
-				if (!SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)))
-					continue;	/* dropped meanwhile */
-				for (; count > 0; count--, changed++)
-					add_job_role(sdep, extoid, subid, role, "?");
-			}
-		}
-		table_close(sdep, RowExclusiveLock);
-		CommandCounterIncrement();
+		LockRelationOid(targets.jobsoid, ShareRowExclusiveLock);
+		(void) job_roles_diff(&targets);
+		changed = apply_job_role_deltas(&targets);
 	}
 	schedlock_trusted_path_end(nestlevel);
 	schedlock_end_as_owner(save_uid, save_sec);
@@ -482,7 +524,7 @@ schedlock_sync_job_roles(void)
 
 	if (changed > 0)
 		ereport(LOG,
-				(errmsg("schedlock rebuilt %lld dependency records of jobs on roles",
+				(errmsg("schedlock rebuilt %lld records of jobs on roles",
 						(long long) changed)));
 	return changed;
 }
@@ -550,9 +592,10 @@ check_drop_role(Oid roleid)
 	while (HeapTupleIsValid(tup = systable_getnext(scan)))
 	{
 		Form_pg_shdepend row = (Form_pg_shdepend) GETSTRUCT(tup);
+		int			kind = job_row_kind(row);
 		JobCount   *c = NULL;
 
-		if (!is_job_row(row))
+		if (kind == 0)
 			continue;
 		for (i = 0; i < ncounts; i++)
 			if (counts[i].dbid == row->dbid)
@@ -570,7 +613,7 @@ check_drop_role(Oid roleid)
 			c->dbname = NULL;
 			c->owner = c->run_as = 0;
 		}
-		if (row->objsubid > 0)
+		if (kind == JOB_ROLE_OWNER)
 			c->owner++;
 		else
 			c->run_as++;
@@ -647,15 +690,25 @@ schedlock_roles_init(void)
 
 /*
  * reassign_jobs
- *		REASSIGN OWNED BY roles TO newrole, for the jobs: owner and run_as.
- *		A job name that newrole would then have twice is an error and
- *		changes nothing.  Connected to SPI, as the extension owner.
+ *		REASSIGN OWNED BY roles TO newrole, for the jobs: owner, run_as and
+ *		the owner of their runs.  A job name that newrole would then have
+ *		twice is an error and changes nothing.  Connected to SPI, as the
+ *		extension owner, with the trigger off; leaves the changes of the
+ *		job rows in SPI_tuptable (see apply_job_role_deltas).
  */
 static void
 reassign_jobs(Datum roles, Oid newrole)
 {
 	Oid			types[2] = {OIDARRAYOID, OIDOID};
 	Datum		values[2] = {roles, ObjectIdGetDatum(newrole)};
+
+	/* the jobs stay as they are read here until the end */
+	if (SPI_execute_with_args("SELECT 1 FROM schedlock.jobs "
+							  " WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) "
+							  "    OR run_as::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) "
+							  "   FOR UPDATE",
+							  1, types, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not lock the jobs to reassign");
 
 	if (SPI_execute_with_args("SELECT j.job_name, pg_catalog.string_agg("
 							  "         pg_catalog.quote_ident(j.owner::pg_catalog.text), ', ' "
@@ -683,15 +736,34 @@ reassign_jobs(Datum roles, Oid newrole)
 							  "  FROM schedlock.jobs j "
 							  " WHERE r.job_id OPERATOR(pg_catalog.=) j.job_id "
 							  "   AND j.owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
-							  2, types, values, NULL, false, 0) != SPI_OK_UPDATE ||
-		SPI_execute_with_args("UPDATE schedlock.jobs "
-							  "   SET owner = $2::pg_catalog.regrole "
-							  " WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
-							  2, types, values, NULL, false, 0) != SPI_OK_UPDATE ||
-		SPI_execute_with_args("UPDATE schedlock.jobs "
-							  "   SET run_as = $2::pg_catalog.regrole "
-							  " WHERE run_as::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
 							  2, types, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not reassign job runs");
+	if (SPI_execute_with_args("WITH u AS ("
+							  " UPDATE schedlock.jobs j "
+							  "    SET owner = CASE WHEN j.owner::pg_catalog.oid "
+							  "                          OPERATOR(pg_catalog.=) ANY ($1) "
+							  "                     THEN $2::pg_catalog.regrole ELSE j.owner END, "
+							  "        run_as = CASE WHEN j.run_as::pg_catalog.oid "
+							  "                           OPERATOR(pg_catalog.=) ANY ($1) "
+							  "                      THEN $2::pg_catalog.regrole ELSE j.run_as END "
+							  "   FROM schedlock.jobs o "
+							  "  WHERE o.job_id OPERATOR(pg_catalog.=) j.job_id "
+							  "    AND (o.owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) "
+							  "         OR o.run_as::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)) "
+							  " RETURNING o.owner::pg_catalog.oid AS o_owner, "
+							  "           o.run_as::pg_catalog.oid AS o_run_as, "
+							  "           j.owner::pg_catalog.oid AS n_owner, "
+							  "           j.run_as::pg_catalog.oid AS n_run_as) "
+							  "SELECT x.kind, x.role, pg_catalog.sum(x.n)::pg_catalog.int8 FROM ("
+							  " SELECT 1 AS kind, u.o_owner AS role, -1 AS n FROM u "
+							  " UNION ALL SELECT 2, u.o_run_as, -1 FROM u "
+							  "  WHERE u.o_run_as OPERATOR(pg_catalog.<>) u.o_owner "
+							  " UNION ALL SELECT 1, u.n_owner, 1 FROM u "
+							  " UNION ALL SELECT 2, u.n_run_as, 1 FROM u "
+							  "  WHERE u.n_run_as OPERATOR(pg_catalog.<>) u.n_owner"
+							  ") x GROUP BY x.kind, x.role "
+							  "HAVING pg_catalog.sum(x.n) OPERATOR(pg_catalog.<>) 0",
+							  2, types, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not reassign jobs");
 }
 
@@ -699,7 +771,9 @@ reassign_jobs(Datum roles, Oid newrole)
  * drop_jobs
  *		DROP OWNED BY roles, for the jobs: delete the jobs they own and the
  *		jobs that run as one of them, with their runs (ON DELETE CASCADE).
- *		Connected to SPI, as the extension owner.
+ *		Connected to SPI, as the extension owner, with the trigger off;
+ *		leaves the changes of the job rows in SPI_tuptable (see
+ *		apply_job_role_deltas).
  */
 static void
 drop_jobs(Datum roles)
@@ -707,10 +781,19 @@ drop_jobs(Datum roles)
 	Oid			types[1] = {OIDARRAYOID};
 	Datum		values[1] = {roles};
 
-	if (SPI_execute_with_args("DELETE FROM schedlock.jobs "
-							  " WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) "
-							  "    OR run_as::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
-							  1, types, values, NULL, false, 0) != SPI_OK_DELETE)
+	if (SPI_execute_with_args("WITH d AS ("
+							  " DELETE FROM schedlock.jobs "
+							  "  WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) "
+							  "     OR run_as::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) "
+							  " RETURNING owner::pg_catalog.oid AS owner, "
+							  "           run_as::pg_catalog.oid AS run_as) "
+							  "SELECT 1, d.owner, OPERATOR(pg_catalog.-) pg_catalog.count(*) "
+							  "  FROM d GROUP BY d.owner "
+							  "UNION ALL "
+							  "SELECT 2, d.run_as, OPERATOR(pg_catalog.-) pg_catalog.count(*) "
+							  "  FROM d WHERE d.run_as OPERATOR(pg_catalog.<>) d.owner "
+							  " GROUP BY d.run_as",
+							  1, types, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not drop jobs");
 }
 
@@ -725,6 +808,7 @@ drop_jobs(Datum roles)
 void
 schedlock_owned_jobs(Node *parsetree)
 {
+	JobRowTargets targets;
 	List	   *roleids;
 	ListCell   *lc;
 	Datum	   *elems;
@@ -734,7 +818,7 @@ schedlock_owned_jobs(Node *parsetree)
 	int			save_sec;
 	int			nestlevel;
 
-	if (!OidIsValid(get_extension_oid("schedlock", true)))
+	if (!job_row_targets(&targets))
 		return;
 	if (IsA(parsetree, DropOwnedStmt))
 		roleids = roleSpecsToIds(((DropOwnedStmt *) parsetree)->roles);
@@ -749,11 +833,22 @@ schedlock_owned_jobs(Node *parsetree)
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec);
 	nestlevel = schedlock_trusted_path_begin();
-	if (IsA(parsetree, DropOwnedStmt))
-		drop_jobs(roles);
-	else
-		reassign_jobs(roles,
-					  get_rolespec_oid(((ReassignOwnedStmt *) parsetree)->newrole, false));
+	job_roles_trigger_off = true;
+	PG_TRY();
+	{
+		if (IsA(parsetree, DropOwnedStmt))
+			drop_jobs(roles);
+		else
+			reassign_jobs(roles,
+						  get_rolespec_oid(((ReassignOwnedStmt *) parsetree)->newrole,
+										   false));
+	}
+	PG_FINALLY();
+	{
+		job_roles_trigger_off = false;
+	}
+	PG_END_TRY();
+	(void) apply_job_role_deltas(&targets);
 	schedlock_trusted_path_end(nestlevel);
 	schedlock_end_as_owner(save_uid, save_sec);
 	SPI_finish();

@@ -35,7 +35,7 @@ $node->append_conf('postgresql.conf', "max_worker_processes = 32");
 $node->start;
 
 my @roles = qw(appown admin alice bob carol dave erin gina hank ivan jack
-  okay ghost lena mona nora pat);
+  okay ghost lena mona nora pat quinn);
 $node->safe_psql('postgres', join("\n",
 	(map { "CREATE ROLE $_ LOGIN;" } @roles),
 	'ALTER ROLE admin CREATEROLE;',
@@ -370,6 +370,22 @@ $node->poll_query_until('app', qq{
   or diag('g_sql did not run again');
 is($node->safe_psql('app', qq{SELECT max(who) FROM public.log WHERE job = 'g_sql' AND at > '$t2'}),
 	'gina', 'with LOGIN again, gina\'s job runs again as gina');
+
+# a job written while the trigger was off (a restore with triggers disabled,
+# pg_upgrade) has no record until dispatch starts: then worker 0 records it
+$node->safe_psql('app', q{
+	ALTER TABLE schedlock.jobs DISABLE TRIGGER USER;
+	INSERT INTO schedlock.jobs (job_name, owner, schedule, command, enabled)
+	VALUES ('q1', 'quinn', '0 0 1 1 *', 'SELECT 1', false);
+	ALTER TABLE schedlock.jobs ENABLE TRIGGER USER;
+});
+$node->restart;
+$node->poll_query_until('app', q{
+	SELECT count(*) = 1 FROM pg_shdepend WHERE refobjid = 'quinn'::regrole})
+  or diag('the job of quinn was not recorded after the restart');
+$r = $node->safe_psql('postgres', q{SELECT try('DROP ROLE quinn')});
+like($r, qr/^2BP01\|.*\|owner of 1 job in database app\|/,
+	'a job written with the trigger off ties its owner once dispatch has started again');
 
 $node->stop;
 done_testing();
