@@ -52,6 +52,30 @@ SELECT * FROM cron_next_runs('* * * * *', 1, '-infinity');
 SELECT cron_next('* * * * *', '2024-01-01 00:00+00', 'Mars/Olympus_Mons');
 SELECT cron_next('* * * * *', '2024-01-01 00:00+00', '');
 SELECT * FROM cron_next_runs('* * * * *', 1, '2024-01-01 00:00+00', 'Nowhere');
+-- POSIX zone specifications are accepted as for the TimeZone setting, but
+-- only with UTC offsets real zones use (at most 24 hours either way): the
+-- next-time search relies on that bound, and a zone "AAA+99BBB-99,..." made
+-- cron_next_runs fail with XX000
+SELECT cron_next('0 2 * * *', '2026-03-01 00:00+00', 'AAA+99BBB-99,M3.2.0,M11.1.0');
+SELECT * FROM cron_next_runs('0 2 * * *', 20, '2026-03-01 00:00+00', 'AAA+99BBB-99,M3.2.0,M11.1.0');
+SET schedlock.timezone = 'AAA+99BBB-99,M3.2.0,M11.1.0';
+CREATE FUNCTION pg_temp.zone_sqlstate(zone text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	state text;
+BEGIN
+	PERFORM count(*) FROM cron_next_runs('0 2 * * *', 20, '2026-03-01 00:00+00', zone);
+	RETURN 'accepted';
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE;
+	RETURN state;
+END
+$$;
+SELECT z AS zone, pg_temp.zone_sqlstate(z) AS sqlstate
+  FROM unnest(ARRAY['AAA+99BBB-99,M3.2.0,M11.1.0', 'AAA+99BBB-99,J60/0,J365/0',
+					'AAA+25', 'AAA-25', 'AAA+24', 'AAA-24',
+					'EST5EDT,M3.2.0,M11.1.0', 'Pacific/Kiritimati']) AS z;
+SELECT cron_next('0 2 * * *', '2026-03-15 00:00+00', 'EST5EDT,M3.2.0,M11.1.0') AS posix_new_york;
 -- zone names are case-insensitive, as for the TimeZone setting
 SELECT cron_next('0 12 * * *', '2024-01-01 00:00+00', 'europe/prague');
 

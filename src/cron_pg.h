@@ -39,6 +39,12 @@ extern void schedlock_cron_parse_or_error(const char *text, SchedlockCronSchedul
 extern pg_tz *schedlock_cron_lookup_timezone(const char *name);
 
 /*
+ * Why a zone cannot be used for cron schedules (an errdetail sentence), or
+ * NULL when it can: leap seconds, or UTC offsets beyond 24 hours.
+ */
+extern const char *schedlock_cron_timezone_problem(pg_tz *tz);
+
+/*
  * Next fire time strictly after 'after' in time zone tz (NULL = the
  * schedlock.timezone setting).  Returns false when there is none: for
  * @reboot, for a non-finite 'after', and when the next time would lie

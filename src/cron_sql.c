@@ -57,6 +57,17 @@
  */
 #define CRON_ZONE_WINDOW	(48 * SECS_PER_HOUR)
 
+/*
+ * Largest UTC offset, either way, of a zone cron schedules may use.  Real
+ * zones stay within 16 hours (local mean times of the 19th century
+ * included), but a POSIX zone specification such as "AAA+99BBB-99,..." may
+ * name offsets up to 167 hours, beyond what CRON_ZONE_WINDOW assumes.
+ */
+#define CRON_MAX_ZONE_OFFSET	(24 * SECS_PER_HOUR)
+
+/* Transitions checked by schedlock_cron_timezone_problem from each probe. */
+#define CRON_ZONE_CHECK_STEPS	4
+
 /* Transitions looked at when finding the segment an instant falls in. */
 #define CRON_ZONE_LOOKBACK	(400 * SECS_PER_DAY)
 
@@ -129,6 +140,9 @@ typedef struct CronRunsState
 PG_FUNCTION_INFO_V1(schedlock_cron_next);
 PG_FUNCTION_INFO_V1(schedlock_cron_next_runs);
 
+static bool zone_boundary(const pg_tz *tz, int64 t, long *before,
+						  int64 *boundary, long *after);
+
 PGDLLEXPORT Datum schedlock_cron_next(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_cron_next_runs(PG_FUNCTION_ARGS);
 
@@ -167,14 +181,63 @@ schedlock_cron_is_reboot(const SchedlockCronSchedule *sched)
 }
 
 /*
+ * schedlock_cron_timezone_problem
+ *		Why tz cannot be used for cron schedules, as an errdetail sentence,
+ *		or NULL when it can.  A zone qualifies when PostgreSQL accepts it
+ *		(no leap seconds) and every UTC offset it uses lies within
+ *		CRON_MAX_ZONE_OFFSET.
+ *
+ * The offsets are read at the transitions following two probes, the Unix
+ * epoch and now.  A zone of the time zone database uses real offsets
+ * anyway; a POSIX specification uses at most two, a standard and a
+ * daylight saving one, and either probe meets both at its first
+ * transition, since such a zone repeats its rules every year.
+ */
+const char *
+schedlock_cron_timezone_problem(pg_tz *tz)
+{
+	int64		probes[2];
+	int			i;
+
+	if (!pg_tz_acceptable(tz))
+		return "The zone uses leap seconds, which PostgreSQL does not support.";
+
+	probes[0] = 0;
+	probes[1] = (int64) time(NULL);
+	for (i = 0; i < lengthof(probes); i++)
+	{
+		int64		t = probes[i];
+		int			step;
+
+		for (step = 0; step < CRON_ZONE_CHECK_STEPS; step++)
+		{
+			long		before;
+			long		after = 0;
+			int64		b;
+			bool		found = zone_boundary(tz, t, &before, &b, &after);
+
+			if (labs(before) > CRON_MAX_ZONE_OFFSET ||
+				(found && labs(after) > CRON_MAX_ZONE_OFFSET))
+				return "Cron schedules need a zone whose UTC offsets stay within 24 hours.";
+			if (!found)
+				break;
+			t = b + 1;
+		}
+	}
+	return NULL;
+}
+
+/*
  * schedlock_cron_lookup_timezone
  *		Resolve a zone name the way the TimeZone setting does; NULL means the
- *		schedlock.timezone setting.
+ *		schedlock.timezone setting.  Zones cron schedules cannot use (see
+ *		schedlock_cron_timezone_problem) are refused.
  */
 pg_tz *
 schedlock_cron_lookup_timezone(const char *name)
 {
 	pg_tz	   *tz;
+	const char *problem;
 
 	if (name == NULL)
 		name = schedlock_timezone != NULL ? schedlock_timezone : "UTC";
@@ -197,6 +260,13 @@ schedlock_cron_lookup_timezone(const char *name)
 				 errmsg("time zone \"%s\" is not supported", name),
 				 errdetail("The zone uses leap seconds, which PostgreSQL does not support."),
 				 errhint("Use the zone of the same name without the \"right/\" prefix.")));
+	problem = schedlock_cron_timezone_problem(tz);
+	if (problem != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("time zone \"%s\" is not supported", name),
+				 errdetail("%s", problem),
+				 errhint("Use an IANA time zone name such as \"UTC\" or \"Europe/Prague\"; the view pg_timezone_names lists them.")));
 	return tz;
 }
 

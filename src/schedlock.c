@@ -27,6 +27,7 @@
 #include "utils/guc.h"
 
 #include "compat.h"
+#include "cron_pg.h"
 #include "schedlock.h"
 #include "scheduler.h"
 
@@ -71,10 +72,9 @@ check_schedlock_timezone(char **newval, void **extra, GucSource source)
 		GUC_check_errdetail("Time zone \"%s\" is not known.", *newval);
 		return false;
 	}
-	if (!pg_tz_acceptable(tz))
+	if (schedlock_cron_timezone_problem(tz) != NULL)
 	{
-		GUC_check_errdetail("Time zone \"%s\" uses leap seconds, which PostgreSQL does not support.",
-							*newval);
+		GUC_check_errdetail("%s", schedlock_cron_timezone_problem(tz));
 		return false;
 	}
 	return true;

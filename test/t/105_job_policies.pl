@@ -163,21 +163,22 @@ is($node->safe_psql('app', qq{
 # --- (c2) a claimed NOTIFY run not finished in time is closed ---
 $node->safe_psql('app', q{
 	SELECT schedule_job('c2', '0 0 1 1 *', notify_channel => 'c2_due',
-						timezone => 'UTC', timeout => '3 seconds')});
+						timezone => 'UTC', timeout => '8 seconds')});
 my $run = $node->safe_psql('app', q{SELECT run_job('c2')});
 $node->poll_query_until('app', qq{
 	SELECT status = 'pending' FROM schedlock.job_runs WHERE run_id = $run})
   or die 'run_job did not notify';
 is($node->safe_psql('app', qq{
-	SELECT deadline = started_at + interval '3 seconds' FROM schedlock.job_runs WHERE run_id = $run}),
+	SELECT deadline = started_at + interval '8 seconds' FROM schedlock.job_runs WHERE run_id = $run}),
 	't', 'the notified run must be claimed within the timeout');
 my $pending_deadline = $node->safe_psql('app', qq{SELECT deadline FROM schedlock.job_runs WHERE run_id = $run});
-# claim half-way through the claim window: the finish deadline then lies
-# well after the claim deadline
+# claim 1.5 s into the claim window (8 s, so that a slow psql start on a
+# busy machine still claims in time): the finish deadline then lies well
+# after the claim deadline
 usleep(1_500_000);
 is($node->safe_psql('app', qq{SELECT schedlock_claim_run($run, 'app-1')}), 't', 'the run is claimed in time');
 is($node->safe_psql('app', qq{
-	SELECT status, claimed_by, deadline = claimed_at + interval '3 seconds',
+	SELECT status, claimed_by, deadline = claimed_at + interval '8 seconds',
 		   deadline > '$pending_deadline'::timestamptz + interval '1 second'
 	  FROM schedlock.job_runs WHERE run_id = $run}),
 	'running|app-1|t|t', 'the claim sets a new deadline, the timeout from the claim');
@@ -189,7 +190,7 @@ my $closed = $node->safe_psql('app', qq{
 like($closed, qr/^timed_out\|not finished within the timeout\|[^|]+\|t$/,
 	'the claimed but unfinished run is closed as timed_out');
 is($node->safe_psql('app', qq{
-	SELECT finished_at >= claimed_at + interval '3 seconds',
+	SELECT finished_at >= claimed_at + interval '8 seconds',
 		   finished_at >= '$pending_deadline'::timestamptz + interval '1 second'
 	  FROM schedlock.job_runs WHERE run_id = $run}),
 	't|t', 'it was closed only after the timeout counted from the claim');
