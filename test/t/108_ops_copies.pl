@@ -4,7 +4,8 @@
 # cluster where the database happens to get the same OID -- they stay
 # paused: no run over several slots, schedlock.job_status says why, the
 # server log has one WARNING for the copy, and schedlock_adopt_jobs() by the
-# database owner (not by another role) makes them run there.  pg_upgrade
+# database owner (not by another role) makes them run there; a copy without
+# any job simply runs what is scheduled in it.  pg_upgrade
 # (which keeps database OIDs) is not a copy: the jobs go on running.
 use strict;
 use warnings;
@@ -96,6 +97,22 @@ is($node->safe_psql('tcopy', q{
 ok(ticks_go_on($node, 'app'), 'app still runs its jobs');
 is($node->safe_psql('app', 'SELECT count(*) FROM schedlock.job_status WHERE paused_reason IS NOT NULL'),
 	'0', 'app: nothing paused');
+
+# a copy of a database that has no job takes a home of its own
+$node->safe_psql('postgres', 'CREATE DATABASE nojobs');
+$node->safe_psql('nojobs', 'CREATE EXTENSION schedlock');
+$node->safe_psql('postgres', 'CREATE DATABASE nojobs_copy TEMPLATE nojobs');
+$node->poll_query_until('nojobs_copy', q{
+	SELECT h.datoid = d.oid FROM schedlock.home h, pg_database d
+	 WHERE d.datname = current_database()})
+  or die 'the copy without jobs did not take a home of its own';
+$node->safe_psql('nojobs_copy', q{
+	CREATE TABLE ticks (at timestamptz);
+	SELECT schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (now())');
+});
+ok(ticks_go_on($node, 'nojobs_copy'),
+	'a copy of a database without jobs runs the jobs scheduled in it');
+is(warnings_for($node, 'nojobs_copy'), 0, 'and logs no WARNING for it');
 
 # 2. pg_dump | pg_restore into another database
 my $dumpfile = $node->basedir . '/app.dump';
