@@ -96,3 +96,155 @@ COMMENT ON FUNCTION schedlock.sync_job_roles() IS
 REVOKE ALL ON FUNCTION schedlock.sync_job_roles() FROM PUBLIC;
 
 SELECT schedlock.sync_job_roles();
+-- Issue 11, operations: copies of a database do not run its jobs; database
+-- owners can pg_dump
+-------------------------------------------------------------------------------
+
+/*
+ * Where the jobs of this database belong (src/home.c).  schedlock.home has
+ * one row: a random home_id made here by CREATE EXTENSION (or by
+ * schedlock_adopt_jobs) and the OID of the database it was made in.  It is
+ * not a configuration table, so pg_dump never dumps it: a restored database
+ * gets a home of its own from its CREATE EXTENSION.  CREATE DATABASE ...
+ * TEMPLATE copies it with the OID of the old database; pg_upgrade (which
+ * keeps database OIDs and copies the table's files) and physical replication
+ * keep it as it is.  Every job records the home_id it was scheduled under;
+ * that column travels with the job in a dump.  The workers run the jobs of
+ * a database only while its home names it and no job of another home has
+ * arrived (restored_jobs, raised by the trigger below).
+ */
+CREATE TABLE schedlock.home (
+	one boolean NOT NULL DEFAULT true PRIMARY KEY CHECK (one),
+	home_id uuid NOT NULL,
+	datoid oid NOT NULL,
+	restored_jobs boolean NOT NULL DEFAULT false,
+	since timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+
+COMMENT ON TABLE schedlock.home IS
+	'where the jobs of this database belong: its home id and database OID; never dumped';
+COMMENT ON COLUMN schedlock.home.restored_jobs IS
+	'jobs of another home (a restored dump) arrived: the jobs are paused until schedlock_adopt_jobs()';
+
+REVOKE ALL ON schedlock.home FROM PUBLIC;
+
+INSERT INTO schedlock.home (home_id, datoid)
+SELECT pg_catalog.gen_random_uuid(), d.oid
+  FROM pg_catalog.pg_database d
+ WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database();
+
+CREATE FUNCTION schedlock.home_id()
+RETURNS uuid
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT h.home_id FROM schedlock.home h $$;
+
+COMMENT ON FUNCTION schedlock.home_id() IS
+	'internal: the home id of this database (default of schedlock.jobs.home_id)';
+
+REVOKE ALL ON FUNCTION schedlock.home_id() FROM PUBLIC;
+
+-- jobs of a 1.0 installation belong to the database they are in now
+ALTER TABLE schedlock.jobs
+	ADD COLUMN home_id uuid NOT NULL DEFAULT schedlock.home_id();
+
+COMMENT ON COLUMN schedlock.jobs.home_id IS
+	'home (schedlock.home) of the database the job was scheduled in; dumped with the job';
+
+-- a job row of another home (pg_restore, COPY) is never due, and pauses
+-- the jobs of the database; ALWAYS: also under session_replication_role
+-- replica
+CREATE FUNCTION schedlock.jobs_check_home()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'schedlock_jobs_check_home'
+LANGUAGE C;
+
+COMMENT ON FUNCTION schedlock.jobs_check_home() IS
+	'internal: trigger that pauses jobs arriving from another database';
+
+REVOKE ALL ON FUNCTION schedlock.jobs_check_home() FROM PUBLIC;
+
+CREATE TRIGGER jobs_check_home BEFORE INSERT ON schedlock.jobs
+	FOR EACH ROW EXECUTE FUNCTION schedlock.jobs_check_home();
+ALTER TABLE schedlock.jobs ENABLE ALWAYS TRIGGER jobs_check_home;
+
+CREATE FUNCTION schedlock.paused_reason()
+RETURNS text
+LANGUAGE sql STABLE SECURITY DEFINER PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT CASE
+		 WHEN h.datoid OPERATOR(pg_catalog.<>) d.oid
+		 THEN 'copy of the database with OID ' OPERATOR(pg_catalog.||) h.datoid::pg_catalog.text
+			  OPERATOR(pg_catalog.||) ' (CREATE DATABASE ... TEMPLATE): call schedlock_adopt_jobs() to run the jobs here'
+		 WHEN h.restored_jobs
+		 THEN 'jobs restored from another database: call schedlock_adopt_jobs() to run the jobs here'
+	   END
+  FROM schedlock.home h, pg_catalog.pg_database d
+ WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()
+$$;
+
+COMMENT ON FUNCTION schedlock.paused_reason() IS
+	'internal: why the jobs of this database do not run here, or NULL';
+
+REVOKE ALL ON FUNCTION schedlock.paused_reason() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION schedlock.paused_reason() TO PUBLIC;
+
+CREATE OR REPLACE VIEW schedlock.job_status WITH (security_invoker = true) AS
+SELECT j.job_id,
+	   j.job_name,
+	   j.owner,
+	   j.schedule,
+	   COALESCE(j.timezone,
+						   pg_catalog.current_setting('schedlock.timezone')) AS timezone,
+	   j.enabled,
+	   j.next_run_at,
+	   l.status AS last_status,
+	   l.scheduled_for AS last_scheduled_for,
+	   l.finished_at AS last_finished_at,
+	   l.sqlstate AS last_sqlstate,
+	   l.message AS last_message,
+	   j.consecutive_failures,
+	   COALESCE(r.worker_pid, schedlock.job_worker_pid(j.job_id)) AS running_pid,
+	   (SELECT schedlock.paused_reason()) AS paused_reason
+  FROM schedlock.jobs j
+  LEFT JOIN LATERAL (SELECT x.status, x.scheduled_for, x.finished_at, x.sqlstate, x.message
+					   FROM schedlock.job_runs x
+					  WHERE x.job_id OPERATOR(pg_catalog.=) j.job_id
+						AND x.status NOT IN ('queued', 'pending', 'running')
+					  ORDER BY x.run_id DESC
+					  LIMIT 1) l ON true
+  LEFT JOIN LATERAL (SELECT x.worker_pid
+					   FROM schedlock.job_runs x
+					  WHERE x.job_id OPERATOR(pg_catalog.=) j.job_id
+						AND x.status OPERATOR(pg_catalog.=) 'running'
+					  ORDER BY x.run_id DESC
+					  LIMIT 1) r ON true;
+
+COMMENT ON VIEW schedlock.job_status IS
+	'per job: schedule, time zone, next run, last finished run and its error, consecutive failures, pid running it now, why it is paused (a copy)';
+
+CREATE FUNCTION @extschema@.schedlock_adopt_jobs()
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'schedlock_adopt_jobs'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION @extschema@.schedlock_adopt_jobs() IS
+	'run the jobs of a copied or restored database here: each job goes on from its next slot after now; returns how many jobs were adopted';
+
+-- the database owner (and superusers), nobody else
+REVOKE ALL ON FUNCTION @extschema@.schedlock_adopt_jobs() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.schedlock_adopt_jobs() TO pg_database_owner;
+
+/*
+ * pg_dump by a role that is not a superuser (the database owner).  pg_dump
+ * reads every configuration table and sequence of the extension.  The
+ * sequences only count jobs and runs: every role may read them.  The lock
+ * table gets row-level security without a policy of its own here, so that
+ * pg_dump --enable-row-security can read it and ordinary roles still see no
+ * row of it (the schedlock.locks view reads it as its owner).  jobs and
+ * job_runs already show each role its own rows.
+ */
+GRANT SELECT ON SEQUENCE schedlock.jobs_job_id_seq, schedlock.job_runs_run_id_seq TO PUBLIC;
+ALTER TABLE schedlock.lock_state ENABLE ROW LEVEL SECURITY;
+GRANT SELECT ON schedlock.lock_state TO PUBLIC;

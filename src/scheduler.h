@@ -103,6 +103,9 @@ extern void schedlock_xact_init(void);
 /* stepaside.c */
 extern Oid	schedlock_step_aside_for(Node *parsetree, bool isTopLevel);
 
+/* home.c */
+extern bool schedlock_jobs_paused(bool at_start, bool warn);
+
 /* launcher.c */
 extern void schedlock_register_launcher(void);
 extern PGDLLEXPORT void schedlock_launcher_main(Datum arg);

@@ -1127,7 +1127,9 @@ schedlock_worker_main(Datum arg)
 		proc_exit(0);
 	}
 
-	startup_work(index == 0 && first_start);
+	/* in a copy of the database nothing is touched until adoption (home.c) */
+	if (!schedlock_jobs_paused(index == 0, index == 0))
+		startup_work(index == 0 && first_start);
 	if (index == 0)
 	{
 		LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
@@ -1157,7 +1159,7 @@ schedlock_worker_main(Datum arg)
 			proc_exit(0);
 		}
 
-		if (schedlock_enabled)
+		if (schedlock_enabled && !schedlock_jobs_paused(false, index == 0))
 		{
 			ClaimPosition pos = {DT_NOBEGIN, 0};
 			int			claims = 0;

@@ -2,7 +2,8 @@
 # nothing (no schedlock process at all); the primary is stopped, the standby
 # promoted, and dispatch resumes within 2 s on the new timeline; the misfire
 # policies hold for the slots missed in between (run_once: one catch-up run;
-# skip: none, one skipped record), and @reboot jobs fire on promotion.
+# skip: none, one skipped record), and @reboot jobs fire on promotion.  The
+# promoted standby is not taken for a copy of the database (108_ops_copies).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -67,6 +68,11 @@ while (time() - $promoted < 10)
 }
 ok(defined $resumed, 'jobs run again after promotion');
 cmp_ok($resumed // 99, '<=', 2, sprintf('within 2 s of promotion (%.2f s)', $resumed // 99));
+is($standby->safe_psql('app', q{
+	SELECT count(*) FROM schedlock.job_status WHERE paused_reason IS NOT NULL}),
+	'0', 'a promoted standby is not a copy of the database: no job is paused');
+unlike(slurp_file($standby->logfile), qr/are paused: they were scheduled in another database/,
+	'and the new primary logs no WARNING about copied jobs');
 
 $standby->poll_query_until('app', q{
 	SELECT count(*) >= 4 FROM schedlock.job_runs WHERE timeline = 2 AND status = 'succeeded'})

@@ -1,0 +1,536 @@
+/*-------------------------------------------------------------------------
+ *
+ * home.c
+ *	  Where a database's jobs belong: copies of a database do not run them
+ *	  until they are adopted.
+ *
+ * A database copied with CREATE DATABASE ... TEMPLATE, or restored from a
+ * dump, holds the jobs of the original, and a staging copy must not send
+ * production's mails.  So the jobs of a database run only in the database
+ * they were scheduled in:
+ *
+ *	- schedlock.home (one row, never dumped) holds a random home_id, made by
+ *	  CREATE EXTENSION, and the OID of the database it was made in;
+ *	- every job records the home_id it was scheduled under (jobs.home_id,
+ *	  dumped with the job);
+ *	- a TEMPLATE copy keeps the home row with the old database's OID: the
+ *	  OID no longer matches;
+ *	- a restore makes a new home row (its own CREATE EXTENSION) and then
+ *	  loads jobs of the old home_id: the trigger jobs_check_home() makes
+ *	  each such row not due (next_run_at NULL) and raises
+ *	  home.restored_jobs, in the same transaction as the rows, so that no
+ *	  worker can claim one even in the middle of a pass;
+ *	- pg_upgrade keeps database OIDs and copies the table files, and a
+ *	  promoted standby is the same database: neither is a copy.
+ *
+ * The workers look at the home row at the start of each pass (one row, so
+ * the check is cheap) and run nothing while the jobs are paused; worker 0
+ * says so once with a WARNING, and at start-up it also looks for job rows
+ * of another home that arrived without the trigger.  A copy without any job
+ * simply takes a home of its own.  schedlock_adopt_jobs(), by the database
+ * owner or a superuser, makes the database the jobs' home: a new home_id
+ * and this database's OID, each job going on from its next slot after now.
+ *
+ * IDENTIFICATION
+ *	  src/home.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "utils/uuid.h"
+
+#include "cron_pg.h"
+#include "schedlock.h"
+#include "scheduler.h"
+
+PG_FUNCTION_INFO_V1(schedlock_jobs_check_home);
+PG_FUNCTION_INFO_V1(schedlock_adopt_jobs);
+
+PGDLLEXPORT Datum schedlock_jobs_check_home(PG_FUNCTION_ARGS);
+PGDLLEXPORT Datum schedlock_adopt_jobs(PG_FUNCTION_ARGS);
+
+/* Jobs adopted per fetch of schedlock_adopt_jobs' cursor. */
+#define ADOPT_BATCH_ROWS	1000
+
+/* Why the jobs of this database are paused. */
+typedef enum HomeState
+{
+	HOME_HERE,					/* the jobs belong here: they run */
+	HOME_COPY,					/* a TEMPLATE copy of another database */
+	HOME_RESTORED				/* jobs of another home were loaded */
+} HomeState;
+
+/* Worker: whether it has warned about the current pause. */
+static bool pause_warned = false;
+
+/* Kept plans of the statements run for every pass or every job row. */
+static SPIPlanPtr read_home_plan = NULL;
+static SPIPlanPtr read_home_id_plan = NULL;
+static SPIPlanPtr mark_restored_plan = NULL;
+
+/*
+ * run_kept
+ *		Execute a statement without parameters through a plan prepared once
+ *		per backend and kept.  Not schedlock_query_run: its enable_seqscan =
+ *		off prices the sequential scan of the one-row home table so high that
+ *		every execution is JIT-compiled (30 to 80 ms instead of 0.1 ms).
+ *		Connected to SPI.
+ */
+static int
+run_kept(SPIPlanPtr *plan, const char *sql, bool read_only)
+{
+	if (*plan == NULL)
+	{
+		SPIPlanPtr	p = SPI_prepare(sql, 0, NULL);
+
+		if (p == NULL)
+			elog(ERROR, "could not prepare \"%s\": %s",
+				 sql, SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(p) != 0)
+			elog(ERROR, "could not keep the plan of \"%s\"", sql);
+		*plan = p;
+	}
+	return SPI_execute_plan(*plan, NULL, NULL, read_only, 0);
+}
+
+/*
+ * home_table_exists
+ *		Whether schedlock.home exists (not before ALTER EXTENSION schedlock
+ *		UPDATE TO '1.1').  In a transaction.
+ */
+static bool
+home_table_exists(void)
+{
+	Oid			nsp = get_namespace_oid("schedlock", true);
+
+	return OidIsValid(nsp) && OidIsValid(get_relname_relid("home", nsp));
+}
+
+/*
+ * look_at_home
+ *		Read the home row and decide whether the jobs run here.  A copy
+ *		without any job takes a home of its own; a restored_jobs mark with no
+ *		job of another home left is dropped.  at_start: also look for job
+ *		rows of another home that arrived without the trigger (one scan of
+ *		schedlock.jobs).  *datoid gets the database the home names.  In a
+ *		transaction, connected to SPI, as a role that may write the tables.
+ */
+static HomeState
+look_at_home(bool at_start, Oid *datoid)
+{
+	bool		isnull;
+	bool		restored;
+	Datum		home_id;
+	Datum		values[2];
+	Oid			types[2] = {UUIDOID, OIDOID};
+
+	/* the check of every pass: one row, through a kept plan */
+	if (run_kept(&read_home_plan,
+				 "SELECT home_id, datoid, restored_jobs FROM schedlock.home",
+				 true) != SPI_OK_SELECT)
+		elog(ERROR, "could not read schedlock.home");
+	if (SPI_processed != 1)
+		return HOME_HERE;
+	home_id = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	home_id = datumCopy(home_id, false, UUID_LEN);
+	*datoid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+											 SPI_tuptable->tupdesc, 2, &isnull));
+	restored = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+										  SPI_tuptable->tupdesc, 3, &isnull));
+	values[0] = home_id;
+	values[1] = ObjectIdGetDatum(MyDatabaseId);
+
+	if (*datoid != MyDatabaseId)
+	{
+		/* a copy: with jobs it waits for adoption, without it moves in */
+		if (SPI_execute("SELECT 1 FROM schedlock.jobs LIMIT 1", true, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read schedlock.jobs");
+		if (SPI_processed > 0)
+			return HOME_COPY;
+		if (SPI_execute_with_args("UPDATE schedlock.home SET "
+								  "  home_id = pg_catalog.gen_random_uuid(), "
+								  "  datoid = $2, restored_jobs = false, "
+								  "  since = pg_catalog.now() "
+								  "WHERE datoid OPERATOR(pg_catalog.<>) $2",
+								  2, types, values, NULL, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not update schedlock.home");
+		*datoid = MyDatabaseId;
+		return HOME_HERE;
+	}
+
+	if (at_start && !restored)
+	{
+		/* job rows of another home that came without the trigger */
+		if (SPI_execute_with_args("UPDATE schedlock.jobs SET next_run_at = NULL "
+								  "WHERE home_id OPERATOR(pg_catalog.<>) $1",
+								  1, types, values, NULL, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not pause jobs of another home");
+		restored = (SPI_processed > 0);
+		if (restored &&
+			SPI_execute("UPDATE schedlock.home SET restored_jobs = true",
+						false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not update schedlock.home");
+	}
+	else if (restored)
+	{
+		/*
+		 * Lock the row first: a restore still loading jobs holds it (the
+		 * trigger wrote it), and the jobs it loaded are seen only once it
+		 * has committed.
+		 */
+		if (SPI_execute("SELECT 1 FROM schedlock.home FOR UPDATE",
+						false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not lock schedlock.home");
+		if (SPI_execute_with_args("SELECT 1 FROM schedlock.jobs "
+								  "WHERE home_id OPERATOR(pg_catalog.<>) $1 LIMIT 1",
+								  1, types, values, NULL, false, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read schedlock.jobs");
+		if (SPI_processed == 0)
+		{
+			/* the restored jobs are gone (unscheduled): nothing to protect */
+			if (SPI_execute("UPDATE schedlock.home SET restored_jobs = false",
+							false, 0) != SPI_OK_UPDATE)
+				elog(ERROR, "could not update schedlock.home");
+			restored = false;
+		}
+	}
+	return restored ? HOME_RESTORED : HOME_HERE;
+}
+
+/*
+ * warn_paused
+ *		Say in the server log why the jobs of this database do not run.
+ */
+static void
+warn_paused(HomeState state, Oid datoid)
+{
+	char	   *dbname = get_database_name(MyDatabaseId);
+
+	if (state == HOME_COPY)
+		ereport(WARNING,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("jobs of database \"%s\" are paused: they were scheduled in another database",
+						dbname ? dbname : "?"),
+				 errdetail("The database is a copy (CREATE DATABASE ... TEMPLATE) of the database with OID %u; the jobs do not run in both.",
+						   datoid),
+				 errhint("To run them here, call SELECT schedlock_adopt_jobs(); in this database as its owner or a superuser.")));
+	else
+		ereport(WARNING,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("jobs of database \"%s\" are paused: they were scheduled in another database",
+						dbname ? dbname : "?"),
+				 errdetail("Jobs restored from a dump of another database are in this database; they do not run in both."),
+				 errhint("To run them here, call SELECT schedlock_adopt_jobs(); in this database as its owner or a superuser.")));
+}
+
+/*
+ * schedlock_jobs_paused
+ *		Worker: whether the jobs of this database are paused because it is
+ *		a copy.  at_start: the worker is starting (see look_at_home).  warn:
+ *		log a WARNING the first time a pause is seen (worker 0).  Runs its
+ *		own transaction; called outside one, returns in the memory context
+ *		it was called in.
+ */
+bool
+schedlock_jobs_paused(bool at_start, bool warn)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	HomeState	state = HOME_HERE;
+	Oid			datoid = MyDatabaseId;
+	int			nestlevel;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	nestlevel = schedlock_trusted_path_begin();
+	if (home_table_exists())
+		state = look_at_home(at_start, &datoid);
+	schedlock_trusted_path_end(nestlevel);
+	if (state != HOME_HERE && warn && !pause_warned)
+		warn_paused(state, datoid);
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(cxt);
+
+	pause_warned = (state != HOME_HERE) && (pause_warned || warn);
+	return state != HOME_HERE;
+}
+
+/*
+ * schedlock_jobs_check_home
+ *		BEFORE INSERT row trigger on schedlock.jobs: a job of another home
+ *		(loaded by pg_restore or COPY) is made not due and pauses the jobs
+ *		of the database until schedlock_adopt_jobs(); the workers are woken
+ *		at commit to notice.
+ */
+Datum
+schedlock_jobs_check_home(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	TupleDesc	desc;
+	HeapTuple	tuple;
+	int			att_home;
+	int			att_next;
+	bool		isnull;
+	Datum		job_home;
+	bool		foreign_job = false;
+	int			nestlevel;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) ||
+		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
+		elog(ERROR, "schedlock_jobs_check_home must be a BEFORE INSERT row trigger");
+
+	tuple = trigdata->tg_trigtuple;
+	desc = RelationGetDescr(trigdata->tg_relation);
+	att_home = SPI_fnumber(desc, "home_id");
+	att_next = SPI_fnumber(desc, "next_run_at");
+	if (att_home <= 0 || att_next <= 0)
+		elog(ERROR, "schedlock.jobs has no column home_id or next_run_at");
+	job_home = heap_getattr(tuple, att_home, desc, &isnull);
+	if (isnull)
+		return PointerGetDatum(tuple);
+
+	SPI_connect();
+	nestlevel = schedlock_trusted_path_begin();
+	if (run_kept(&read_home_id_plan, "SELECT home_id FROM schedlock.home",
+				 true) != SPI_OK_SELECT)
+		elog(ERROR, "could not read schedlock.home");
+	if (SPI_processed == 1)
+	{
+		Datum		home = SPI_getbinval(SPI_tuptable->vals[0],
+										 SPI_tuptable->tupdesc, 1, &isnull);
+
+		foreign_job = !isnull &&
+			memcmp(DatumGetUUIDP(home), DatumGetUUIDP(job_home), UUID_LEN) != 0;
+	}
+	if (foreign_job &&
+		run_kept(&mark_restored_plan,
+				 "UPDATE schedlock.home SET restored_jobs = true WHERE NOT restored_jobs",
+				 false) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update schedlock.home");
+	schedlock_trusted_path_end(nestlevel);
+	SPI_finish();
+
+	if (foreign_job)
+	{
+		Datum		value = (Datum) 0;
+		bool		null = true;
+
+		tuple = heap_modify_tuple_by_cols(tuple, desc, 1, &att_next, &value, &null);
+		schedlock_wake_workers_at_commit();
+	}
+	return PointerGetDatum(tuple);
+}
+
+/*
+ * adopt_job
+ *		Make one job of this database's home: it goes on from its first slot
+ *		after now (none for @reboot jobs: the next start of dispatch), with
+ *		no pending retry or run_job() call; its runs left open in the
+ *		database it came from are closed.  plans: from prepare_adoption.
+ *		Connected to SPI, as the extension owner.
+ */
+static void
+adopt_job(SPIPlanPtr *plans, int64 job_id, const char *schedule,
+		  const char *timezone, Datum home_id, TimestampTz now)
+{
+	SchedlockCronSchedule sched;
+	TimestampTz slot = 0;
+	bool		has_slot = false;
+	Datum		values[3];
+	char		nulls[3] = {' ', ' ', ' '};
+
+	schedlock_cron_parse_or_error(schedule, &sched);
+	if (!schedlock_cron_is_reboot(&sched))
+		has_slot = schedlock_cron_next_time(&sched, now,
+											schedlock_cron_lookup_timezone(timezone ? timezone : schedlock_timezone),
+											&slot);
+	values[0] = Int64GetDatum(job_id);
+	values[1] = home_id;
+	values[2] = TimestampTzGetDatum(slot);
+	if (!has_slot)
+		nulls[2] = 'n';
+	if (SPI_execute_plan(plans[0], values, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not adopt job " INT64_FORMAT, job_id);
+
+	values[1] = TimestampTzGetDatum(now);
+	if (SPI_execute_plan(plans[1], values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not close the open runs of job " INT64_FORMAT, job_id);
+}
+
+/*
+ * prepare_adoption
+ *		Plan adopt_job's two statements once per schedlock_adopt_jobs()
+ *		call.  Connected to SPI.
+ */
+static void
+prepare_adoption(SPIPlanPtr *plans)
+{
+	static const char *const sql[2] = {
+		"UPDATE schedlock.jobs SET home_id = $2, "
+		"  next_slot = $3, next_run_at = $3, "
+		"  retry_slot = NULL, retry_attempt = NULL, retry_at = NULL, "
+		"  manual_pending = 0 "
+		"WHERE job_id OPERATOR(pg_catalog.=) $1",
+		"UPDATE schedlock.job_runs SET "
+		"  status = CASE WHEN status OPERATOR(pg_catalog.=) 'queued' "
+		"    THEN 'skipped' ELSE 'lost' END, "
+		"  finished_at = $2, deadline = NULL, "
+		"  message = 'open in the database the job was copied from; closed by schedlock_adopt_jobs()' "
+		"WHERE job_id OPERATOR(pg_catalog.=) $1 "
+		"  AND status OPERATOR(pg_catalog.=) ANY ('{queued,pending,running}'::pg_catalog.text[])"
+	};
+	Oid			types[2][3] = {{INT8OID, UUIDOID, TIMESTAMPTZOID},
+							   {INT8OID, TIMESTAMPTZOID}};
+	int			i;
+
+	for (i = 0; i < 2; i++)
+	{
+		plans[i] = SPI_prepare(sql[i], i == 0 ? 3 : 2, types[i]);
+		if (plans[i] == NULL)
+			elog(ERROR, "could not prepare \"%s\": %s",
+				 sql[i], SPI_result_code_string(SPI_result));
+	}
+}
+
+/*
+ * schedlock_adopt_jobs
+ *		SQL: schedlock_adopt_jobs() -> bigint
+ *
+ * Makes this database the home of the jobs it holds from another database
+ * (a TEMPLATE copy: all of them, under a new home_id; a restore: those of
+ * another home), so that its workers run them; returns how many jobs were
+ * adopted (0 when the jobs already run here).  Only the database owner and
+ * superusers may (EXECUTE is granted to pg_database_owner).
+ */
+Datum
+schedlock_adopt_jobs(PG_FUNCTION_ARGS)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	Oid			types[2] = {UUIDOID, OIDOID};
+	Datum		values[2];
+	Datum		home_id;
+	Oid			datoid;
+	bool		isnull;
+	bool		all;
+	int64		adopted = 0;
+	SPIPlanPtr	plans[2];
+	Portal		portal;
+	Oid			save_uid;
+	int			save_sec;
+	int			nestlevel;
+
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot execute schedlock_adopt_jobs() during recovery")));
+	if (!pg_database_ownercheck(MyDatabaseId, GetUserId()))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to adopt the jobs of database \"%s\"",
+						get_database_name(MyDatabaseId)),
+				 errdetail("Only the owner of the database and superusers may adopt its jobs.")));
+
+	SPI_connect();
+	nestlevel = schedlock_trusted_path_begin();
+	schedlock_begin_as_owner(&save_uid, &save_sec);
+
+	if (SPI_execute("SELECT home_id, datoid FROM schedlock.home FOR UPDATE",
+					false, 0) != SPI_OK_SELECT || SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table schedlock.home does not have its one row"),
+				 errhint("Reinstall the schedlock extension.")));
+	home_id = datumCopy(SPI_getbinval(SPI_tuptable->vals[0],
+									  SPI_tuptable->tupdesc, 1, &isnull),
+						false, UUID_LEN);
+	datoid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+											SPI_tuptable->tupdesc, 2, &isnull));
+
+	/* a TEMPLATE copy: a home of its own, and every job moves in */
+	all = (datoid != MyDatabaseId);
+	if (all)
+	{
+		values[0] = ObjectIdGetDatum(MyDatabaseId);
+		if (SPI_execute_with_args("UPDATE schedlock.home SET "
+								  "  home_id = pg_catalog.gen_random_uuid(), datoid = $1, "
+								  "  since = pg_catalog.now() "
+								  "RETURNING home_id",
+								  1, &types[1], values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
+			elog(ERROR, "could not update schedlock.home");
+		home_id = datumCopy(SPI_getbinval(SPI_tuptable->vals[0],
+										  SPI_tuptable->tupdesc, 1, &isnull),
+							false, UUID_LEN);
+	}
+
+	prepare_adoption(plans);
+	values[0] = home_id;
+	values[1] = BoolGetDatum(all);
+	types[1] = BOOLOID;
+	portal = SPI_cursor_open_with_args(NULL,
+									   "SELECT job_id, schedule, timezone FROM schedlock.jobs "
+									   "WHERE $2 OR home_id OPERATOR(pg_catalog.<>) $1 "
+									   "ORDER BY job_id FOR UPDATE",
+									   2, types, values, NULL, false, 0);
+	for (;;)
+	{
+		SPITupleTable *batch;
+		uint64		n;
+		uint64		i;
+
+		SPI_cursor_fetch(portal, true, ADOPT_BATCH_ROWS);
+		batch = SPI_tuptable;
+		n = SPI_processed;
+		if (n == 0)
+			break;
+		for (i = 0; i < n; i++)
+		{
+			HeapTuple	tup = batch->vals[i];
+			int64		job_id = DatumGetInt64(SPI_getbinval(tup, batch->tupdesc, 1, &isnull));
+
+			adopt_job(plans, job_id, SPI_getvalue(tup, batch->tupdesc, 2),
+					  SPI_getvalue(tup, batch->tupdesc, 3), home_id, now);
+			adopted++;
+		}
+		SPI_freetuptable(batch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	SPI_cursor_close(portal);
+
+	if (SPI_execute("UPDATE schedlock.home SET restored_jobs = false",
+					false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update schedlock.home");
+
+	schedlock_end_as_owner(save_uid, save_sec);
+	schedlock_trusted_path_end(nestlevel);
+	SPI_finish();
+
+	if (adopted > 0)
+		ereport(LOG,
+				(errmsg("schedlock: %lld jobs of database \"%s\" adopted; they run here from now on",
+						(long long) adopted, get_database_name(MyDatabaseId))));
+	schedlock_wake_workers_at_commit();
+	PG_RETURN_INT64(adopted);
+}
