@@ -110,11 +110,12 @@ sl_as_server()
 	fi
 }
 
-# sl_mktemp_dir PREFIX : a scratch directory owned by the server user.
+# sl_mktemp_dir PREFIX : a scratch directory owned by the server user, in
+# $SL_TMPDIR (default /tmp).
 sl_mktemp_dir()
 {
 	local d
-	d=$(mktemp -d "/tmp/$1.XXXXXX")
+	d=$(mktemp -d "${SL_TMPDIR:-/tmp}/$1.XXXXXX")
 	chmod 755 "$d"
 	[ "$(id -u)" -eq 0 ] && chown "$SL_SERVER_USER" "$d"
 	echo "$d"

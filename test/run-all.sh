@@ -15,6 +15,8 @@
 #   tap         Perl TAP tests test/t/*.pl (PostgreSQL::Test::Cluster)
 #   security    Perl TAP tests test/security/*.pl: hostile roles, escalation,
 #               session isolation, secrets, role lifecycle
+#   cassert     PostgreSQL 15 built with assertions, and regress, isolation,
+#               tap and security again against it (test/cassert/run.sh)
 #   logcheck    always last: every server log of the run is searched for
 #               crashes and internal errors (see check_logs)
 #
@@ -29,7 +31,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 source test/lib.sh
 
-SL_ONLY=${SL_ONLY:-"regress isolation pgtap suites tap security"}
+SL_ONLY=${SL_ONLY:-"regress isolation pgtap suites tap security cassert"}
 SL_KEEP=${SL_KEEP:-}
 
 SL_SKIP_SUITES=${SL_SKIP_SUITES:-}
@@ -248,6 +250,27 @@ run_tap_dir()
 	record "$suite" "$tp" "$tf"
 }
 
+# run_cassert : test/cassert/run.sh in $WORK/cassert (a PostgreSQL built
+# with --enable-cassert, then regress, isolation, tap, security and their
+# own logcheck against it); its summary lines are recorded as "cassert ..."
+run_cassert()
+{
+	local log="$WORK/cassert.log" rc n p f seen=0 failed=0
+	sl_log "cassert: building PostgreSQL 15 with assertions, then the layers against it"
+	bash test/cassert/run.sh "$WORK/cassert" >"$log" 2>&1
+	rc=$?
+	sed 's/^/cassert| /' "$log"
+	while read -r n p f; do
+		record "cassert $n" "$p" "$f"
+		seen=1
+		failed=$((failed + f))
+	done < <(sed -n '/^Summary:$/,$p' "$log" |
+		sed -n -E 's/^  ([a-z]+) +([0-9]+) passed, +([0-9]+) failed.*/\1 \2 \3/p')
+	if [ $seen -eq 0 ] || { [ $rc -ne 0 ] && [ $failed -eq 0 ]; }; then
+		record cassert 0 1 "(exit $rc, see $log)"
+	fi
+}
+
 # check_logs : one test per server log of the run (the shared cluster's and
 # every TAP node's).  A log fails when it shows a crash or an internal error:
 #   "terminated by signal N" for any N but 9 (SIGKILL only ever comes from a
@@ -282,6 +305,7 @@ for suite in $SL_ONLY; do
 		suites) run_suites ;;
 		tap) run_tap_dir tap test/t ;;
 		security) run_tap_dir security test/security ;;
+		cassert) run_cassert ;;
 		*) echo "unknown suite $suite" >&2 ;;
 	esac
 done
