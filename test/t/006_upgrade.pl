@@ -48,8 +48,18 @@ $node->safe_psql('upgraded', q{
 	CREATE TABLE app.ticks (at timestamptz NOT NULL);
 });
 
-my $token = $node->safe_psql('upgraded',
-	q{SELECT schedlock_acquire('nightly_invoices', '1 hour', holder => 'app-server-1')});
+# The library of 1.1 runs no lock function on the table of 1.0 (it asks for
+# ALTER EXTENSION schedlock UPDATE first; 008_lock_table_guard.pl tests
+# that), so the lease that applications took through the library of 1.0
+# before the new one was installed is written here the way 1.0's
+# schedlock_acquire wrote it: the first token of timeline 1.
+my $token = $node->safe_psql('upgraded', q{
+	INSERT INTO schedlock.lock_state (lock_name, token, holder, locked_at,
+									  lock_until, min_until)
+	VALUES ('nightly_invoices', (1::bigint << 40) | 1, 'app-server-1',
+			clock_timestamp(), clock_timestamp() + interval '1 hour',
+			clock_timestamp())
+	RETURNING token});
 like($token, qr/^\d+$/, "1.0: a lease lock with token $token");
 
 $node->safe_psql('upgraded', q{
