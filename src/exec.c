@@ -50,8 +50,13 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/table.h"
 #include "access/xact.h"
+#include "catalog/indexing.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_depend.h"
+#include "catalog/pg_namespace.h"
 #include "commands/async.h"
 #include "commands/prepare.h"
 #include "commands/sequence.h"
@@ -64,6 +69,7 @@
 #include "tcop/pquery.h"
 #include "tcop/tcopprot.h"
 #include "tcop/utility.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/portal.h"
@@ -73,6 +79,40 @@
 #include "compat.h"
 #include "schedlock.h"
 #include "scheduler.h"
+
+/*
+ * temp_objects_exist
+ *		Whether this session's temporary schema holds anything: an object
+ *		there depends on the schema (pg_depend), which is what
+ *		ResetTempTableNamespace deletes.  Once a job used a temporary
+ *		object the schema stays, and dropping its (usually empty) contents
+ *		after every run costs four times this look-up.  In a transaction.
+ */
+static bool
+temp_objects_exist(void)
+{
+	Oid			temp_nsp;
+	Oid			temp_toast_nsp;
+	Relation	rel;
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	bool		found;
+
+	GetTempNamespaceState(&temp_nsp, &temp_toast_nsp);
+	if (!OidIsValid(temp_nsp))
+		return false;
+
+	rel = table_open(DependRelationId, AccessShareLock);
+	ScanKeyInit(&key[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(NamespaceRelationId));
+	ScanKeyInit(&key[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(temp_nsp));
+	scan = systable_beginscan(rel, DependReferenceIndexId, true, NULL, 2, key);
+	found = HeapTupleIsValid(systable_getnext(scan));
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return found;
+}
 
 /*
  * finish_job_transaction
@@ -93,8 +133,8 @@ finish_job_transaction(void)
 	AfterTriggerSetState(all_immediate);
 
 	PortalHashTableDeleteAll();
-	/* does nothing unless a job ever used a temporary object */
-	ResetTempTableNamespace();
+	if (temp_objects_exist())
+		ResetTempTableNamespace();
 	/* PostgreSQL refuses LISTEN in a background worker; costs nothing */
 	Async_UnlistenAll();
 }

@@ -148,6 +148,10 @@ as_role('bob', q{
 			FROM pg_catalog.pg_listening_channels();
 		INSERT INTO public.probe SELECT tag, 'temporary relations', count(*)::text
 			FROM pg_catalog.pg_class WHERE relnamespace = pg_catalog.pg_my_temp_schema();
+		INSERT INTO public.probe SELECT tag, 'temporary objects', count(*)::text
+			FROM pg_catalog.pg_depend
+		   WHERE refclassid = 'pg_catalog.pg_namespace'::pg_catalog.regclass
+			 AND refobjid = pg_catalog.pg_my_temp_schema();
 		INSERT INTO public.probe SELECT tag, 'advisory lock 4242', count(*)::text
 			FROM pg_catalog.pg_locks
 		   WHERE locktype = 'advisory' AND pid = pg_catalog.pg_backend_pid()
@@ -184,6 +188,7 @@ my $leave = q{
 	CREATE TRIGGER steal BEFORE INSERT ON accounts
 		FOR EACH ROW EXECUTE FUNCTION public.alice_trap();
 	GRANT INSERT ON accounts TO PUBLIC;
+	CREATE FUNCTION pg_temp.alice_fn() RETURNS text LANGUAGE sql AS 'SELECT current_user';
 	SELECT pg_advisory_lock(4242);
 	PREPARE a_secret AS SELECT 'A-secret';
 	DECLARE a_cursor CURSOR WITH HOLD FOR SELECT 'A-secret';
@@ -241,6 +246,8 @@ is(admin(q{SELECT rolsuper FROM pg_roles WHERE rolname = 'alice'}), 'f',
 schedule('alice', 'temp_user', q{CREATE TEMP TABLE t_alice (x int)});
 like(run_and_wait('alice', 'temp_user'), qr/^succeeded\|\|/,
 	'alice, who may, uses a temporary table in a job');
+is(admin(q{SELECT count(*) FROM pg_class WHERE relname = 't_alice'}), '0',
+	'a temporary table created by the last statement of a job is dropped too');
 schedule('carol', 'temp_atomic', q{CREATE TEMP TABLE t_carol (x int)});
 schedule('carol', 'temp_toplevel', q{CREATE TEMP TABLE t_carol (x int)}, 'false');
 for my $kind ('atomic', 'toplevel')
