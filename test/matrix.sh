@@ -190,11 +190,14 @@ prepare_root()
 	chmod 755 "$root/usr/sbin/policy-rc.d"
 	mkdir -p "$root/etc/postgresql-common"
 	echo 'create_main_cluster = false' >"$root/etc/postgresql-common/createcluster.conf"
-	# what test/lib.sh would install, plus pg_cron
+	# what test/run-all.sh would install (with clang and the sanitizer
+	# runtime of the release's clang version), plus pg_cron
 	pkgs=$(SL_PGVER=$v bash -c 'source test/lib.sh; echo $SL_BASE_PACKAGES')
 	pkgs="$pkgs postgresql-$v-cron"
 	log "PostgreSQL $v: apt-get install in the $rel root"
-	in_root "$root" sh -c "apt-get update -qq && apt-get install -y -qq --no-install-recommends $pkgs" \
+	in_root "$root" sh -c "apt-get update -qq &&
+		cv=\$(apt-cache depends clang | sed -n 's/^ *Depends: clang-\([0-9][0-9]*\)\$/\1/p' | head -n 1) &&
+		apt-get install -y -qq --no-install-recommends $pkgs clang libclang-rt-\$cv-dev" \
 		>"$WORK/apt-$v.log" 2>&1 || {
 		tail -n 20 "$WORK/apt-$v.log"
 		return 1

@@ -36,17 +36,18 @@ SL_KEEP=${SL_KEEP:-}
 
 SL_SKIP_SUITES=${SL_SKIP_SUITES:-}
 
-# clang and libFuzzer only when the cron-fuzz suite is to run; the package
+# clang and its sanitizer and libFuzzer runtimes only when a suite that
+# uses them runs (cron-fuzz, and cron-unit's sanitizer build); the package
 # names follow the Debian release (libclang-rt-14-dev in Debian 12)
 FUZZ_PACKAGES=""
 case " $SL_ONLY " in
 	*" suites "*)
 		case " $SL_SKIP_SUITES " in
-			*" cron-fuzz "*) ;;
+			*" cron-fuzz "*" cron-unit "* | *" cron-unit "*" cron-fuzz "*) ;;
 			*)
 				FUZZ_PACKAGES=$(sl_fuzz_packages)
 				[ -z "$FUZZ_PACKAGES" ] &&
-					sl_log "this Debian release has no clang package: cron-fuzz will fail"
+					sl_log "this Debian release has no clang package: cron-fuzz and cron-unit will fail"
 				;;
 		esac
 		;;
@@ -229,7 +230,11 @@ run_tap_dir()
 		log="$WORK/$suite-$name.log"
 		sl_log "$suite $name"
 		sl_as_server mkdir -p "$WORK/$suite-$name/tmp_check/log"
+		# TESTDIR for PostgreSQL 15 and 16, TESTDATADIR and TESTLOGDIR for
+		# 17 and later (without them the nodes would live in $SRCDIR)
 		(cd "$SRCDIR" && TESTDIR="$WORK/$suite-$name" \
+			TESTDATADIR="$WORK/$suite-$name/tmp_check" \
+			TESTLOGDIR="$WORK/$suite-$name/tmp_check/log" \
 			PERL5LIB="$PGXS_DIR/src/test/perl:$SRCDIR/test/t" \
 			PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress" \
 			TEMP_CONFIG="$SL_TEMP_CONFIG" \
