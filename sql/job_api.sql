@@ -1,7 +1,8 @@
 --
 -- job_api: the SQL surface of the job scheduler -- functions and defaults,
--- the upsert, alter_job, run_job, unschedule_job, every input error with its
--- SQLSTATE, run_as rules, the claim/finish protocol of NOTIFY runs, and
+-- who may execute them, the upsert, alter_job, run_job, unschedule_job,
+-- every input error with its SQLSTATE, run_as rules, the claim/finish
+-- protocol of NOTIFY runs (and the claim that returns the payload), and
 -- row-level security between roles.  Nothing here waits for a worker: the
 -- jobs are scheduled far in the future or disabled, so the output does not
 -- depend on timing.
@@ -27,8 +28,23 @@ SELECT p.proname, pg_get_function_arguments(p.oid) AS args,
   FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
  WHERE n.nspname = 'public'
    AND p.proname IN ('schedule_job', 'unschedule_job', 'alter_job', 'run_job',
-                     'schedlock_claim_run', 'schedlock_finish_run')
+                     'schedlock_claim_run', 'schedlock_claim_run_payload',
+                     'schedlock_finish_run')
  ORDER BY 1;
+
+-- which functions PUBLIC may execute: the lock and cron functions, not the
+-- job functions (a DBA grants those)
+SELECT p.proname,
+       p.proacl IS NULL OR EXISTS (SELECT 1 FROM aclexplode(p.proacl) a
+                                    WHERE a.grantee = 0 AND a.privilege_type = 'EXECUTE')
+         AS public_may_execute
+  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+ WHERE n.nspname = 'public'
+   AND p.proname IN ('schedule_job', 'unschedule_job', 'alter_job', 'run_job',
+                     'schedlock_claim_run', 'schedlock_claim_run_payload',
+                     'schedlock_finish_run', 'schedlock_acquire', 'schedlock_release',
+                     'schedlock_extend', 'schedlock_assert', 'cron_next', 'cron_next_runs')
+ ORDER BY 2, 1;
 
 -- the settings and their defaults
 SELECT name, setting, unit, context FROM pg_settings
@@ -72,7 +88,7 @@ SELECT * FROM pg_temp.try($$SELECT schedule_job('bad', '@daily', 'SELECT 1', not
 SELECT * FROM pg_temp.try($$SELECT schedule_job('bad', '@daily', notify_channel => 'Stats Mail')$$);
 SELECT * FROM pg_temp.try($$SELECT schedule_job('bad', '@daily', notify_channel => 'select')$$);
 SELECT * FROM pg_temp.try($$SELECT schedule_job('bad', '@daily', notify_channel => 'ch',
-                                                payload => jsonb_build_object('blob', repeat('x', 8000)))$$);
+                                                payload => jsonb_build_object('blob', repeat('x', 65536)))$$);
 SELECT * FROM pg_temp.try($$SELECT schedule_job('bad', '@daily', 'SELECT 1', payload => '{}')$$);
 SELECT * FROM pg_temp.try($$SELECT schedule_job('bad', '@daily', 'SELECT 1', misfire => 'sometimes')$$);
 SELECT * FROM pg_temp.try($$SELECT schedule_job('bad', '@daily', 'SELECT 1', max_attempts => 0)$$);
@@ -81,16 +97,89 @@ SELECT * FROM pg_temp.try($$SELECT schedule_job('bad', '@daily', 'SELECT 1', tim
 SELECT * FROM pg_temp.try($$SELECT schedule_job('', '@daily', 'SELECT 1')$$);
 SELECT * FROM pg_temp.try($$SELECT schedule_job(repeat('n', 256), '@daily', 'SELECT 1')$$);
 SELECT count(*) AS bad_jobs_written FROM schedlock.jobs WHERE job_name = 'bad';
+-- the payload is not sent in the notification, so it may exceed NOTIFY's
+-- 8000 bytes (up to 65536 bytes of JSON text)
+SELECT schedule_job('big_payload', '0 0 1 1 *', notify_channel => 'ch',
+                    payload => jsonb_build_object('blob', repeat('x', 60000))) IS NOT NULL AS scheduled;
+SELECT pg_column_size(payload::text) > 60000 AS big_payload_stored
+  FROM schedlock.jobs WHERE job_name = 'big_payload';
+SELECT unschedule_job('big_payload');
 
 -- run_as: superusers only, and the role must exist and be able to log in
 CREATE ROLE regress_job_alice LOGIN;
 CREATE ROLE regress_job_bob LOGIN;
 CREATE ROLE regress_job_nologin NOLOGIN;
 GRANT USAGE ON SCHEMA public TO regress_job_alice, regress_job_bob;
+
+-- nothing until granted: an ordinary role gets 42501 from every job function
+SET ROLE regress_job_alice;
+SELECT * FROM pg_temp.try($$SELECT schedule_job('alice_job', '0 0 1 1 *', 'SELECT 1')$$);
+SELECT * FROM pg_temp.try($$SELECT alter_job('alice_job', enabled => false)$$);
+SELECT * FROM pg_temp.try($$SELECT unschedule_job('alice_job')$$);
+SELECT * FROM pg_temp.try($$SELECT run_job('alice_job')$$);
+SELECT * FROM pg_temp.try($$SELECT schedlock_claim_run(1)$$);
+SELECT * FROM pg_temp.try($$SELECT schedlock_claim_run_payload(1)$$);
+SELECT * FROM pg_temp.try($$SELECT schedlock_finish_run(1, true)$$);
+SELECT cron_next('@daily', '2030-01-01 00:00+00', 'UTC') IS NOT NULL AS cron_next_is_public;
+RESET ROLE;
+SELECT count(*) AS alice_jobs FROM schedlock.jobs WHERE owner = 'regress_job_alice'::regrole;
+-- what the README tells a DBA to grant
+GRANT EXECUTE ON FUNCTION
+    schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name),
+    alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name),
+    unschedule_job(text),
+    run_job(text),
+    schedlock_claim_run(bigint, text),
+    schedlock_claim_run_payload(bigint, text),
+    schedlock_finish_run(bigint, boolean, text)
+  TO regress_job_alice, regress_job_bob;
 SELECT * FROM pg_temp.try($$SELECT schedule_job('as_other', '@daily', 'SELECT 1', run_as => 'regress_job_nobody')$$);
 SELECT * FROM pg_temp.try($$SELECT schedule_job('as_other', '@daily', 'SELECT 1', run_as => 'regress_job_nologin')$$);
 SELECT * FROM pg_temp.try($$SELECT schedule_job('as_other', '@daily', 'SELECT 1', run_as => 'regress_job_alice')$$);
 SELECT job_name, run_as FROM schedlock.jobs WHERE job_name = 'as_other';
+
+-- run_as naming the job's owner means "the owner" and is stored as NULL;
+-- anyone may give it.  Any other role: superusers only (42501, with a hint)
+SET ROLE regress_job_alice;
+SELECT schedule_job('alice_runas', '0 0 1 1 *', 'SELECT 1', timezone => 'UTC',
+                    run_as => 'regress_job_alice') IS NOT NULL AS scheduled;
+SELECT * FROM pg_temp.try($$SELECT alter_job('alice_runas', run_as => 'regress_job_bob')$$);
+SELECT * FROM pg_temp.try($$SELECT alter_job('alice_runas', run_as => 'regress_job_nobody')$$);
+RESET ROLE;
+SELECT owner, run_as FROM schedlock.jobs WHERE job_name = 'alice_runas';
+-- once a superuser made the job run as another role, only a superuser may
+-- change what runs: command, schedule, time zone, channel, payload, atomic
+SELECT alter_job('alice_runas', run_as => 'regress_job_bob');
+SET ROLE regress_job_alice;
+SELECT * FROM pg_temp.try($$SELECT alter_job('alice_runas', command => 'SELECT 2')$$);
+SELECT state, message FROM pg_temp.try($$SELECT alter_job('alice_runas', schedule => '@daily')$$);
+SELECT state, message FROM pg_temp.try($$SELECT alter_job('alice_runas', timezone => 'Europe/Paris')$$);
+SELECT state, message FROM pg_temp.try($$SELECT alter_job('alice_runas', atomic => false)$$);
+SELECT state, message FROM pg_temp.try($$SELECT alter_job('alice_runas', notify_channel => 'alice_due')$$);
+SELECT job_name, schedule, command, timezone, atomic, notify_channel, run_as
+  FROM schedlock.jobs WHERE job_name = 'alice_runas';
+-- the same values again, and the settings that do not change what runs,
+-- stay the owner's
+SELECT alter_job('alice_runas', command => 'SELECT 1', schedule => '0 0 1 1 *',
+                 enabled => false, max_attempts => 2, timeout => '1 minute',
+                 retry_delay => '5 seconds', misfire => 'skip');
+SELECT command, enabled, max_attempts, timeout, retry_delay, misfire, run_as
+  FROM schedlock.jobs WHERE job_name = 'alice_runas';
+-- a change that also clears run_as is the owner's own business
+SELECT alter_job('alice_runas', command => 'SELECT 2', run_as => 'regress_job_alice');
+SELECT command, run_as FROM schedlock.jobs WHERE job_name = 'alice_runas';
+RESET ROLE;
+-- a NOTIFY job: its payload is guarded the same way
+SELECT alter_job('alice_runas', notify_channel => 'alice_due', payload => '{"n": 1}',
+                 run_as => 'regress_job_bob');
+SET ROLE regress_job_alice;
+SELECT state, message FROM pg_temp.try($$SELECT alter_job('alice_runas', payload => '{"n": 2}')$$);
+SELECT alter_job('alice_runas', payload => '{"n": 1}');
+-- schedule_job by the owner replaces the whole definition, run_as included
+SELECT schedule_job('alice_runas', '0 0 1 1 *', 'SELECT 3') IS NOT NULL AS replaced;
+SELECT command, notify_channel, payload, run_as FROM schedlock.jobs WHERE job_name = 'alice_runas';
+SELECT unschedule_job('alice_runas');
+RESET ROLE;
 
 -- alter_job: NULL leaves a setting unchanged; the result is checked whole
 SELECT alter_job('yearly_report', max_attempts => 5, enabled => false);
@@ -127,8 +216,10 @@ INSERT INTO schedlock.job_runs (job_id, owner, scheduled_for, attempt, status, d
 SELECT job_id, owner, '2030-01-01 00:00+00', 1, 'pending', now() + interval '1 hour'
   FROM schedlock.jobs WHERE job_name = 'mail'
 RETURNING run_id AS mail_run \gset
-SELECT schedlock_claim_run(:mail_run, 'app-1') AS first_claim;
+-- the claim that returns the payload (the notification does not carry it)
+SELECT * FROM schedlock_claim_run_payload(:mail_run, 'app-1');
 SELECT schedlock_claim_run(:mail_run, 'app-2') AS second_claim;
+SELECT * FROM schedlock_claim_run_payload(:mail_run, 'app-3');
 SELECT status, claimed_by, worker_pid = pg_backend_pid() AS claimer_pid
   FROM schedlock.job_runs WHERE run_id = :mail_run;
 SELECT schedlock_finish_run(:mail_run, true, 'sent') AS finished;
@@ -136,6 +227,8 @@ SELECT schedlock_finish_run(:mail_run, false) AS finished_again;
 SELECT status, message, finished_at IS NOT NULL AS has_finish_time
   FROM schedlock.job_runs WHERE run_id = :mail_run;
 SELECT * FROM pg_temp.try($$SELECT schedlock_claim_run(-1)$$);
+SELECT * FROM pg_temp.try($$SELECT schedlock_claim_run_payload(-1)$$);
+SELECT * FROM pg_temp.try($$SELECT schedlock_claim_run_payload(NULL, 'app-1')$$);
 SELECT * FROM pg_temp.try($$SELECT schedlock_finish_run(NULL, true)$$);
 
 -- ordinary roles cannot write the tables directly
@@ -158,6 +251,8 @@ SELECT * FROM pg_temp.try($$SELECT run_job('alice_job')$$);
 SELECT unschedule_job('alice_job') AS bob_unscheduled;
 SELECT state, replace(message, :'mail_run', 'N') AS message
   FROM pg_temp.try(format('SELECT schedlock_claim_run(%s)', :mail_run));
+SELECT state, replace(message, :'mail_run', 'N') AS message
+  FROM pg_temp.try(format('SELECT schedlock_claim_run_payload(%s)', :mail_run));
 -- bob may have a job of the same name
 SELECT schedule_job('alice_job', '0 0 1 1 *', 'SELECT 1') IS NOT NULL AS bob_scheduled;
 SELECT job_name, owner FROM schedlock.jobs ORDER BY 1;
@@ -180,4 +275,13 @@ RESET ROLE;
 SELECT count(*) AS jobs_left FROM schedlock.jobs;
 
 REVOKE USAGE ON SCHEMA public FROM regress_job_alice, regress_job_bob;
+REVOKE EXECUTE ON FUNCTION
+    schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name),
+    alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name),
+    unschedule_job(text),
+    run_job(text),
+    schedlock_claim_run(bigint, text),
+    schedlock_claim_run_payload(bigint, text),
+    schedlock_finish_run(bigint, boolean, text)
+  FROM regress_job_alice, regress_job_bob;
 DROP ROLE regress_job_alice, regress_job_bob, regress_job_nologin;

@@ -14,7 +14,21 @@
  * (and have) no write privilege on them; every lookup is restricted to the
  * caller's own jobs.  A superuser may name another role's job when the name
  * is unambiguous.  The functions wake this database's workers when the
- * transaction commits.
+ * transaction commits.  None of them is executable by PUBLIC (release 1.1):
+ * a DBA grants them to the roles that may occupy the workers.
+ *
+ * While they act as the extension owner, search_path is pinned (see
+ * schedlock_begin_as_owner) and every operator is written
+ * OPERATOR(pg_catalog.x); the checks made before the switch look nothing up
+ * through the caller's search_path (the parser, the cron engine, catalog
+ * caches).
+ *
+ * run_as: only a superuser may make a job run as a role other than its
+ * owner.  What runs as that role is what the superuser approved: while
+ * run_as names another role, only a superuser may change the job's command,
+ * schedule, time zone, notify_channel, payload or atomic.  Anyone may give
+ * run_as => <the job's owner>, which clears run_as (stored as NULL), and
+ * schedule_job's upsert replaces the definition, run_as included.
  *
  * IDENTIFICATION
  *	  src/job.c
@@ -140,22 +154,28 @@ schedlock_check_command(const char *command)
 
 /*
  * resolve_run_as
- *		Check a run_as role name: only superusers may give one, and the role
- *		must exist and be able to log in.
+ *		Check a run_as role name for a job of role owner.  The owner's own
+ *		name means "run as the owner" and gives InvalidOid (run_as cleared);
+ *		any other role may be given by superusers only, and must exist and
+ *		be able to log in.
  */
 static Oid
-resolve_run_as(const char *rolename)
+resolve_run_as(const char *rolename, Oid owner)
 {
 	HeapTuple	tup;
 	Oid			roleid;
 	bool		canlogin;
 
+	roleid = get_role_oid(rolename, true);
+	if (OidIsValid(roleid) && roleid == owner)
+		return InvalidOid;
 	if (!superuser())
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to set run_as"),
-				 errdetail("Only superusers may make a job run as another role; a job runs as the role that scheduled it.")));
-	roleid = get_role_oid(rolename, true);
+				 errdetail("Only superusers may make a job run as another role; a job runs as the role that scheduled it."),
+				 errhint("run_as => '%s' (the job's owner) clears run_as.",
+						 GetUserNameFromId(owner, false))));
 	if (!OidIsValid(roleid))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -217,15 +237,15 @@ validate_job(const char *job_name, JobDef *def, SchedlockCronSchedule *sched)
 		{
 			char	   *json = DatumGetCString(DirectFunctionCall1(jsonb_out,
 																   def->payload));
-			size_t		len = strlen(json) + strlen(job_name);
+			size_t		len = strlen(json);
 
-			if (len + SCHEDLOCK_NOTIFY_ENVELOPE > SCHEDLOCK_NOTIFY_MAX_LENGTH)
+			if (len > SCHEDLOCK_MAX_PAYLOAD_LENGTH)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("payload is too large for a notification"),
-						 errdetail("The job name and payload take %zu bytes; a notification carries at most %d bytes, %d of them kept for the run's details.",
-								   len, SCHEDLOCK_NOTIFY_MAX_LENGTH,
-								   SCHEDLOCK_NOTIFY_ENVELOPE)));
+						 errmsg("payload is too large"),
+						 errdetail("The payload takes %zu bytes as JSON text; a job's payload may take at most %d.",
+								   len, SCHEDLOCK_MAX_PAYLOAD_LENGTH),
+						 errhint("Store large data in a table of your own and put its key in the payload.")));
 		}
 	}
 
@@ -277,12 +297,12 @@ first_slot(const SchedlockCronSchedule *sched, const char *timezone,
 
 /*
  * args_into_def
- *		Overlay the non-null arguments on def.  Setting command clears
- *		notify_channel and the payload, setting notify_channel clears
- *		command.
+ *		Overlay the non-null arguments on def, a job of role owner.  Setting
+ *		command clears notify_channel and the payload, setting
+ *		notify_channel clears command.
  */
 static void
-args_into_def(FunctionCallInfo fcinfo, JobDef *def)
+args_into_def(FunctionCallInfo fcinfo, JobDef *def, Oid owner)
 {
 	if (!PG_ARGISNULL(ARG_COMMAND) && !PG_ARGISNULL(ARG_CHANNEL))
 		ereport(ERROR,
@@ -322,7 +342,8 @@ args_into_def(FunctionCallInfo fcinfo, JobDef *def)
 	if (!PG_ARGISNULL(ARG_ENABLED))
 		def->enabled = PG_GETARG_BOOL(ARG_ENABLED);
 	if (!PG_ARGISNULL(ARG_RUN_AS))
-		def->run_as = resolve_run_as(NameStr(*PG_GETARG_NAME(ARG_RUN_AS)));
+		def->run_as = resolve_run_as(NameStr(*PG_GETARG_NAME(ARG_RUN_AS)),
+									 owner);
 }
 
 /*
@@ -396,6 +417,7 @@ schedlock_schedule_job(PG_FUNCTION_ARGS)
 	Oid			caller = GetUserId();
 	Oid			save_uid;
 	int			save_sec;
+	int			save_nestlevel;
 	bool		isnull;
 	int64		job_id;
 
@@ -417,7 +439,7 @@ schedlock_schedule_job(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("retry_delay must not be null")));
-	args_into_def(fcinfo, &def);
+	args_into_def(fcinfo, &def, caller);
 	if (def.timezone == NULL)
 		def.timezone = pstrdup(schedlock_timezone);
 	validate_job(job_name, &def, &sched);
@@ -433,7 +455,7 @@ schedlock_schedule_job(PG_FUNCTION_ARGS)
 	values[16] = TimestampTzGetDatum(now);
 
 	SPI_connect();
-	schedlock_begin_as_owner(&save_uid, &save_sec);
+	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
 	if (SPI_execute_with_args("INSERT INTO schedlock.jobs AS j (job_name, owner, "
 							  "  schedule, command, notify_channel, payload, timezone, "
 							  "  timeout, max_attempts, retry_delay, misfire, atomic, "
@@ -452,14 +474,14 @@ schedlock_schedule_job(PG_FUNCTION_ARGS)
 							  "  reboot = EXCLUDED.reboot, next_slot = EXCLUDED.next_slot, "
 							  "  retry_slot = NULL, retry_attempt = NULL, retry_at = NULL, "
 							  "  next_run_at = LEAST(EXCLUDED.next_slot, "
-							  "    CASE WHEN j.manual_pending > 0 THEN $17 END) "
+							  "    CASE WHEN j.manual_pending OPERATOR(pg_catalog.>) 0 THEN $17 END) "
 							  "RETURNING job_id",
 							  17, write_types, values, nulls, false, 0) != SPI_OK_INSERT_RETURNING ||
 		SPI_processed != 1)
 		elog(ERROR, "could not write job \"%s\"", job_name);
 	job_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 										 SPI_tuptable->tupdesc, 1, &isnull));
-	schedlock_end_as_owner(save_uid, save_sec);
+	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
 	SPI_finish();
 
 	schedlock_wake_workers_at_commit();
@@ -485,13 +507,15 @@ find_job(const char *job_name, Oid caller, const char *columns)
 	values[0] = CStringGetTextDatum(job_name);
 	values[1] = ObjectIdGetDatum(caller);
 	query = psprintf("SELECT job_id, %s FROM schedlock.jobs "
-					 "WHERE job_name = $1 AND owner = $2 FOR UPDATE", columns);
+					 "WHERE job_name OPERATOR(pg_catalog.=) $1 "
+					 "  AND owner OPERATOR(pg_catalog.=) $2 FOR UPDATE", columns);
 	if (SPI_execute_with_args(query, 2, types, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read job \"%s\"", job_name);
 	if (SPI_processed == 0 && superuser_arg(caller))
 	{
 		query = psprintf("SELECT job_id, %s FROM schedlock.jobs "
-						 "WHERE job_name = $1 FOR UPDATE", columns);
+						 "WHERE job_name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+						 columns);
 		if (SPI_execute_with_args(query, 1, types, values, NULL, false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not read job \"%s\"", job_name);
 		if (SPI_processed > 1)
@@ -531,12 +555,64 @@ column_datum(int n, bool *isnull)
 }
 
 /*
+ * same_text
+ *		Whether two optional strings are equal (both NULL counts as equal).
+ */
+static bool
+same_text(const char *a, const char *b)
+{
+	if (a == NULL || b == NULL)
+		return a == b;
+	return strcmp(a, b) == 0;
+}
+
+/*
+ * check_run_as_change
+ *		Refuse (42501) a change by a non-superuser to what a job runs while
+ *		the job runs as a role other than its owner: its command, schedule,
+ *		time zone, notify_channel, payload or atomic.  A superuser chose
+ *		run_as for the job as it was; a change that also clears run_as
+ *		(def->run_as invalid) is the owner's own business.
+ */
+static void
+check_run_as_change(const char *job_name, Oid owner, const JobDef *old,
+					const JobDef *def)
+{
+	bool		changed;
+	const char *run_as_name;
+
+	if (!OidIsValid(old->run_as) || old->run_as == owner ||
+		!OidIsValid(def->run_as) || superuser())
+		return;
+	changed = !same_text(def->command, old->command) ||
+		!same_text(def->schedule, old->schedule) ||
+		!same_text(def->timezone, old->timezone) ||
+		!same_text(def->channel, old->channel) ||
+		def->atomic != old->atomic ||
+		def->has_payload != old->has_payload ||
+		(def->has_payload &&
+		 !DatumGetBool(DirectFunctionCall2(jsonb_eq, def->payload, old->payload)));
+	if (!changed)
+		return;
+	run_as_name = GetUserNameFromId(old->run_as, true);
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied to change job \"%s\"", job_name),
+			 errdetail("A superuser made the job run as role \"%s\"; only a superuser may change the command, schedule, time zone, notify_channel, payload or atomic of a job that runs as another role.",
+					   run_as_name ? run_as_name : "?"),
+			 errhint("Ask a superuser to make the change, or first clear run_as with alter_job(job_name => %s, run_as => %s), after which the job runs as its owner.",
+					 quote_literal_cstr(job_name),
+					 quote_literal_cstr(GetUserNameFromId(owner, false)))));
+}
+
+/*
  * schedlock_alter_job
  *		SQL: alter_job(job_name, schedule, ..., run_as) -> void
  *
  * Changes the settings given as non-null; the result is checked as a
  * whole.  A new schedule or time zone, or enabling a disabled job,
- * computes the next slot afresh from now.
+ * computes the next slot afresh from now.  What a job with run_as runs
+ * only a superuser may change (check_run_as_change).
  */
 Datum
 schedlock_alter_job(PG_FUNCTION_ARGS)
@@ -551,19 +627,21 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 	Datum		values[17];
 	char		nulls[17];
 	Oid			caller = GetUserId();
+	Oid			owner;
 	Oid			save_uid;
 	int			save_sec;
+	int			save_nestlevel;
 	bool		isnull;
 	int64		job_id;
 	Datum		d;
 
 	check_writable("alter_job");
 	SPI_connect();
-	schedlock_begin_as_owner(&save_uid, &save_sec);
+	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
 	job_id = find_job(job_name, caller,
 					  "schedule, command, notify_channel, payload, timezone, "
 					  "timeout, max_attempts, retry_delay, misfire, atomic, "
-					  "enabled, run_as::pg_catalog.oid");
+					  "enabled, run_as::pg_catalog.oid, owner::pg_catalog.oid");
 
 	memset(&def, 0, sizeof(def));
 	def.schedule = column_text(2);
@@ -581,15 +659,17 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 	def.enabled = DatumGetBool(column_datum(12, &isnull));
 	d = column_datum(13, &isnull);
 	def.run_as = isnull ? InvalidOid : DatumGetObjectId(d);
+	owner = DatumGetObjectId(column_datum(14, &isnull));
 	old = def;
 
 	/* run_as is checked against the caller, not the extension owner */
-	schedlock_end_as_owner(save_uid, save_sec);
-	args_into_def(fcinfo, &def);
+	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
+	args_into_def(fcinfo, &def, owner);
 	if (def.timezone == NULL)
 		def.timezone = pstrdup(schedlock_timezone);
+	check_run_as_change(job_name, owner, &old, &def);
 	validate_job(job_name, &def, &sched);
-	schedlock_begin_as_owner(&save_uid, &save_sec);
+	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
 
 	reslot = strcmp(def.schedule, old.schedule) != 0 ||
 		strcmp(def.timezone, old.timezone) != 0 ||
@@ -624,12 +704,12 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 								  "  retry_slot = CASE WHEN $16 THEN NULL ELSE retry_slot END, "
 								  "  retry_attempt = CASE WHEN $16 THEN NULL ELSE retry_attempt END, "
 								  "  retry_at = CASE WHEN $16 THEN NULL ELSE retry_at END "
-								  "WHERE job_id = $1",
+								  "WHERE job_id OPERATOR(pg_catalog.=) $1",
 								  17, types, values, nulls, false, 0) != SPI_OK_UPDATE)
 			elog(ERROR, "could not update job \"%s\"", job_name);
 	}
 	schedlock_recompute_next_run(job_id, now);
-	schedlock_end_as_owner(save_uid, save_sec);
+	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
 	SPI_finish();
 
 	schedlock_wake_workers_at_commit();
@@ -651,6 +731,7 @@ schedlock_unschedule_job(PG_FUNCTION_ARGS)
 	Oid			caller = GetUserId();
 	Oid			save_uid;
 	int			save_sec;
+	int			save_nestlevel;
 	Oid			types[2] = {TEXTOID, REGROLEOID};
 	Datum		values[2];
 	bool		deleted;
@@ -659,9 +740,10 @@ schedlock_unschedule_job(PG_FUNCTION_ARGS)
 	values[0] = CStringGetTextDatum(job_name);
 	values[1] = ObjectIdGetDatum(caller);
 	SPI_connect();
-	schedlock_begin_as_owner(&save_uid, &save_sec);
+	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
 	if (SPI_execute_with_args("DELETE FROM schedlock.jobs "
-							  "WHERE job_name = $1 AND owner = $2",
+							  "WHERE job_name OPERATOR(pg_catalog.=) $1 "
+							  "  AND owner OPERATOR(pg_catalog.=) $2",
 							  2, types, values, NULL, false, 0) != SPI_OK_DELETE)
 		elog(ERROR, "could not delete job \"%s\"", job_name);
 	deleted = (SPI_processed > 0);
@@ -673,7 +755,8 @@ schedlock_unschedule_job(PG_FUNCTION_ARGS)
 			Oid			t1[1] = {INT8OID};
 			Datum		v1[1] = {Int64GetDatum(job_id)};
 
-			if (SPI_execute_with_args("DELETE FROM schedlock.jobs WHERE job_id = $1",
+			if (SPI_execute_with_args("DELETE FROM schedlock.jobs "
+									  "WHERE job_id OPERATOR(pg_catalog.=) $1",
 									  1, t1, v1, NULL, false, 0) != SPI_OK_DELETE)
 				elog(ERROR, "could not delete job \"%s\"", job_name);
 			deleted = true;
@@ -688,7 +771,7 @@ schedlock_unschedule_job(PG_FUNCTION_ARGS)
 		}
 		PG_END_TRY();
 	}
-	schedlock_end_as_owner(save_uid, save_sec);
+	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
 	SPI_finish();
 
 	if (deleted)
@@ -712,6 +795,7 @@ schedlock_run_job(PG_FUNCTION_ARGS)
 	Oid			caller = GetUserId();
 	Oid			save_uid;
 	int			save_sec;
+	int			save_nestlevel;
 	Oid			types[2] = {INT8OID, TIMESTAMPTZOID};
 	Datum		values[2];
 	TimestampTz now = GetCurrentTimestamp();
@@ -721,7 +805,7 @@ schedlock_run_job(PG_FUNCTION_ARGS)
 
 	check_writable("run_job");
 	SPI_connect();
-	schedlock_begin_as_owner(&save_uid, &save_sec);
+	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
 	job_id = find_job(job_name, caller, "enabled");
 	if (!DatumGetBool(column_datum(2, &isnull)))
 		ereport(ERROR,
@@ -734,19 +818,19 @@ schedlock_run_job(PG_FUNCTION_ARGS)
 	if (SPI_execute_with_args("INSERT INTO schedlock.job_runs (job_id, owner, "
 							  "  scheduled_for, attempt, manual, status) "
 							  "SELECT job_id, owner, $2, 1, true, 'queued' "
-							  "  FROM schedlock.jobs WHERE job_id = $1 "
+							  "  FROM schedlock.jobs WHERE job_id OPERATOR(pg_catalog.=) $1 "
 							  "RETURNING run_id",
 							  2, types, values, NULL, false, 0) != SPI_OK_INSERT_RETURNING ||
 		SPI_processed != 1)
 		elog(ERROR, "could not queue a run of job \"%s\"", job_name);
 	run_id = DatumGetInt64(column_datum(1, &isnull));
 	if (SPI_execute_with_args("UPDATE schedlock.jobs "
-							  "SET manual_pending = manual_pending + 1 "
-							  "WHERE job_id = $1",
+							  "SET manual_pending = manual_pending OPERATOR(pg_catalog.+) 1 "
+							  "WHERE job_id OPERATOR(pg_catalog.=) $1",
 							  1, types, values, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not queue a run of job \"%s\"", job_name);
 	schedlock_recompute_next_run(job_id, now);
-	schedlock_end_as_owner(save_uid, save_sec);
+	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
 	SPI_finish();
 
 	schedlock_wake_workers_at_commit();

@@ -16,6 +16,15 @@
  * to SPI, in a transaction, with a user that may write the scheduler's
  * tables (the extension owner or the bootstrap superuser of a worker).
  *
+ * Name resolution: the SQL-callable functions switch to the extension owner
+ * with schedlock_begin_as_owner, which also pins search_path to
+ * "pg_catalog, pg_temp" until schedlock_end_as_owner.  Every statement here
+ * names its tables with their schema and its operators and casts as
+ * OPERATOR(pg_catalog.x) and ::pg_catalog.type besides, so that neither the
+ * caller's search_path nor a plan kept from an earlier call can make the
+ * owner (or a worker) run a function some role put on a path.  Mind that
+ * all OPERATOR(...) forms share one precedence: parenthesise arithmetic.
+ *
  * IDENTIFICATION
  *	  src/run.c
  *
@@ -23,23 +32,32 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
+#include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
 #include "utils/timestamp.h"
 
 #include "schedlock.h"
 #include "scheduler.h"
 
 PG_FUNCTION_INFO_V1(schedlock_claim_run);
+PG_FUNCTION_INFO_V1(schedlock_claim_run_payload);
 PG_FUNCTION_INFO_V1(schedlock_finish_run);
 PG_FUNCTION_INFO_V1(schedlock_job_worker_pid);
 
 PGDLLEXPORT Datum schedlock_claim_run(PG_FUNCTION_ARGS);
+PGDLLEXPORT Datum schedlock_claim_run_payload(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_finish_run(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_job_worker_pid(PG_FUNCTION_ARGS);
 
@@ -54,8 +72,8 @@ schedlock_recompute_next_run(int64 job_id, TimestampTz now)
 	static SchedlockQuery q = {
 		"UPDATE schedlock.jobs "
 		"SET next_run_at = LEAST(next_slot, retry_at, "
-		"  CASE WHEN manual_pending > 0 THEN $2 END) "
-		"WHERE job_id = $1",
+		"  CASE WHEN manual_pending OPERATOR(pg_catalog.>) 0 THEN $2 END) "
+		"WHERE job_id OPERATOR(pg_catalog.=) $1",
 		2, {INT8OID, TIMESTAMPTZOID}
 	};
 	Datum		values[2] = {Int64GetDatum(job_id), TimestampTzGetDatum(now)};
@@ -77,13 +95,18 @@ schedlock_run_failed(int64 job_id, TimestampTz scheduled_for, int32 attempt,
 {
 	static SchedlockQuery q = {
 		"UPDATE schedlock.jobs SET "
-		"  consecutive_failures = consecutive_failures + 1, "
-		"  retry_slot = CASE WHEN $3 > 0 AND $3 < max_attempts THEN $2 ELSE retry_slot END, "
-		"  retry_attempt = CASE WHEN $3 > 0 AND $3 < max_attempts THEN $3 + 1 ELSE retry_attempt END, "
-		"  retry_at = CASE WHEN $3 > 0 AND $3 < max_attempts "
-		"    THEN $4 + retry_delay * pg_catalog.power(2, LEAST($3 - 1, 20))::float8 "
+		"  consecutive_failures = consecutive_failures OPERATOR(pg_catalog.+) 1, "
+		"  retry_slot = CASE WHEN $3 OPERATOR(pg_catalog.>) 0 "
+		"    AND $3 OPERATOR(pg_catalog.<) max_attempts THEN $2 ELSE retry_slot END, "
+		"  retry_attempt = CASE WHEN $3 OPERATOR(pg_catalog.>) 0 "
+		"    AND $3 OPERATOR(pg_catalog.<) max_attempts "
+		"    THEN $3 OPERATOR(pg_catalog.+) 1 ELSE retry_attempt END, "
+		"  retry_at = CASE WHEN $3 OPERATOR(pg_catalog.>) 0 "
+		"    AND $3 OPERATOR(pg_catalog.<) max_attempts "
+		"    THEN $4 OPERATOR(pg_catalog.+) (retry_delay OPERATOR(pg_catalog.*) "
+		"      pg_catalog.power(2, LEAST($3 OPERATOR(pg_catalog.-) 1, 20))::pg_catalog.float8) "
 		"    ELSE retry_at END "
-		"WHERE job_id = $1",
+		"WHERE job_id OPERATOR(pg_catalog.=) $1",
 		4, {INT8OID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID}
 	};
 	Datum		values[4];
@@ -107,7 +130,8 @@ schedlock_run_succeeded(int64 job_id)
 {
 	static SchedlockQuery q = {
 		"UPDATE schedlock.jobs SET consecutive_failures = 0 "
-		"WHERE job_id = $1 AND consecutive_failures <> 0",
+		"WHERE job_id OPERATOR(pg_catalog.=) $1 "
+		"  AND consecutive_failures OPERATOR(pg_catalog.<>) 0",
 		1, {INT8OID}
 	};
 	Datum		values[1] = {Int64GetDatum(job_id)};
@@ -118,23 +142,33 @@ schedlock_run_succeeded(int64 job_id)
 
 /*
  * schedlock_extension_owner
- *		The role that owns the extension (and so the scheduler's tables).
- *		Caller is connected to SPI.
+ *		The role that owns the extension (and so the scheduler's tables),
+ *		read from pg_extension through its name index: no SQL, so nothing
+ *		the caller's search_path or rights could change.
  */
 Oid
 schedlock_extension_owner(void)
 {
-	bool		isnull;
-	Datum		d;
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Oid			owner = InvalidOid;
 
-	if (SPI_execute("SELECT extowner FROM pg_catalog.pg_extension "
-					"WHERE extname = 'schedlock'", true, 1) != SPI_OK_SELECT ||
-		SPI_processed != 1)
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber,
+				F_NAMEEQ, CStringGetDatum("schedlock"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+		owner = ((Form_pg_extension) GETSTRUCT(tup))->extowner;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	if (!OidIsValid(owner))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("extension \"schedlock\" is not installed in this database")));
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	return DatumGetObjectId(d);
+	return owner;
 }
 
 /*
@@ -151,7 +185,7 @@ check_run_access(int64 run_id, Oid caller)
 	Oid			owner = InvalidOid;
 
 	if (SPI_execute_with_args("SELECT owner::pg_catalog.oid FROM schedlock.job_runs "
-							  "WHERE run_id = $1",
+							  "WHERE run_id OPERATOR(pg_catalog.=) $1",
 							  1, types, values, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read run " INT64_FORMAT, run_id);
 	if (SPI_processed == 1)
@@ -186,36 +220,42 @@ run_id_arg(FunctionCallInfo fcinfo)
 /*
  * schedlock_begin_as_owner / schedlock_end_as_owner
  *		Switch to the extension owner for writing the scheduler's tables,
- *		and back.  An error in between is undone by the transaction abort.
- *		Used by run.c and job.c.
+ *		and back.  In between, search_path is "pg_catalog, pg_temp" (a GUC
+ *		nest level of schedlock_trusted_path_begin), whatever the caller
+ *		set: the caller chooses nothing but argument values.  An error in
+ *		between is undone by the (sub)transaction abort.  Used by run.c and
+ *		job.c.
  */
 void
-schedlock_begin_as_owner(Oid *save_uid, int *save_sec)
+schedlock_begin_as_owner(Oid *save_uid, int *save_sec, int *save_nestlevel)
 {
 	Oid			owner = schedlock_extension_owner();
 
 	GetUserIdAndSecContext(save_uid, save_sec);
+	*save_nestlevel = schedlock_trusted_path_begin();
 	SetUserIdAndSecContext(owner, *save_sec | SECURITY_LOCAL_USERID_CHANGE);
 }
 
 void
-schedlock_end_as_owner(Oid save_uid, int save_sec)
+schedlock_end_as_owner(Oid save_uid, int save_sec, int save_nestlevel)
 {
 	SetUserIdAndSecContext(save_uid, save_sec);
+	schedlock_trusted_path_end(save_nestlevel);
 }
 
 /*
- * schedlock_claim_run
- *		SQL: schedlock_claim_run(run_id bigint, claimed_by text) -> boolean
- *
- * Takes a pending (notified, unclaimed) run of a NOTIFY job: true for the
- * one caller whose UPDATE turns it from pending to running.  Concurrent
- * callers queue on the row lock and then find it running.  The claimer has
- * the job's timeout (default SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT s) from now
- * to call schedlock_finish_run.
+ * claim_run
+ *		Take a pending (notified, unclaimed) run of a NOTIFY job: true for
+ *		the one caller whose UPDATE turns it from pending to running.
+ *		Concurrent callers queue on the row lock and then find it running.
+ *		The claimer has the job's timeout (default
+ *		SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT s) from now to call
+ *		schedlock_finish_run.  When payload is not NULL, the job's payload
+ *		is copied there (in the caller's memory context; *payload_null
+ *		when the job has none or the claim failed).
  */
-Datum
-schedlock_claim_run(PG_FUNCTION_ARGS)
+static bool
+claim_run(FunctionCallInfo fcinfo, Datum *payload, bool *payload_null)
 {
 	int64		run_id = run_id_arg(fcinfo);
 	char	   *claimed_by = PG_ARGISNULL(1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(1));
@@ -224,6 +264,7 @@ schedlock_claim_run(PG_FUNCTION_ARGS)
 	char		nulls[4] = {' ', ' ', ' ', ' '};
 	Oid			save_uid;
 	int			save_sec;
+	int			save_nestlevel;
 	bool		claimed;
 
 	if (RecoveryInProgress())
@@ -233,7 +274,7 @@ schedlock_claim_run(PG_FUNCTION_ARGS)
 				 errhint("Connect to the primary server.")));
 
 	SPI_connect();
-	schedlock_begin_as_owner(&save_uid, &save_sec);
+	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
 	check_run_access(run_id, save_uid);
 	values[0] = Int64GetDatum(run_id);
 	values[1] = claimed_by ? CStringGetTextDatum(claimed_by) : (Datum) 0;
@@ -244,19 +285,77 @@ schedlock_claim_run(PG_FUNCTION_ARGS)
 	if (SPI_execute_with_args("UPDATE schedlock.job_runs r SET status = 'running', "
 							  "  claimed_by = $2, claimed_at = $3, started_at = $3, "
 							  "  worker_pid = $4, "
-							  "  deadline = $3 + COALESCE(j.timeout, "
+							  "  deadline = $3 OPERATOR(pg_catalog.+) COALESCE(j.timeout, "
 							  "    pg_catalog.make_interval(secs => "
 							  CppAsString2(SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT) ")) "
 							  "FROM schedlock.jobs j "
-							  "WHERE r.run_id = $1 AND r.status = 'pending' "
-							  "  AND j.job_id = r.job_id",
-							  4, types, values, nulls, false, 0) != SPI_OK_UPDATE)
+							  "WHERE r.run_id OPERATOR(pg_catalog.=) $1 "
+							  "  AND r.status OPERATOR(pg_catalog.=) 'pending' "
+							  "  AND j.job_id OPERATOR(pg_catalog.=) r.job_id "
+							  "RETURNING j.payload",
+							  4, types, values, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not claim run " INT64_FORMAT, run_id);
 	claimed = (SPI_processed == 1);
-	schedlock_end_as_owner(save_uid, save_sec);
+	if (payload != NULL)
+	{
+		*payload_null = true;
+		if (claimed)
+		{
+			Datum		d = SPI_getbinval(SPI_tuptable->vals[0],
+										  SPI_tuptable->tupdesc, 1,
+										  payload_null);
+
+			/* copied out of SPI memory, into the caller's context */
+			if (!*payload_null)
+				*payload = SPI_datumTransfer(d, false, -1);
+		}
+	}
+	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
 	SPI_finish();
 
-	PG_RETURN_BOOL(claimed);
+	return claimed;
+}
+
+/*
+ * schedlock_claim_run
+ *		SQL: schedlock_claim_run(run_id bigint, claimed_by text) -> boolean
+ *
+ * Claims a notified run (see claim_run).  Kept for applications of release
+ * 1.0; schedlock_claim_run_payload also returns the job's payload, which the
+ * notification no longer carries.
+ */
+Datum
+schedlock_claim_run(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(claim_run(fcinfo, NULL, NULL));
+}
+
+/*
+ * schedlock_claim_run_payload
+ *		SQL: schedlock_claim_run_payload(run_id bigint, claimed_by text,
+ *										 OUT claimed boolean,
+ *										 OUT payload jsonb) -> record
+ *
+ * Claims a notified run like schedlock_claim_run and hands the claimer the
+ * job's payload (its current definition) in the same call.  The payload
+ * goes only to a caller that may claim the run (a member of the role that
+ * owns the job): anybody may LISTEN on any channel, so the notification
+ * carries no payload.  payload is NULL when the claim failed.
+ */
+Datum
+schedlock_claim_run_payload(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		result[2];
+	bool		nulls[2] = {false, true};
+	Datum		payload = (Datum) 0;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	tupdesc = BlessTupleDesc(tupdesc);
+	result[0] = BoolGetDatum(claim_run(fcinfo, &payload, &nulls[1]));
+	result[1] = payload;
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, result, nulls)));
 }
 
 /*
@@ -280,6 +379,7 @@ schedlock_finish_run(PG_FUNCTION_ARGS)
 	char		nulls[4] = {' ', ' ', ' ', ' '};
 	Oid			save_uid;
 	int			save_sec;
+	int			save_nestlevel;
 	bool		finished;
 	TimestampTz now = GetCurrentTimestamp();
 
@@ -295,7 +395,7 @@ schedlock_finish_run(PG_FUNCTION_ARGS)
 				 errhint("Connect to the primary server.")));
 
 	SPI_connect();
-	schedlock_begin_as_owner(&save_uid, &save_sec);
+	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
 	check_run_access(run_id, save_uid);
 	values[0] = Int64GetDatum(run_id);
 	values[1] = BoolGetDatum(succeeded);
@@ -306,7 +406,8 @@ schedlock_finish_run(PG_FUNCTION_ARGS)
 	if (SPI_execute_with_args("UPDATE schedlock.job_runs SET "
 							  "  status = CASE WHEN $2 THEN 'succeeded' ELSE 'failed' END, "
 							  "  finished_at = $4, deadline = NULL, message = $3 "
-							  "WHERE run_id = $1 AND status = 'running' "
+							  "WHERE run_id OPERATOR(pg_catalog.=) $1 "
+							  "  AND status OPERATOR(pg_catalog.=) 'running' "
 							  "RETURNING job_id, scheduled_for, "
 							  "  CASE WHEN manual THEN 0 ELSE attempt END",
 							  4, types, values, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
@@ -329,7 +430,7 @@ schedlock_finish_run(PG_FUNCTION_ARGS)
 			schedlock_wake_workers_at_commit();
 		}
 	}
-	schedlock_end_as_owner(save_uid, save_sec);
+	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
 	SPI_finish();
 
 	PG_RETURN_BOOL(finished);

@@ -40,11 +40,13 @@
 /* Deadline of a NOTIFY run without a timeout of its own, in seconds. */
 #define SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT	300
 
-/* Largest NOTIFY message PostgreSQL accepts (NOTIFY_PAYLOAD_MAX_LENGTH). */
-#define SCHEDLOCK_NOTIFY_MAX_LENGTH	8000
-
-/* Room kept in a NOTIFY message for everything but the job's payload. */
-#define SCHEDLOCK_NOTIFY_ENVELOPE	512
+/*
+ * Longest job payload accepted, in bytes of its JSON text.  The payload is
+ * not sent in the notification (any role may LISTEN): the claimer gets it
+ * from schedlock_claim_run_payload, so PostgreSQL's 8000-byte NOTIFY limit
+ * does not apply; the bound keeps job rows small.
+ */
+#define SCHEDLOCK_MAX_PAYLOAD_LENGTH	65536
 
 /*
  * One per-database worker.  The launcher reserves a slot (in_use, dboid,
@@ -137,9 +139,14 @@ extern void schedlock_run_succeeded(int64 job_id);
 extern void schedlock_recompute_next_run(int64 job_id, TimestampTz now);
 extern Oid	schedlock_extension_owner(void);
 
-/* run.c: switch to the extension owner around table writes, and back */
-extern void schedlock_begin_as_owner(Oid *save_uid, int *save_sec);
-extern void schedlock_end_as_owner(Oid save_uid, int save_sec);
+/*
+ * run.c: switch to the extension owner, with search_path pinned to
+ * "pg_catalog, pg_temp", around table writes, and back
+ */
+extern void schedlock_begin_as_owner(Oid *save_uid, int *save_sec,
+									 int *save_nestlevel);
+extern void schedlock_end_as_owner(Oid save_uid, int save_sec,
+								   int save_nestlevel);
 
 /* query.c */
 #define SCHEDLOCK_QUERY_MAX_ARGS	10

@@ -670,6 +670,8 @@ record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 /*
  * notify_run
  *		Send the NOTIFY of a run; it is delivered when the claim commits.
+ *		Any role may LISTEN on any channel, so the message carries no
+ *		payload: the claimer gets it from schedlock_claim_run_payload.
  */
 static void
 notify_run(ClaimedJob *job, ClaimPlan *plan, int64 run_id)
@@ -677,12 +679,11 @@ notify_run(ClaimedJob *job, ClaimPlan *plan, int64 run_id)
 	static SchedlockQuery q = {
 		"SELECT pg_catalog.pg_notify($1, "
 		"  pg_catalog.json_build_object('job', $2, 'job_id', $3, "
-		"    'run_id', $4, 'scheduled_for', $5, 'attempt', $6, "
-		"    'payload', $7::pg_catalog.jsonb)::text)",
-		7, {TEXTOID, TEXTOID, INT8OID, INT8OID, TIMESTAMPTZOID, INT4OID, TEXTOID}
+		"    'run_id', $4, 'scheduled_for', $5, 'attempt', $6)::pg_catalog.text)",
+		6, {TEXTOID, TEXTOID, INT8OID, INT8OID, TIMESTAMPTZOID, INT4OID}
 	};
-	Datum		values[7];
-	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		values[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 
 	values[0] = CStringGetTextDatum(job->channel);
 	values[1] = CStringGetTextDatum(job->job_name);
@@ -690,8 +691,6 @@ notify_run(ClaimedJob *job, ClaimPlan *plan, int64 run_id)
 	values[3] = Int64GetDatum(run_id);
 	values[4] = TimestampTzGetDatum(plan->scheduled_for);
 	values[5] = Int32GetDatum(plan->attempt);
-	values[6] = job->payload ? CStringGetTextDatum(job->payload) : (Datum) 0;
-	nulls[6] = job->payload ? ' ' : 'n';
 	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not notify run " INT64_FORMAT, run_id);
 	SPI_freetuptable(SPI_tuptable);

@@ -105,32 +105,51 @@ cat <<'EOF'
 == 6. Jobs scheduled in the database ==
 The same database also runs the timers.  An SQL job every second, run by
 schedlock's workers, and a NOTIFY job every 2 seconds that the application
-servers (two of them here, listening on "stats_mail") race to claim:
+servers (two of them here, listening on "stats_mail") race to claim.  The
+application role "mailer" may use the job functions because the DBA granted
+them (nobody may until granted):
+
+    GRANT EXECUTE ON FUNCTION schedule_job(...), alter_job(...),
+          schedlock_claim_run_payload(bigint, text),
+          schedlock_finish_run(bigint, boolean, text) TO mailer;
 
     SELECT schedule_job('heartbeat', '1 seconds',
                         command => 'INSERT INTO heartbeat VALUES (clock_timestamp())');
+    -- as mailer:
     SELECT schedule_job('send_statistics', '2 seconds',
-                        notify_channel => 'stats_mail', timeout => '10 seconds');
+                        notify_channel => 'stats_mail', timeout => '10 seconds',
+                        payload => '{"to": "ops@example.com"}');
 
-    -- each server, on every notification:
-    SELECT schedlock_claim_run(run_id, 'app-server-N');   -- true for exactly one
-    SELECT schedlock_finish_run(run_id, true);            -- by that one, when done
+    -- each server (logged in as mailer), on every notification; the
+    -- notification carries no payload (any role may LISTEN), the claim does:
+    SELECT claimed, payload
+      FROM schedlock_claim_run_payload(run_id, 'app-server-N'); -- claimed for exactly one
+    SELECT schedlock_finish_run(run_id, true);                 -- by that one, when done
 
 EOF
 gcc -O2 -Wall -I"$("$PG_CONFIG" --includedir)" -o "$DEMO/app_server" test/demo/app_server.c \
 	-L"$("$PG_CONFIG" --libdir)" -lpq || exit 1
-app demo "CREATE TABLE heartbeat (at timestamptz);"
+app demo "CREATE TABLE heartbeat (at timestamptz);" \
+	"CREATE ROLE mailer LOGIN;" \
+	"GRANT EXECUTE ON FUNCTION
+	     schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name),
+	     alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name),
+	     schedlock_claim_run_payload(bigint, text),
+	     schedlock_finish_run(bigint, boolean, text)
+	   TO mailer;"
 # the servers listen first, then the jobs are scheduled
 for n in 1 2; do
-	"$DEMO/app_server" "host=$PGHOST port=$PGPORT user=postgres dbname=appdb" \
+	"$DEMO/app_server" "host=$PGHOST port=$PGPORT user=mailer dbname=appdb" \
 		"app-server-$n" stats_mail 10 >"$DEMO/app-$n.out" 2>&1 &
 done
 sleep 0.5
 app demo "SELECT schedule_job('heartbeat', '1 seconds', command => 'INSERT INTO heartbeat VALUES (clock_timestamp())') > 0;" \
-	"SELECT schedule_job('send_statistics', '2 seconds', notify_channel => 'stats_mail', timeout => '10 seconds') > 0;" >/dev/null
+	"SET ROLE mailer;" \
+	"SELECT schedule_job('send_statistics', '2 seconds', notify_channel => 'stats_mail', timeout => '10 seconds', payload => '{\"to\": \"ops@example.com\"}') > 0;" >/dev/null
 # 8 seconds of jobs; the servers go on listening a little longer
 sleep 8
 app demo "SELECT alter_job('heartbeat', enabled => false);" \
+	"SET ROLE mailer;" \
 	"SELECT alter_job('send_statistics', enabled => false);" >/dev/null
 wait
 sort "$DEMO"/app-*.out

@@ -3,13 +3,15 @@
  * app_server.c
  *	  A stand-in "application server" for the demo: it LISTENs for
  *	  schedlock NOTIFY jobs, races the other servers to claim each run
- *	  with schedlock_claim_run(), and reports the one it won with
- *	  schedlock_finish_run().
+ *	  with schedlock_claim_run_payload(), which also hands the winner the
+ *	  job's payload (the notification does not carry it: any role may
+ *	  LISTEN), and reports the one it won with schedlock_finish_run().
  *
  *	  app_server CONNINFO NAME CHANNEL SECONDS
  *
  * Prints one line per notification it heard: whether it claimed the run
- * (and "sent the mail") or another server had it.  Stops after SECONDS.
+ * (and "sent the mail" to the payload's "to") or another server had it.
+ * Stops after SECONDS.
  *
  * IDENTIFICATION
  *	  test/demo/app_server.c
@@ -87,6 +89,33 @@ json_value(const char *json, const char *key, char *out, size_t outlen)
 	memcpy(out, p, n);
 	out[n] = '\0';
 	return 1;
+}
+
+/*
+ * claim
+ *		schedlock_claim_run_payload(run_id, name): 1 when this server claimed
+ *		the run (its payload copied into payload), 0 when another server
+ *		has it, -1 on error.
+ */
+static int
+claim(PGconn *conn, const char *const *params, char *payload, size_t len)
+{
+	PGresult   *res = PQexecParams(conn,
+								   "SELECT claimed, payload "
+								   "FROM schedlock_claim_run_payload($1::bigint, $2)",
+								   2, NULL, params, NULL, NULL, 0);
+	int			result;
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		fprintf(stderr, "claim failed: %s", PQerrorMessage(conn));
+		PQclear(res);
+		return -1;
+	}
+	result = (strcmp(PQgetvalue(res, 0, 0), "t") == 0);
+	snprintf(payload, len, "%s", PQgetvalue(res, 0, 1));
+	PQclear(res);
+	return result;
 }
 
 /* run a one-row, one-column query with text parameters; "t" or "f" */
@@ -168,6 +197,8 @@ main(int argc, char **argv)
 		{
 			char		run_id[32];
 			char		slot[64];
+			char		payload[1024];
+			char		to[256];
 			const char *params[2];
 			int			won;
 
@@ -186,11 +217,13 @@ main(int argc, char **argv)
 
 				nanosleep(&ts, NULL);
 			}
-			won = call_bool(conn, "SELECT schedlock_claim_run($1::bigint, $2)", 2, params);
+			won = claim(conn, params, payload, sizeof(payload));
 			if (won == 1)
 			{
-				printf("%s  %-12s claimed run %s (slot %s) -> sends the statistics mail\n",
-					   clock_text(), name, run_id, slot);
+				if (!json_value(payload, "to", to, sizeof(to)))
+					snprintf(to, sizeof(to), "nobody (no \"to\" in the payload)");
+				printf("%s  %-12s claimed run %s (slot %s) -> sends the statistics mail to %s\n",
+					   clock_text(), name, run_id, slot, to);
 				fflush(stdout);
 				/* the work itself */
 				{
