@@ -86,10 +86,17 @@ def _connect(dsn, **kw):
     kw.setdefault('cursor_factory', _Cursor)
     return _orig_connect(dsn, **kw)
 psycopg2.connect = _connect
+# the sample logs in as the job's owner, mailer, granted the job functions
+_s = _orig_connect("dbname=app")
+_s.autocommit = True
+_s.cursor().execute("DO $$ BEGIN CREATE ROLE mailer LOGIN; "
+                    "EXCEPTION WHEN duplicate_object THEN NULL; END $$; "
+                    "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO mailer")
+_s.close()
 def _due():
     import time
     time.sleep(1)
-    c = _orig_connect("dbname=app")
+    c = _orig_connect("dbname=app user=mailer")
     c.autocommit = True
     cur = c.cursor()
     cur.execute("SELECT schedule_job('send_statistics', '1 second', "
