@@ -77,12 +77,17 @@ COMMENT ON FUNCTION schedlock.job_roles_trigger() IS
 REVOKE ALL ON FUNCTION schedlock.job_roles_trigger() FROM PUBLIC;
 
 CREATE TRIGGER job_roles
-	AFTER INSERT OR DELETE OR UPDATE OF owner, run_as ON schedlock.jobs
+	AFTER INSERT OR UPDATE OF owner, run_as ON schedlock.jobs
 	FOR EACH ROW EXECUTE FUNCTION schedlock.job_roles_trigger();
+-- deletions are handled per statement, grouped by role
+CREATE TRIGGER job_roles_delete
+	AFTER DELETE ON schedlock.jobs REFERENCING OLD TABLE AS old_jobs
+	FOR EACH STATEMENT EXECUTE FUNCTION schedlock.job_roles_trigger();
 CREATE TRIGGER job_roles_truncate
 	AFTER TRUNCATE ON schedlock.jobs
 	FOR EACH STATEMENT EXECUTE FUNCTION schedlock.job_roles_trigger();
 ALTER TABLE schedlock.jobs ENABLE ALWAYS TRIGGER job_roles;
+ALTER TABLE schedlock.jobs ENABLE ALWAYS TRIGGER job_roles_delete;
 ALTER TABLE schedlock.jobs ENABLE ALWAYS TRIGGER job_roles_truncate;
 
 CREATE FUNCTION schedlock.sync_job_roles()

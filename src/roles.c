@@ -358,10 +358,43 @@ read_job_roles(Relation rel, HeapTuple tup, JobRoles *roles)
 }
 
 /*
+ * removed_jobs_deltas
+ *		For the AFTER DELETE statement trigger: the rows to delete, grouped
+ *		by kind and role, from the transition table old_jobs, into
+ *		SPI_tuptable (see apply_job_role_deltas).  One scan per role rather
+ *		than one per job: a role's rows deleted earlier in the transaction
+ *		stay in the index until vacuum, and each later scan would step over
+ *		them all.
+ */
+static void
+removed_jobs_deltas(TriggerData *trigdata)
+{
+	int			nestlevel;
+
+	SPI_connect();
+	if (SPI_register_trigger_data(trigdata) != SPI_OK_TD_REGISTER)
+		elog(ERROR, "could not read the deleted jobs");
+	nestlevel = schedlock_trusted_path_begin();
+	if (SPI_execute("SELECT 1, o.owner::pg_catalog.oid, "
+					"       OPERATOR(pg_catalog.-) pg_catalog.count(*) "
+					"  FROM old_jobs o GROUP BY 2 "
+					"UNION ALL "
+					"SELECT 2, o.run_as::pg_catalog.oid, "
+					"       OPERATOR(pg_catalog.-) pg_catalog.count(*) "
+					"  FROM old_jobs o "
+					" WHERE o.run_as::pg_catalog.oid OPERATOR(pg_catalog.<>) "
+					"       o.owner::pg_catalog.oid "
+					" GROUP BY 2", true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the deleted jobs");
+	schedlock_trusted_path_end(nestlevel);
+}
+
+/*
  * schedlock_job_roles_trigger
- *		Trigger on schedlock.jobs, AFTER INSERT, DELETE or UPDATE OF owner,
- *		run_as FOR EACH ROW and AFTER TRUNCATE: keep the job's rows in
- *		pg_shdepend in step with the row.
+ *		Trigger on schedlock.jobs that keeps the jobs' rows in pg_shdepend
+ *		in step with the table: AFTER INSERT or UPDATE OF owner, run_as FOR
+ *		EACH ROW; AFTER DELETE FOR EACH STATEMENT with the transition table
+ *		old_jobs; AFTER TRUNCATE.
  */
 Datum
 schedlock_job_roles_trigger(PG_FUNCTION_ARGS)
@@ -371,65 +404,61 @@ schedlock_job_roles_trigger(PG_FUNCTION_ARGS)
 	Relation	sdep;
 	JobRoles	before;
 	JobRoles	after;
-	bool		has_before = false;
-	bool		has_after = false;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) ||
 		!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
 		!job_row_targets(&targets) ||
-		RelationGetRelid(trigdata->tg_relation) != targets.jobsoid)
+		RelationGetRelid(trigdata->tg_relation) != targets.jobsoid ||
+		(TRIGGER_FIRED_BY_DELETE(trigdata->tg_event) &&
+		 (TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) || trigdata->tg_oldtable == NULL)) ||
+		(!TRIGGER_FIRED_BY_DELETE(trigdata->tg_event) &&
+		 !TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event) &&
+		 !TRIGGER_FIRED_FOR_ROW(trigdata->tg_event)))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("schedlock.job_roles_trigger() may only run as an AFTER trigger of schedlock.jobs")));
 	if (job_roles_trigger_off)
 		return PointerGetDatum(NULL);
 
+	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
+	{
+		removed_jobs_deltas(trigdata);
+		(void) apply_job_role_deltas(&targets);
+		SPI_finish();
+		return PointerGetDatum(NULL);
+	}
+
 	sdep = table_open(SharedDependRelationId, RowExclusiveLock);
 	if (TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
 		remove_all_job_roles(sdep, &targets);
-	else if (TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
+	else if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
 	{
-		if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
+		read_job_roles(trigdata->tg_relation, trigdata->tg_trigtuple, &after);
+		add_job_role(sdep, &targets, JOB_ROLE_OWNER, after.owner, after.job_name);
+		add_job_role(sdep, &targets, JOB_ROLE_RUN_AS, after.run_as, after.job_name);
+	}
+	else
+	{
+		/* UPDATE: an unchanged role keeps its row */
+		read_job_roles(trigdata->tg_relation, trigdata->tg_trigtuple, &before);
+		read_job_roles(trigdata->tg_relation, trigdata->tg_newtuple, &after);
+		if (before.owner != after.owner)
 		{
-			read_job_roles(trigdata->tg_relation, trigdata->tg_trigtuple, &after);
-			has_after = true;
+			(void) remove_job_role(sdep, &targets, JOB_ROLE_OWNER, before.owner, 1);
+			add_job_role(sdep, &targets, JOB_ROLE_OWNER, after.owner, after.job_name);
 		}
-		else
+		if (before.run_as != after.run_as)
 		{
-			read_job_roles(trigdata->tg_relation, trigdata->tg_trigtuple, &before);
-			has_before = true;
-		}
-		if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
-		{
-			read_job_roles(trigdata->tg_relation, trigdata->tg_newtuple, &after);
-			has_after = true;
-		}
-
-		/* an unchanged role keeps its row */
-		if (has_before && has_after)
-		{
-			if (before.owner == after.owner)
-				before.owner = after.owner = InvalidOid;
-			if (before.run_as == after.run_as)
-				before.run_as = after.run_as = InvalidOid;
-		}
-		if (has_before)
-		{
-			if (OidIsValid(before.owner))
-				(void) remove_job_role(sdep, &targets, JOB_ROLE_OWNER, before.owner, 1);
 			if (OidIsValid(before.run_as))
 				(void) remove_job_role(sdep, &targets, JOB_ROLE_RUN_AS, before.run_as, 1);
-		}
-		if (has_after)
-		{
-			add_job_role(sdep, &targets, JOB_ROLE_OWNER, after.owner, after.job_name);
 			add_job_role(sdep, &targets, JOB_ROLE_RUN_AS, after.run_as, after.job_name);
 		}
 	}
 	table_close(sdep, RowExclusiveLock);
 
-	/* the change of the next row must see this one */
-	CommandCounterIncrement();
+	/* the next row's changes must not find the rows deleted here */
+	if (!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
+		CommandCounterIncrement();
 	return PointerGetDatum(NULL);
 }
 
