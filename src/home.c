@@ -454,8 +454,7 @@ schedlock_adopt_jobs(PG_FUNCTION_ARGS)
 				 errdetail("Only the owner of the database and superusers may adopt its jobs.")));
 
 	SPI_connect();
-	nestlevel = schedlock_trusted_path_begin();
-	schedlock_begin_as_owner(&save_uid, &save_sec);
+	schedlock_begin_as_owner(&save_uid, &save_sec, &nestlevel);
 
 	if (SPI_execute("SELECT home_id, datoid FROM schedlock.home FOR UPDATE",
 					false, 0) != SPI_OK_SELECT || SPI_processed != 1)
@@ -523,8 +522,7 @@ schedlock_adopt_jobs(PG_FUNCTION_ARGS)
 					false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update schedlock.home");
 
-	schedlock_end_as_owner(save_uid, save_sec);
-	schedlock_trusted_path_end(nestlevel);
+	schedlock_end_as_owner(save_uid, save_sec, nestlevel);
 	SPI_finish();
 
 	if (adopted > 0)

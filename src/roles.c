@@ -539,16 +539,14 @@ schedlock_sync_job_roles(void)
 	if (!job_row_targets(&targets))
 		return 0;
 	SPI_connect();
-	schedlock_begin_as_owner(&save_uid, &save_sec);
-	nestlevel = schedlock_trusted_path_begin();
+	schedlock_begin_as_owner(&save_uid, &save_sec, &nestlevel);
 	if (job_roles_diff(&targets) > 0)
 	{
 		LockRelationOid(targets.jobsoid, ShareRowExclusiveLock);
 		(void) job_roles_diff(&targets);
 		changed = apply_job_role_deltas(&targets);
 	}
-	schedlock_trusted_path_end(nestlevel);
-	schedlock_end_as_owner(save_uid, save_sec);
+	schedlock_end_as_owner(save_uid, save_sec, nestlevel);
 	SPI_finish();
 
 	if (changed > 0)
@@ -860,8 +858,7 @@ schedlock_owned_jobs(Node *parsetree)
 											true, TYPALIGN_INT));
 
 	SPI_connect();
-	schedlock_begin_as_owner(&save_uid, &save_sec);
-	nestlevel = schedlock_trusted_path_begin();
+	schedlock_begin_as_owner(&save_uid, &save_sec, &nestlevel);
 	job_roles_trigger_off = true;
 	PG_TRY();
 	{
@@ -878,8 +875,7 @@ schedlock_owned_jobs(Node *parsetree)
 	}
 	PG_END_TRY();
 	(void) apply_job_role_deltas(&targets);
-	schedlock_trusted_path_end(nestlevel);
-	schedlock_end_as_owner(save_uid, save_sec);
+	schedlock_end_as_owner(save_uid, save_sec, nestlevel);
 	SPI_finish();
 }
 
