@@ -363,9 +363,11 @@ adopt_job(SPIPlanPtr *plans, int64 job_id, const char *schedule,
 	char		nulls[3] = {' ', ' ', ' '};
 
 	schedlock_cron_parse_or_error(schedule, &sched);
+	if (timezone == NULL)
+		timezone = schedlock_timezone;
 	if (!schedlock_cron_is_reboot(&sched))
 		has_slot = schedlock_cron_next_time(&sched, now,
-											schedlock_cron_lookup_timezone(timezone ? timezone : schedlock_timezone),
+											schedlock_cron_lookup_timezone(timezone),
 											&slot);
 	values[0] = Int64GetDatum(job_id);
 	values[1] = home_id;
