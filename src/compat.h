@@ -22,8 +22,11 @@
 #define SCHEDLOCK_COMPAT_H
 
 #include "catalog/pg_database.h"
+#include "pgstat.h"
+#include "storage/lock.h"
 #include "tcop/pquery.h"
 #include "utils/acl.h"
+#include "utils/backend_status.h"
 
 #if PG_VERSION_NUM < 150000
 #error "schedlock requires PostgreSQL 15 or later"
@@ -54,6 +57,70 @@
 #else
 #define schedlock_portal_run(portal, count, isTopLevel, dest, altdest, qc) \
 	PortalRun((portal), (count), (isTopLevel), true, (dest), (altdest), (qc))
+#endif
+
+/*
+ * schedlock_database_aclcheck(dboid, roleid, mode)
+ *		pg_database_aclcheck; PostgreSQL 16 replaced the per-catalog
+ *		pg_*_aclcheck functions by object_aclcheck.
+ */
+#if PG_VERSION_NUM >= 160000
+#define schedlock_database_aclcheck(dboid, roleid, mode) \
+	object_aclcheck(DatabaseRelationId, (dboid), (roleid), (mode))
+#else
+#define schedlock_database_aclcheck(dboid, roleid, mode) \
+	pg_database_aclcheck((dboid), (roleid), (mode))
+#endif
+
+/*
+ * schedlock_member_of_role(member, role)
+ *		Whether member is a member of role in the sense of pg_has_role(...,
+ *		'MEMBER').  PostgreSQL 16 split membership into inheriting the
+ *		role's privileges and being allowed to SET ROLE to it.
+ */
+#if PG_VERSION_NUM >= 160000
+#define schedlock_member_of_role(member, role) \
+	(has_privs_of_role((member), (role)) || member_can_set_role((member), (role)))
+#else
+#define schedlock_member_of_role(member, role) \
+	is_member_of_role((member), (role))
+#endif
+
+/*
+ * schedlock_lock_held_by_me(tag, mode)
+ *		LockHeldByMe for exactly that mode; PostgreSQL 17 added an "or
+ *		stronger" argument.
+ */
+#if PG_VERSION_NUM >= 170000
+#define schedlock_lock_held_by_me(tag, mode)	LockHeldByMe((tag), (mode), false)
+#else
+#define schedlock_lock_held_by_me(tag, mode)	LockHeldByMe((tag), (mode))
+#endif
+
+/*
+ * schedlock_try_session_lock_quietly(tag, mode)
+ *		A conditional session-level lock that reports "not available"
+ *		instead of raising an error when the lock table is full (safe
+ *		inside an abort callback); PostgreSQL 18 added a logLockFailure
+ *		argument to LockAcquireExtended.
+ */
+#if PG_VERSION_NUM >= 180000
+#define schedlock_try_session_lock_quietly(tag, mode) \
+	LockAcquireExtended((tag), (mode), true, true, false, NULL, false)
+#else
+#define schedlock_try_session_lock_quietly(tag, mode) \
+	LockAcquireExtended((tag), (mode), true, true, false, NULL)
+#endif
+
+/*
+ * schedlock_local_beentry(i)
+ *		The i-th (1-based) entry of the local copy of the backend status
+ *		array; renamed in PostgreSQL 16.
+ */
+#if PG_VERSION_NUM >= 160000
+#define schedlock_local_beentry(i)	pgstat_get_local_beentry_by_index(i)
+#else
+#define schedlock_local_beentry(i)	pgstat_fetch_stat_local_beentry(i)
 #endif
 
 #endif							/* SCHEDLOCK_COMPAT_H */

@@ -58,6 +58,7 @@
 #include "utils/uuid.h"
 
 #include "cron_pg.h"
+#include "compat.h"
 #include "schedlock.h"
 #include "scheduler.h"
 
@@ -448,7 +449,7 @@ schedlock_adopt_jobs(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("cannot execute schedlock_adopt_jobs() during recovery")));
-	if (!pg_database_ownercheck(MyDatabaseId, GetUserId()))
+	if (!schedlock_database_ownercheck(MyDatabaseId, GetUserId()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to adopt the jobs of database \"%s\"",

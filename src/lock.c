@@ -113,6 +113,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "schedlock.h"
 
 PG_FUNCTION_INFO_V1(schedlock_acquire);
@@ -139,33 +140,6 @@ PGDLLEXPORT Datum schedlock_lease_visible(PG_FUNCTION_ARGS);
  */
 #define MAX_LEASE_YEARS			1000
 #define MAX_LEASE_DAYS			(MAX_LEASE_YEARS * 366)
-
-/* LockHeldByMe gained an "or stronger" argument in PostgreSQL 17. */
-#if PG_VERSION_NUM >= 170000
-#define lock_held_by_me(tag, mode)	LockHeldByMe((tag), (mode), false)
-#else
-#define lock_held_by_me(tag, mode)	LockHeldByMe((tag), (mode))
-#endif
-
-/*
- * A conditional session-level lock that reports "not available" instead of
- * raising an error when the lock table is full (safe inside an abort
- * callback); PostgreSQL 18 added a logLockFailure argument.
- */
-#if PG_VERSION_NUM >= 180000
-#define try_session_lock_quietly(tag, mode) \
-	LockAcquireExtended((tag), (mode), true, true, false, NULL, false)
-#else
-#define try_session_lock_quietly(tag, mode) \
-	LockAcquireExtended((tag), (mode), true, true, false, NULL)
-#endif
-
-/* The i-th (1-based) entry of the local backend status copy. */
-#if PG_VERSION_NUM >= 160000
-#define local_beentry(i)			pgstat_get_local_beentry_by_index(i)
-#else
-#define local_beentry(i)			pgstat_fetch_stat_local_beentry(i)
-#endif
 
 /* The state of one lock row, as read under the name's mutex. */
 typedef struct LockRow
@@ -254,7 +228,7 @@ backend_alive(int32 pid, TimestampTz start)
 	n = pgstat_fetch_stat_numbackends();
 	for (i = 1; i <= n; i++)
 	{
-		LocalPgBackendStatus *entry = local_beentry(i);
+		LocalPgBackendStatus *entry = schedlock_local_beentry(i);
 
 		if (entry != NULL && entry->backendStatus.st_procpid == pid)
 		{
@@ -302,7 +276,7 @@ identity_lock_held(void)
 	LOCKTAG		tag;
 
 	set_session_tag(&tag, MyProcPid, MyStartTimestamp);
-	return lock_held_by_me(&tag, ExclusiveLock);
+	return schedlock_lock_held_by_me(&tag, ExclusiveLock);
 }
 
 /*
@@ -342,7 +316,7 @@ retake_session_lock_at_abort(void)
 	set_session_tag(&tag, MyProcPid, MyStartTimestamp);
 	for (attempt = 0; attempt < 10; attempt++)
 	{
-		if (try_session_lock_quietly(&tag, ExclusiveLock) != LOCKACQUIRE_NOT_AVAIL)
+		if (schedlock_try_session_lock_quietly(&tag, ExclusiveLock) != LOCKACQUIRE_NOT_AVAIL)
 			return;
 		pg_usleep(1000L);
 	}
@@ -1160,12 +1134,7 @@ may_use_lease(bool has_role, Oid holder_role)
 		return true;
 	if (!has_role)
 		return false;
-#if PG_VERSION_NUM >= 160000
-	return has_privs_of_role(user, holder_role) ||
-		member_can_set_role(user, holder_role);
-#else
-	return is_member_of_role(user, holder_role);
-#endif
+	return schedlock_member_of_role(user, holder_role);
 }
 
 /*

@@ -91,6 +91,7 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "schedlock.h"
 #include "scheduler.h"
 
@@ -926,7 +927,7 @@ check_login(Oid role, const char *what, MemoryContext cxt)
 									what, name, timestamptz_to_str(DatumGetTimestampTz(until))));
 	ReleaseSysCache(tup);
 	if (error == NULL &&
-		pg_database_aclcheck(MyDatabaseId, role, ACL_CONNECT) != ACLCHECK_OK)
+		schedlock_database_aclcheck(MyDatabaseId, role, ACL_CONNECT) != ACLCHECK_OK)
 		error = role_error(cxt, ERRCODE_INSUFFICIENT_PRIVILEGE,
 						   psprintf("%s \"%s\" has no CONNECT privilege on database \"%s\"",
 									what, name, get_database_name(MyDatabaseId)));

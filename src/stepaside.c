@@ -40,6 +40,7 @@
 #include "utils/fmgroids.h"
 #include "utils/syscache.h"
 
+#include "compat.h"
 #include "schedlock.h"
 #include "scheduler.h"
 
@@ -141,7 +142,7 @@ for_drop_database(DropdbStmt *stmt, bool isTopLevel)
 	dboid = get_database_oid(stmt->dbname, true);
 	if (!OidIsValid(dboid) || dboid == MyDatabaseId ||
 		is_template_database(dboid) ||
-		!pg_database_ownercheck(dboid, GetUserId()))
+		!schedlock_database_ownercheck(dboid, GetUserId()))
 		return InvalidOid;
 	return dboid;
 }
@@ -185,7 +186,7 @@ for_create_database(CreatedbStmt *stmt, bool isTopLevel)
 	if (!OidIsValid(srcoid) || srcoid == MyDatabaseId ||
 		OidIsValid(get_database_oid(stmt->dbname, true)) ||
 		is_template_database(srcoid) ||
-		!pg_database_ownercheck(srcoid, GetUserId()))
+		!schedlock_database_ownercheck(srcoid, GetUserId()))
 		return InvalidOid;
 	return srcoid;
 }
@@ -202,7 +203,7 @@ for_rename_database(RenameStmt *stmt)
 
 	dboid = get_database_oid(stmt->subname, true);
 	if (!OidIsValid(dboid) || dboid == MyDatabaseId ||
-		!pg_database_ownercheck(dboid, GetUserId()) ||
+		!schedlock_database_ownercheck(dboid, GetUserId()) ||
 		!may_create_databases() ||
 		OidIsValid(get_database_oid(stmt->newname, true)))
 		return InvalidOid;
