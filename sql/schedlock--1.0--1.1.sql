@@ -149,9 +149,16 @@ COMMENT ON FUNCTION schedlock.home_id() IS
 
 REVOKE ALL ON FUNCTION schedlock.home_id() FROM PUBLIC;
 
--- jobs of a 1.0 installation belong to the database they are in now
+-- jobs of a 1.0 installation belong to the database they are in now.  The
+-- column is filled by an UPDATE rather than by "ADD COLUMN ... DEFAULT":
+-- a default that is not volatile would be kept in the catalog as the
+-- column's missing value, this database's own home_id, and an upgraded
+-- installation would differ from a fresh one (test/t/006_upgrade.pl)
+ALTER TABLE schedlock.jobs ADD COLUMN home_id uuid;
+UPDATE schedlock.jobs SET home_id = schedlock.home_id();
 ALTER TABLE schedlock.jobs
-	ADD COLUMN home_id uuid NOT NULL DEFAULT schedlock.home_id();
+	ALTER COLUMN home_id SET DEFAULT schedlock.home_id(),
+	ALTER COLUMN home_id SET NOT NULL;
 
 COMMENT ON COLUMN schedlock.jobs.home_id IS
 	'home (schedlock.home) of the database the job was scheduled in; dumped with the job';
