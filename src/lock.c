@@ -49,7 +49,9 @@
  * identity lock free confirms that the holding backend (pid and start time,
  * from the backend status table) is really gone before it takes the lease
  * over.  A session-bound lease therefore has one holder for as long as its
- * session lives, whatever advisory locks the session drops.
+ * session lives, whatever advisory locks the session drops.  A job worker's
+ * session runs one job after another, so the worker ends the session-bound
+ * leases a job took once its run is over (schedlock_lock_end_session_leases).
  *
  * Every lease belongs to the role that acquired it (current_user at the
  * acquire, recorded in holder_role).  Only members of that role and
