@@ -22,9 +22,11 @@
  *	  dropped in a transaction, as the job's user: an atomic job's in its
  *	  own subtransaction, before the claim commits, a non-atomic job's in
  *	  a transaction after its last statement;
- *	- session advisory locks, prepared statements and sequence state
- *	  (currval, lastval), which no transaction end undoes, are dropped by
- *	  schedlock_exec_discard_job_state once the run's transaction is over.
+ *	- session-bound schedlock leases are ended as schedlock_release ends
+ *	  them, and session advisory locks, prepared statements and sequence
+ *	  state (currval, lastval), which no transaction end undoes, are
+ *	  dropped, by schedlock_exec_discard_job_state once the run's
+ *	  transaction is over.
  * What a job leaves for its transaction's commit runs before the job ends,
  * as the job's user: deferred triggers are fired (SET CONSTRAINTS ALL
  * IMMEDIATE), and WITH HOLD cursors are dropped before the claim commits,
@@ -143,17 +145,20 @@ finish_job_transaction(void)
 /*
  * schedlock_exec_discard_job_state
  *		Drop what a job can leave in the session that no transaction end
- *		undoes: session-level advisory locks (also the identity lock of a
- *		session-bound schedlock lease the job took), prepared statements,
- *		and sequence state (currval, lastval).  Called by the worker after
- *		every run, succeeded or failed, outside a transaction: once the
- *		run's transaction has committed, so that a lock the job kept is held
- *		until its effects are visible.
+ *		undoes: session-bound schedlock leases the job took (ended, in a
+ *		transaction of their own, only when there are any), session-level
+ *		advisory locks, prepared statements, and sequence state (currval,
+ *		lastval).  Called by the worker after every run, succeeded or
+ *		failed, outside a transaction: once the run's transaction has
+ *		committed, so that a lock the job kept is held until its effects
+ *		are visible.
  */
 void
 schedlock_exec_discard_job_state(void)
 {
 	Assert(!IsTransactionState());
+	/* first: its commit still finds the identity lock to drop */
+	schedlock_lock_end_session_leases();
 	LockReleaseSession(USER_LOCKMETHOD);
 	DropAllPreparedStatements();
 	ResetSequenceCaches();

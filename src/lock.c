@@ -49,7 +49,9 @@
  * identity lock free confirms that the holding backend (pid and start time,
  * from the backend status table) is really gone before it takes the lease
  * over.  A session-bound lease therefore has one holder for as long as its
- * session lives, whatever advisory locks the session drops.
+ * session lives, whatever advisory locks the session drops.  A job worker's
+ * session runs one job after another, so the worker ends the session-bound
+ * leases a job took once its run is over (schedlock_lock_end_session_leases).
  *
  * Every lease belongs to the role that acquired it (current_user at the
  * acquire, recorded in holder_role).  Only members of that role and
@@ -1119,6 +1121,41 @@ give_up(Relation rel, LOCKTAG *mutex)
 }
 
 /*
+ * end_lease
+ *		End the lease of the row oldtup (read as *row under the name's
+ *		mutex) at now, as a release does: lock_until becomes
+ *		greatest(now, min_until), released_at now, and the row is no longer
+ *		session-bound.  When the lease was bound to this session, the
+ *		session holds one session-bound lock less once the transaction
+ *		commits.
+ */
+static void
+end_lease(Relation rel, HeapTuple oldtup, const LockRow *row, TimestampTz now)
+{
+	Datum		values[Natts_lock];
+	bool		nulls[Natts_lock];
+	bool		repl[Natts_lock];
+	bool		isnull;
+	TimestampTz min_until;
+
+	min_until = DatumGetTimestampTz(heap_getattr(oldtup, Anum_lock_min_until,
+												 RelationGetDescr(rel), &isnull));
+	memset(repl, false, sizeof(repl));
+	memset(nulls, false, sizeof(nulls));
+	values[Anum_lock_lock_until - 1] = TimestampTzGetDatum(Max(now, min_until));
+	repl[Anum_lock_lock_until - 1] = true;
+	values[Anum_lock_released_at - 1] = TimestampTzGetDatum(now);
+	repl[Anum_lock_released_at - 1] = true;
+	values[Anum_lock_session_bound - 1] = BoolGetDatum(false);
+	repl[Anum_lock_session_bound - 1] = true;
+	update_lock_row(rel, oldtup, values, nulls, repl);
+
+	if (row->session_bound && row->holder_pid == MyProcPid &&
+		row->holder_session_start == MyStartTimestamp)
+		push_session_delta(-1);
+}
+
+/*
  * may_use_lease
  *		Whether the current user may see and use the token of a lease
  *		acquired by holder_role (has_role false: a lease from before 1.1,
@@ -1315,9 +1352,6 @@ schedlock_release(PG_FUNCTION_ARGS)
 	LockRow		row;
 	HeapTuple	oldtup;
 	TimestampTz now;
-	Datum		values[Natts_lock];
-	bool		nulls[Natts_lock];
-	bool		repl[Natts_lock];
 
 	check_writable("schedlock_release");
 
@@ -1330,28 +1364,8 @@ schedlock_release(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(false);
 	}
 
-	/* lock_until = greatest(now, min_until), released_at = now, unbound */
-	{
-		bool		isnull;
-		TimestampTz min_until;
-
-		min_until = DatumGetTimestampTz(heap_getattr(oldtup, Anum_lock_min_until,
-													 RelationGetDescr(rel), &isnull));
-		memset(repl, false, sizeof(repl));
-		memset(nulls, false, sizeof(nulls));
-		values[Anum_lock_lock_until - 1] = TimestampTzGetDatum(Max(now, min_until));
-		repl[Anum_lock_lock_until - 1] = true;
-		values[Anum_lock_released_at - 1] = TimestampTzGetDatum(now);
-		repl[Anum_lock_released_at - 1] = true;
-		values[Anum_lock_session_bound - 1] = BoolGetDatum(false);
-		repl[Anum_lock_session_bound - 1] = true;
-		update_lock_row(rel, oldtup, values, nulls, repl);
-	}
+	end_lease(rel, oldtup, &row, now);
 	table_close(rel, RowExclusiveLock);
-
-	if (row.session_bound && row.holder_pid == MyProcPid &&
-		row.holder_session_start == MyStartTimestamp)
-		push_session_delta(-1);
 
 	PG_RETURN_BOOL(true);
 }
@@ -1483,4 +1497,92 @@ schedlock_lease_visible(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_BOOL(may_use_lease(!PG_ARGISNULL(0),
 								 PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0)));
+}
+
+/*
+ * held_by_this_session
+ *		Whether the row is a lease bound to this session and not released.
+ */
+static bool
+held_by_this_session(const LockRow *row)
+{
+	return row->session_bound && !row->released &&
+		row->holder_pid == MyProcPid &&
+		row->holder_session_start == MyStartTimestamp;
+}
+
+/*
+ * schedlock_lock_end_session_leases
+ *		End every session-bound lease this session holds, as
+ *		schedlock_release would end each of them, without a token and
+ *		without a role check.  Called by a job worker after every run,
+ *		outside a transaction: a lease a job bound to the worker's session
+ *		must not outlive the job.
+ *
+ * Costs nothing when the session took no session-bound lease (the common
+ * case: session_bound_count is zero).  Otherwise, in a transaction of its
+ * own, it finds the session's rows (a scan of the table for its pid), and
+ * ends each under the name's mutex, read again there; the commit then
+ * drops the identity lock.  The count may overcount (a lease that expired
+ * and was taken over), so it is set to zero: the session holds nothing
+ * once this commits.
+ */
+void
+schedlock_lock_end_session_leases(void)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	Relation	rel;
+	Oid			indexid;
+	ScanKeyData key;
+	SysScanDesc scan;
+	Snapshot	snapshot;
+	HeapTuple	tup;
+	List	   *names = NIL;
+	ListCell   *lc;
+	int			rest;
+
+	Assert(!IsTransactionState());
+	if (session_bound_count == 0)
+		return;
+
+	StartTransactionCommand();
+	rel = open_lock_table(&indexid);
+	ScanKeyInit(&key, Anum_lock_holder_pid, BTEqualStrategyNumber, F_INT4EQ,
+				Int32GetDatum(MyProcPid));
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	scan = systable_beginscan(rel, InvalidOid, false, snapshot, 1, &key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		bool		isnull;
+		Datum		name = heap_getattr(tup, Anum_lock_name,
+										RelationGetDescr(rel), &isnull);
+
+		names = lappend(names, TextDatumGetCString(name));
+	}
+	systable_endscan(scan);
+	UnregisterSnapshot(snapshot);
+
+	foreach(lc, names)
+	{
+		const char *name = lfirst(lc);
+		LOCKTAG		mutex;
+		LockRow		row;
+		HeapTuple	oldtup;
+
+		/* as release does: wait for the mutex, read the row afresh */
+		set_mutex_tag(&mutex, name);
+		(void) LockAcquire(&mutex, ExclusiveLock, false, false);
+		oldtup = fetch_lock_row(rel, indexid, name, &row);
+		if (oldtup != NULL && held_by_this_session(&row))
+			end_lease(rel, oldtup, &row, GetCurrentTimestamp());
+		else
+			LockRelease(&mutex, ExclusiveLock, false);
+	}
+	table_close(rel, RowExclusiveLock);
+
+	rest = session_bound_after_commit();
+	if (rest > 0)
+		push_session_delta(-rest);
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(oldcxt);
 }

@@ -58,6 +58,7 @@ extern void schedlock_lock_init(void);
 extern int	schedlock_interval_sign(Interval *iv);
 extern char *schedlock_name_arg(FunctionCallInfo fcinfo, int argno,
 								const char *what);
+extern void schedlock_lock_end_session_leases(void);
 
 /* The job scheduler's files declare what they share in scheduler.h. */
 

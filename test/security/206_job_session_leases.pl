@@ -1,0 +1,113 @@
+# 206_job_session_leases.pl: a session-bound lease a job takes ends with
+# the run.
+#
+# A session-bound lease belongs to the session that took it, and a job's
+# session is the worker's, which lives on and runs the next jobs.  So a
+# job of alice that calls schedlock_acquire(..., session_bound => true)
+# and does not release the lease must not leave it held by the worker
+# until lock_until: after the run, with the same worker still running,
+# schedlock.locks shows the lease not held and another session (bob's)
+# acquires the name.  Checked for an atomic and a non-atomic job; a
+# lock_at_least_for window is kept as schedlock_release keeps it.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+my $node = PostgreSQL::Test::Cluster->new('job_session_leases');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'schedlock'
+max_worker_processes = 32
+schedlock.workers = 1
+});
+$node->start;
+$node->safe_psql('postgres', 'CREATE DATABASE app');
+
+sub admin
+{
+	my ($sql) = @_;
+	return $node->safe_psql('app', "SET search_path = pg_catalog, public;\n$sql");
+}
+
+sub as_role
+{
+	my ($role, $sql) = @_;
+	return $node->safe_psql('app', $sql, extra_params => [ '-U', $role ]);
+}
+
+# run_job as the job's owner, wait (at most 30 s) until the run finished;
+# returns "status|worker_pid", or "timeout"
+sub run_and_wait
+{
+	my ($role, $job) = @_;
+	my $run = as_role($role, "SELECT run_job('$job')");
+	for (1 .. 300)
+	{
+		my $r = admin(qq{
+			SELECT status || '|' || worker_pid FROM schedlock.job_runs
+			 WHERE run_id = $run AND finished_at IS NOT NULL});
+		return $r if $r ne '';
+		usleep(100_000);
+	}
+	return 'timeout';
+}
+
+admin(q{
+	CREATE ROLE alice LOGIN;
+	CREATE ROLE bob LOGIN;
+	CREATE EXTENSION schedlock SCHEMA public;
+	GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO alice, bob;
+});
+
+my %worker;
+foreach my $atomic ('true', 'false')
+{
+	my $lease = "job_lease_$atomic";
+	my $job = "lease_$atomic";
+	as_role('alice', qq{
+		SELECT schedule_job('$job', '0 0 1 1 *',
+			\$cmd\$SELECT schedlock_acquire('$lease', '1 hour', session_bound => true)\$cmd\$,
+			atomic => $atomic)});
+	my ($status, $pid) = split /\|/, run_and_wait('alice', $job);
+	is($status, 'succeeded', "atomic $atomic: the job that takes a session-bound lease succeeds");
+	$worker{$pid} = 1;
+
+	is( admin(qq{
+			SELECT session_bound::text || ' ' || (holder_pid = $pid)::text
+			  FROM schedlock.lock_state WHERE lock_name = '$lease'}),
+		'false true',
+		"atomic $atomic: the job took the lease in the worker's session, which no longer binds it");
+	is(admin(qq{SELECT held FROM schedlock.locks WHERE lock_name = '$lease'}),
+		'f', "atomic $atomic: after the run the lease is not held");
+	is( admin(qq{
+			SELECT count(*) FROM pg_catalog.pg_stat_activity
+			 WHERE pid = $pid AND backend_type LIKE 'schedlock%'}),
+		'1', "atomic $atomic: the worker that ran the job is still running");
+	isnt(as_role('bob', qq{SELECT schedlock_acquire('$lease', '1 minute')}),
+		'', "atomic $atomic: another session acquires the name");
+}
+is(scalar(keys %worker), 1, 'both jobs ran in the same worker');
+
+# lock_at_least_for is honoured as schedlock_release honours it
+as_role('alice', q{
+	SELECT schedule_job('lease_least', '0 0 1 1 *',
+		$cmd$SELECT schedlock_acquire('job_lease_least', '1 hour', '1 hour',
+									  session_bound => true)$cmd$)});
+is((split /\|/, run_and_wait('alice', 'lease_least'))[0],
+	'succeeded', 'a job takes a session-bound lease with lock_at_least_for');
+is( admin(q{
+		SELECT (released_at IS NOT NULL AND NOT session_bound
+				AND lock_until = min_until)::text
+		  FROM schedlock.lock_state WHERE lock_name = 'job_lease_least'}),
+	'true', 'the lease ended as a release ends it: lock_until = min_until');
+is(as_role('bob', q{SELECT schedlock_acquire('job_lease_least', '1 minute')}),
+	'', 'the lock_at_least_for window still keeps others out');
+
+$node->stop;
+my $log = slurp_file($node->logfile);
+unlike($log, qr/terminated by signal|PANIC|TRAP:|XX000/, 'server log clean');
+
+done_testing();
