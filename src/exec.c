@@ -85,7 +85,8 @@
  *		there depends on the schema (pg_depend), which is what
  *		ResetTempTableNamespace deletes.  Once a job used a temporary
  *		object the schema stays, and dropping its (usually empty) contents
- *		after every run costs four times this look-up.  In a transaction.
+ *		after every run costs two to three times this look-up.  In a
+ *		transaction.
  */
 static bool
 temp_objects_exist(void)
@@ -332,7 +333,8 @@ schedlock_exec_toplevel(const char *command, Oid user, int timeout_ms,
 	 * Undo the job's settings first, outside a transaction (no nest level
 	 * to save them in, as for a SIGHUP): the transaction below must not be
 	 * read-only or serializable because the job said so.  Then drop its
-	 * cursors and temporary objects, as the job's user.
+	 * cursors and temporary objects, as the job's user.  An error here is
+	 * not the job's: it ends the worker, and a new session replaces it.
 	 */
 	ResetAllOptions();
 	StartTransactionCommand();
