@@ -13,6 +13,35 @@
  * CREATE/ALTER EXTENSION sets (the extension's schema, then pg_temp).
  */
 
+/*
+ * The strongest lock on every table the script changes, first, all at once.
+ * The workers may be claiming jobs meanwhile (ALTER EXTENSION schedlock
+ * UPDATE does not need them stopped).  Without this, CREATE TRIGGER's lock
+ * on schedlock.jobs followed by ALTER TABLE's deadlocked with a worker that
+ * had read the table and then wanted to write it.  Waiting for the locks
+ * one table after the other would deadlock too (workers lock jobs before
+ * job_runs, and job_runs before jobs), so the locks are tried without
+ * waiting, all three in a subtransaction that gives them all back when one
+ * is not free, every 10 ms for at most a minute: the workers' transactions
+ * are short.
+ */
+DO $$
+BEGIN
+	FOR i IN 1..6000 LOOP
+		BEGIN
+			LOCK TABLE schedlock.jobs, schedlock.job_runs, schedlock.lock_state
+				IN ACCESS EXCLUSIVE MODE NOWAIT;
+			RETURN;
+		EXCEPTION WHEN lock_not_available THEN
+			PERFORM pg_catalog.pg_sleep(0.01);
+		END;
+	END LOOP;
+	RAISE EXCEPTION 'could not lock the tables of schedlock for the update'
+		USING ERRCODE = 'lock_not_available',
+			  HINT = 'Retry ALTER EXTENSION schedlock UPDATE, or set schedlock.enabled = off for the update.';
+END
+$$;
+
 -------------------------------------------------------------------------------
 -- Issues 10 and 11, lease locks (src/lock.c): a lease belongs to the role
 -- that acquired it
