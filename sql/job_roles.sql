@@ -63,7 +63,10 @@ SELECT * FROM pg_temp.job_records();
 
 -- DROP OWNED by a role without the privileges of the role named: refused
 SET ROLE regress_roles_ann;
+-- terse: PostgreSQL 17 added a DETAIL to this error
+\set VERBOSITY terse
 DROP OWNED BY regress_roles_ben;
+\set VERBOSITY default
 RESET ROLE;
 SELECT count(*) AS ben_jobs FROM schedlock.jobs WHERE owner = 'regress_roles_ben'::regrole;
 -- DROP OWNED removes the owned jobs and the jobs that run as the role

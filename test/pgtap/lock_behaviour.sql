@@ -26,6 +26,8 @@ $$;
 CREATE FUNCTION pg_temp.wait_gone(p integer) RETURNS boolean LANGUAGE plpgsql AS $$
 BEGIN
 	FOR i IN 1..100 LOOP
+		-- the backend status is a snapshot kept until the transaction ends
+		PERFORM pg_stat_clear_snapshot();
 		IF NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = p) THEN
 			RETURN true;
 		END IF;
