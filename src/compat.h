@@ -27,6 +27,7 @@
 #include "tcop/pquery.h"
 #include "utils/acl.h"
 #include "utils/backend_status.h"
+#include "utils/relcache.h"
 
 #if PG_VERSION_NUM < 150000
 #error "schedlock requires PostgreSQL 15 or later"
@@ -121,6 +122,19 @@
 #define schedlock_local_beentry(i)	pgstat_get_local_beentry_by_index(i)
 #else
 #define schedlock_local_beentry(i)	pgstat_fetch_stat_local_beentry(i)
+#endif
+
+/*
+ * schedlock_relation_primary_key_index(rel)
+ *		The OID of rel's primary key index; PostgreSQL 18 added a
+ *		deferrable_ok argument (a deferrable primary key is not wanted).
+ */
+#if PG_VERSION_NUM >= 180000
+#define schedlock_relation_primary_key_index(rel) \
+	RelationGetPrimaryKeyIndex((rel), false)
+#else
+#define schedlock_relation_primary_key_index(rel) \
+	RelationGetPrimaryKeyIndex(rel)
 #endif
 
 #endif							/* SCHEDLOCK_COMPAT_H */

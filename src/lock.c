@@ -880,7 +880,7 @@ check_lock_table(Relation rel)
 
 	check_lock_table_shape(rel);
 
-	pkid = RelationGetPrimaryKeyIndex(rel);
+	pkid = schedlock_relation_primary_key_index(rel);
 	indexes = RelationGetIndexList(rel);
 	foreach(lc, indexes)
 	{
