@@ -3,8 +3,8 @@
 -- return values, the schedlock.locks view, every input error, and who may
 -- write what.  Races are in test/isolation, timing in test/pgtap.
 --
--- Raw tokens depend on the server's timeline, so this file shows the
--- per-name counter (token & (2^40 - 1)) and comparisons instead.
+-- Raw tokens depend on the server's timeline and WAL position, so this
+-- file shows how a token is made up, and comparisons, instead.
 --
 
 -- errors are shown as rows: SQLSTATE, message, detail, hint
@@ -34,7 +34,10 @@ SELECT c.relname, c.relkind, n.nspname
 
 -- a new name: the caller gets a token; everybody else gets NULL
 SELECT schedlock_acquire('report') AS t1 \gset
-SELECT :t1 & 1099511627775 AS counter, :t1 >> 40 >= 1 AS has_timeline;
+-- timeline * 2^52 + WAL insert position / 32 (README "Fencing tokens")
+SELECT :t1 >> 52 = (SELECT timeline_id FROM pg_control_checkpoint()) AS timeline_in_high_bits,
+       (:t1 & ((1::bigint << 52) - 1)) * 32
+         <= pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0') AS wal_position_below;
 SELECT schedlock_acquire('report') IS NULL AS second_caller_refused;
 
 -- defaults: ten-minute lease, no minimum, not session-bound, no holder text
@@ -59,7 +62,7 @@ SELECT held FROM schedlock.locks WHERE lock_name = 'report';
 
 -- with no lock_at_least_for the name is free at once, with a larger token
 SELECT schedlock_acquire('report', '1 hour') AS t2 \gset
-SELECT :t2 > :t1 AS token_increased, :t2 & 1099511627775 AS counter;
+SELECT :t2 > :t1 AS token_increased;
 SELECT lock_until - locked_at AS lease FROM schedlock.locks WHERE lock_name = 'report';
 
 -- lock_at_least_for keeps the name taken after an early release
@@ -79,7 +82,7 @@ SELECT schedlock_extend('mail', :t3, '2 hours') AS after_release;
 
 -- assert passes for the holder and fails with SQLSTATE SL001 otherwise
 SELECT schedlock_assert('report', :t2);
--- (raw token values depend on the timeline and are masked)
+-- (raw token values depend on the timeline and WAL position and are masked)
 SELECT state, regexp_replace(message, '[0-9]{6,}', '<token>') AS message,
        regexp_replace(detail, '[0-9]{6,}', '<token>') AS detail
   FROM pg_temp.try('SELECT schedlock_assert(''report'', ' || :t1 || ')');

@@ -23,11 +23,26 @@
  * (GetCurrentTimestamp, i.e. clock_timestamp()), never the client's and
  * never the transaction start.
  *
- * Fencing tokens are max(previous token + 1, timeline << 40 | 1): strictly
- * increasing per name, and a promoted standby (which always starts a new,
- * higher timeline) hands out tokens above anything its old primary could have
- * handed out, even tokens whose WAL never reached the standby.  Acquire and
- * extend force a synchronous commit (ForceSyncCommit), so that under
+ * Fencing tokens are max(previous token + 1, timeline * 2^52 + WAL insert
+ * position / 32), the position read under the name's mutex.  The WAL insert
+ * position belongs to the cluster, not to the lock table: it only grows, it
+ * survives restarts and crash recovery (acquire commits synchronously, so the
+ * WAL of every token the caller was told about is on disk), and it survives
+ * DROP EXTENSION, which drops the per-name counters.  Every acquisition
+ * moves the position on by at least 32 bytes after reading it (the row's
+ * WAL record, or a no-op record where the row writes no WAL; see
+ * advance_wal), so by induction every token is below timeline * 2^52 +
+ * position / 32 as soon as its WAL is written, and the next acquisition of
+ * any name, in any database, gets a larger one: the previous token + 1 never
+ * exceeds the WAL part on the same timeline.  A promoted standby (or the end
+ * of a point-in-time recovery) writes on a new, higher timeline, whose 2^52
+ * puts its tokens above anything the old primary handed out in WAL the
+ * standby never received, as long as that lost WAL is under 2^57 bytes
+ * (128 PiB).  Overflow needs a timeline above 1920: the WAL part is below
+ * 2^64 / 32 = 2^59 at any position.  The README's "Fencing tokens" section
+ * states when tokens can repeat (history rewound without a new timeline:
+ * pg_resetwal, a new cluster, pg_upgrade from a timeline above 1).  Acquire
+ * and extend force a synchronous commit (ForceSyncCommit), so that under
  * synchronous_commit = off a crash cannot lose a token or renewal the caller
  * has already been told about.
  *
@@ -85,19 +100,23 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/rmgr.h"
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "access/xloginsert.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_control.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_opfamily.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
+#include "common/int.h"
 #include "fmgr.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
@@ -132,8 +151,13 @@ PGDLLEXPORT Datum schedlock_assert(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_session_alive(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_lease_visible(PG_FUNCTION_ARGS);
 
-/* Number of low-order token bits that count acquisitions within a timeline. */
-#define TOKEN_TIMELINE_SHIFT	40
+/*
+ * Token layout: timeline << TOKEN_TIMELINE_SHIFT plus the WAL insert position
+ * in units of 2^TOKEN_WAL_UNIT_SHIFT bytes (see the file header).
+ */
+#define TOKEN_TIMELINE_SHIFT	52
+#define TOKEN_WAL_UNIT_SHIFT	5
+#define TOKEN_WAL_UNIT			(UINT64CONST(1) << TOKEN_WAL_UNIT_SHIFT)
 
 /*
  * Longest lock_at_most_for / lock_at_least_for accepted, in years.  Each
@@ -660,24 +684,39 @@ check_writable(const char *funcname)
 }
 
 /*
- * current_timeline
- *		The timeline new WAL is written on (we are not in recovery).
+ * token_base
+ *		The smallest token an acquisition may hand out when the WAL insert
+ *		position, read under the name's mutex, is lsn: the timeline new WAL
+ *		is written on (we are not in recovery) times 2^TOKEN_TIMELINE_SHIFT,
+ *		plus lsn in units of TOKEN_WAL_UNIT bytes.
  */
 static int64
-current_timeline(void)
+token_base(XLogRecPtr lsn)
 {
-	return (int64) GetWALInsertionTimeLine();
+	int64		tli = (int64) GetWALInsertionTimeLine();
+	int64		high;
+	int64		base;
+
+	if (pg_mul_s64_overflow(tli, INT64CONST(1) << TOKEN_TIMELINE_SHIFT, &high) ||
+		pg_add_s64_overflow(high, (int64) (lsn >> TOKEN_WAL_UNIT_SHIFT), &base))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("fencing token counter exhausted"),
+				 errdetail("The server writes on timeline %lld; tokens fit a bigint up to timeline 1920.",
+						   (long long) tli)));
+	return base;
 }
 
 /*
  * next_token
  *		The token for the next acquisition of a name whose last token was
- *		prev (has_prev false for a new name).
+ *		prev (has_prev false for a new name), the WAL insert position being
+ *		lsn.
  */
 static int64
-next_token(bool has_prev, int64 prev)
+next_token(bool has_prev, int64 prev, XLogRecPtr lsn)
 {
-	int64		base = (current_timeline() << TOKEN_TIMELINE_SHIFT) + 1;
+	int64		base = token_base(lsn);
 
 	if (!has_prev)
 		return base;
@@ -686,6 +725,26 @@ next_token(bool has_prev, int64 prev)
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("fencing token counter exhausted")));
 	return Max(prev + 1, base);
+}
+
+/*
+ * advance_wal
+ *		Make sure the WAL insert position is at least TOKEN_WAL_UNIT bytes
+ *		past lsn, the position token was computed from, so that every later
+ *		acquisition's token_base exceeds token.  The lock row's own WAL
+ *		record (at least 54 bytes) always does that; the row writes no WAL
+ *		only under wal_level = minimal in the transaction that created the
+ *		table, and then a no-op record carrying the token (34 bytes) does.
+ *		Call after writing the row.
+ */
+static void
+advance_wal(XLogRecPtr lsn, int64 token)
+{
+	if (GetXLogInsertRecPtr() >= lsn + TOKEN_WAL_UNIT)
+		return;
+	XLogBeginInsert();
+	XLogRegisterData((char *) &token, sizeof(token));
+	(void) XLogInsert(RM_XLOG_ID, XLOG_NOOP);
 }
 
 /*
@@ -1231,6 +1290,7 @@ schedlock_acquire(PG_FUNCTION_ARGS)
 	LockRow		row;
 	HeapTuple	oldtup;
 	int64		token;
+	XLogRecPtr	lsn;
 	Datum		values[Natts_lock];
 	bool		nulls[Natts_lock];
 
@@ -1279,7 +1339,9 @@ schedlock_acquire(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	}
 
-	token = next_token(oldtup != NULL, oldtup != NULL ? row.token : 0);
+	/* read after the name's last holder committed: see the file header */
+	lsn = GetXLogInsertRecPtr();
+	token = next_token(oldtup != NULL, oldtup != NULL ? row.token : 0, lsn);
 	if (session_bound)
 		ensure_session_lock();
 
@@ -1316,6 +1378,7 @@ schedlock_acquire(PG_FUNCTION_ARGS)
 		CommandCounterIncrement();
 	}
 	table_close(rel, RowExclusiveLock);
+	advance_wal(lsn, token);
 
 	/*
 	 * Flush our commit record before the commit is reported, whatever

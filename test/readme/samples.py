@@ -39,23 +39,10 @@ FENCE = re.compile(r'^```(\S*)\s*$')
 RUN_TAGS = {'sql', 'python', 'java', 'c', 'sh', 'bash', 'shell'}
 
 
-def acquire_release(name, times):
-    """SQL that takes and gives back a lock TIMES times, so that the next
-    acquire of NAME gets the token 2^40 + TIMES + 1 (timeline 1)."""
-    return ''.join(
-        "SELECT schedlock_release('%s', schedlock_acquire('%s'));\n" % (name, name)
-        for _ in range(times))
-
-
 # setup run in the sample's database before a SQL sample
 SETUP = {
-    # the example releases token 1099511627781: the 5th token of the name
-    'mail-1800': acquire_release('send_statistics', 4),
-    # the example asserts token 1099511627790, the 14th of its name, inside
-    # the application's transaction on its own table
-    'assert': 'CREATE TABLE invoice_run (day date, status text);\n'
-              + acquire_release('nightly_invoices', 13)
-              + "SELECT schedlock_acquire('nightly_invoices', '1 hour');\n",
+    # the application's own table, written in the transaction that asserts
+    'assert': 'CREATE TABLE invoice_run (day date, status text);\n',
     'schedule-jobs': 'CREATE TABLE sessions (id int, expires timestamptz);\n',
     # a database that still has release 1.0
     'upgrade': "DROP EXTENSION schedlock;\nCREATE EXTENSION schedlock VERSION '1.0';\n",
