@@ -64,6 +64,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "claim_sql.h"
 #include "cron_pg.h"
 #include "schedlock.h"
 #include "scheduler.h"
@@ -696,42 +697,15 @@ notify_run(ClaimedJob *job, ClaimPlan *plan, int64 run_id)
 	SPI_freetuptable(SPI_tuptable);
 }
 
-/*
- * The claim query: the earliest due job nobody else holds, after the
- * position ($2, $3) in the order of jobs_due_idx.
- *
- * Claiming a job moves its next_run_at, so its old entry in jobs_due_idx
- * stays in the due range, dead, until vacuum or a later scan removes it.
- * When thousands of jobs fall due at once, a scan from the start of the
- * range steps over the entries of every job claimed so far, and the burst
- * costs time quadratic in its size.  So within a pass a worker resumes
- * after the job it claimed last; everything before that position is dead,
- * claimed, or locked by someone else.  The pass ends with one scan from
- * the start ($2 = -infinity), which also finds the jobs it stepped over
- * because another transaction held them then.
- */
-#define CLAIM_SELECT \
-	"SELECT job_id, job_name, owner::pg_catalog.oid, schedule, command, " \
-	"  notify_channel, payload, timezone, " \
-	"  EXTRACT(epoch FROM timeout)::pg_catalog.float8 " \
-	"    OPERATOR(pg_catalog.*) 1000, misfire, atomic, " \
-	"  run_as::pg_catalog.oid, reboot, next_slot, retry_slot, retry_attempt, " \
-	"  retry_at, manual_pending, next_run_at, ctid, consecutive_failures " \
-	"FROM schedlock.jobs " \
-	"WHERE enabled AND next_run_at OPERATOR(pg_catalog.<=) $1 " \
-	"  AND (next_run_at, job_id) OPERATOR(pg_catalog.>) ($2, $3) "
-#define CLAIM_ORDER \
-	"ORDER BY next_run_at, job_id LIMIT 1 " \
-	"FOR UPDATE SKIP LOCKED"
-
+/* The claim statements: see claim_sql.h. */
 static SchedlockQuery claim_query = {
-	CLAIM_SELECT CLAIM_ORDER,
+	SCHEDLOCK_CLAIM_SQL,
 	3, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}
 };
 
 /* The same, for NOTIFY jobs only: see dispatch_one. */
 static SchedlockQuery claim_notify_query = {
-	CLAIM_SELECT "AND notify_channel IS NOT NULL " CLAIM_ORDER,
+	SCHEDLOCK_CLAIM_NOTIFY_SQL,
 	3, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}
 };
 

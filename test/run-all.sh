@@ -141,6 +141,11 @@ run_isolation()
 	[ -z "$specs" ] && return
 	out="$WORK/isolation"
 	log="$WORK/isolation.log"
+	# specs that run the workers' own statements get their text now
+	if ! bash test/isolation/fill-specs.sh "$SRCDIR"; then
+		record isolation 0 1 "(test/isolation/fill-specs.sh failed)"
+		return
+	fi
 	sl_as_server mkdir -p "$out"
 	sl_as_server "$PGXS_DIR/src/test/isolation/pg_isolation_regress" \
 		--inputdir="$SRCDIR/test/isolation" --outputdir="$out" \
