@@ -6,7 +6,9 @@
  * The parser turns a schedule into bitmasks (SchedlockCronSchedule) and is
  * deliberately strict: anything it does not understand completely is
  * rejected with a message naming the field and the offending text, rather
- * than half-read the way Vixie-derived parsers do.  The search finds the
+ * than half-read the way Vixie-derived parsers do.  A range may wrap around
+ * the end of its field ("22-2" hours, "fri-mon", "nov-feb"): it runs on to the
+ * field's last value and on from its first.  The search finds the
  * next matching wall-clock minute by jumping a field at a time (month, then
  * day, then hour, then minute) with bit operations, so even a schedule that
  * fires once in decades answers in microseconds.
@@ -338,17 +340,33 @@ parse_value(const CronFieldSpec *spec, const char **pp, const char *end,
 }
 
 /*
- * format_range
- *		Write "lo-hi", or just "lo" when both are equal, into buf.
+ * set_wrapped_range
+ *		Set the bits of a wrap-around range lo-hi (lo > hi): from lo up to
+ *		the end of the field's cycle, then on from its start up to hi, every
+ *		step-th value counted from lo across the wrap ("22-2/2" in hours is
+ *		22, 0, 2).  The cycle of day-of-week is the seven days 0-6, with 7
+ *		taken as Sunday (0), so "fri-mon" is Friday to Monday and "sat-sun"
+ *		Saturday and Sunday.
  */
-static const char *
-format_range(int lo, int hi, char *buf)
+static void
+set_wrapped_range(const CronFieldSpec *spec, int lo, int hi, int step,
+				  uint64_t *mask)
 {
-	if (lo == hi)
-		snprintf(buf, CRON_QUOTE_MAX + 4, "%d", lo);
-	else
-		snprintf(buf, CRON_QUOTE_MAX + 4, "%d-%d", lo, hi);
-	return buf;
+	int			min = spec->min;
+	int			cycle = spec->max - spec->min + 1;
+	int			count;
+	int			k;
+
+	if (spec->field == SCHEDLOCK_CRON_FIELD_DAY_OF_WEEK)
+	{
+		cycle = 7;
+		lo %= 7;
+		hi %= 7;
+	}
+	/* values in the range, lo and hi included: 1 .. cycle */
+	count = ((hi - lo) % cycle + cycle) % cycle + 1;
+	for (k = 0; k < count; k += step)
+		*mask |= UINT64_C(1) << (min + (lo - min + k) % cycle);
 }
 
 /*
@@ -463,22 +481,6 @@ parse_field(const CronFieldSpec *spec, CronSpan text, uint64_t *mask,
 						 v, spec->name, spec->min, spec->max);
 			return field_error(err, spec, text, detail);
 		}
-		if (lo > hi)
-		{
-			if (spec->field == SCHEDLOCK_CRON_FIELD_DAY_OF_WEEK && hi == 0)
-				snprintf(detail, sizeof(detail),
-						 "Range %d-%d runs backwards; write %d-7 (7 is also Sunday).",
-						 lo, hi, lo);
-			else
-			{
-				int			top = spec->field == SCHEDLOCK_CRON_FIELD_DAY_OF_WEEK ? 6 : spec->max;
-
-				snprintf(detail, sizeof(detail),
-						 "Range %d-%d runs backwards; write %s,%s instead.",
-						 lo, hi, format_range(lo, top, q1), format_range(spec->min, hi, q2));
-			}
-			return field_error(err, spec, text, detail);
-		}
 		if (step < 1 || step > spec->max_step)
 		{
 			if (step >= 1000000)
@@ -492,8 +494,13 @@ parse_field(const CronFieldSpec *spec, CronSpan text, uint64_t *mask,
 			return field_error(err, spec, text, detail);
 		}
 
-		for (v = lo; v <= hi; v += step)
-			*mask |= UINT64_C(1) << v;
+		if (lo <= hi)
+		{
+			for (v = lo; v <= hi; v += step)
+				*mask |= UINT64_C(1) << v;
+		}
+		else
+			set_wrapped_range(spec, lo, hi, step, mask);
 
 		if (elem_end >= end)
 			break;

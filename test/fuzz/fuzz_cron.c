@@ -97,6 +97,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 
+	/* no bit outside a field's values, wrap-around ranges included */
+	if ((s.minutes >> 60) != 0 || (s.hours >> 24) != 0 || (s.days & 1) != 0 ||
+		(s.months & ~UINT16_C(0x1FFE)) != 0 || (s.weekdays >> 7) != 0)
+		abort();
+
 	for (i = 0; i < 4; i++)
 	{
 		int64_t		next;
