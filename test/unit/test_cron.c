@@ -207,6 +207,55 @@ test_masks(void)
 }
 
 /*
+ * test_pg_cron_dialects
+ *		What pg_cron makes of the schedules where it differs from schedlock
+ *		(read from its parser: entry.c, get_range and set_range, and
+ *		bitstring.h's bit_nset, in 1.4.2, 1.5.2 and 1.6.7).
+ */
+static void
+test_pg_cron_dialects(void)
+{
+	SchedlockCronSchedule s;
+	const SchedlockCronDialect v15 = SCHEDLOCK_CRON_DIALECT_PG_CRON_1_5;
+	const SchedlockCronDialect v16 = SCHEDLOCK_CRON_DIALECT_PG_CRON_1_6;
+
+	/* 1.6: from lo to the end of its byte, from the start of hi's byte */
+	check(schedlock_cron_parse_dialect("0 13-6 * * *", v16, &s) &&
+		  s.hours == (0xE000u | 0x7Fu), "pg_cron 1.6: hours 13-6 are 13-15 and 0-6");
+	check(schedlock_cron_parse_dialect("0 22-2 * * *", v16, &s) && s.hours == 0xC00007,
+		  "pg_cron 1.6: hours 22-2 are 22, 23, 0, 1, 2");
+	check(schedlock_cron_parse_dialect("30-10 * * * *", v16, &s) &&
+		  s.minutes == ((1ULL << 30) | (1ULL << 31) | (7ULL << 8)),
+		  "pg_cron 1.6: minutes 30-10 are 30, 31, 8, 9, 10");
+	check(schedlock_cron_parse_dialect("58-2 * * * *", v16, &s) &&
+		  s.minutes == ((1ULL << 58) | (1ULL << 59) | 7ULL),
+		  "pg_cron 1.6: minutes 58-2 are 58, 59, 0, 1, 2 (60-63 dropped)");
+	check(schedlock_cron_parse_dialect("5-3 * * * *", v16, &s) && s.minutes == 0,
+		  "pg_cron 1.6: minutes 5-3 (one byte) are none");
+	check(schedlock_cron_parse_dialect("0 0 28-3 * *", v16, &s) &&
+		  s.days == (0xF0000000u | 0xEu), "pg_cron 1.6: days 28-3 are 28-31 and 1-3");
+	check(schedlock_cron_parse_dialect("0 0 1 nov-feb *", v16, &s) &&
+		  s.months == ((1u << 11) | (1u << 12) | (1u << 1) | (1u << 2)),
+		  "pg_cron 1.6: months nov-feb are Nov, Dec, Jan, Feb");
+	check(schedlock_cron_parse_dialect("0 0 * * fri-mon", v16, &s) && s.weekdays == 0,
+		  "pg_cron 1.6: weekdays fri-mon are none");
+	check(schedlock_cron_parse_dialect("0 22-2/2 * * *", v16, &s) && s.hours == 0,
+		  "pg_cron 1.6: hours 22-2/2 are none");
+	check(schedlock_cron_parse_dialect("@yearly", v16, &s) && s.months == 0,
+		  "pg_cron 1.6: @yearly has no month");
+	check(schedlock_cron_parse_dialect("@annually", v15, &s) && s.months == 2,
+		  "pg_cron 1.5: @annually is January");
+	check(schedlock_cron_parse_dialect("0 22-2 * * *", v15, &s) && s.hours == 0,
+		  "pg_cron 1.5: hours 22-2 are none");
+	check(schedlock_cron_parse_dialect("0 1,22-2 * * *", v15, &s) && s.hours == 2,
+		  "pg_cron 1.5: hours 1,22-2 are 1");
+	check(schedlock_cron_parse_dialect("0 9 * * mon-fri", v16, &s) && s.hours == (1u << 9) &&
+		  s.weekdays == 0x3E, "pg_cron 1.6: ordinary ranges as schedlock");
+	check(!schedlock_cron_parse_dialect("0 0 30 2 *", v16, &s),
+		  "pg_cron dialect: a schedule schedlock refuses is refused");
+}
+
+/*
  * test_rejections
  *		Each kind of rejection names the right field.
  */
@@ -361,6 +410,7 @@ main(void)
 	test_calendar();
 	test_masks();
 	test_rejections();
+	test_pg_cron_dialects();
 	test_next();
 	test_local_edges();
 	test_speed();
