@@ -161,11 +161,13 @@ is($node->safe_psql('app', "SELECT count(*) FROM schedlock_import_pg_cron() WHER
 
 SKIP:
 {
-	skip "pg_cron $version has no \"\$\" (1.6) or refused it", 0 unless defined $id{last};
+	skip "pg_cron $version has no \"\$\" (last day of the month; pg_cron 1.6 added it)", 1 unless defined $id{last};
+	is($node->safe_psql('app', "SELECT action || '|' || enabled FROM schedlock_import_pg_cron() WHERE cron_jobid = $id{last}"),
+		'create|true', '$: imported as it is, enabled');
 }
 SKIP:
 {
-	skip "pg_cron $version has no \"N seconds\" schedules (1.5 and later)", 1 unless defined $id{secs};
+	skip "pg_cron $version has no \"N seconds\" schedules (pg_cron 1.5 added them)", 1 unless defined $id{secs};
 	like($node->safe_psql('app', "SELECT detail FROM schedlock_import_pg_cron() WHERE cron_jobid = $id{secs}"),
 		qr/same period, another phase/, 'N seconds: the phase differs, and the row says so');
 }
@@ -272,6 +274,25 @@ is($node->safe_psql('app', q{
 	'created:reporter-daily,skip:reporter-dup', 'a role that is not a superuser imports its own jobs only');
 is($node->safe_psql('app', "SELECT owner FROM schedlock.jobs WHERE job_name = 'reporter-daily'"),
 	'reporter', 'and owns them');
+
+# deactivating goes through cron.alter_job for a role that is not a
+# superuser; pg_cron grants it to nobody
+$node->safe_psql('app', "SELECT unschedule_job(job_name => 'reporter-daily')");
+is($node->safe_psql('app', qq{
+	SET ROLE reporter;
+	SELECT action || '|' || detail FROM schedlock_import_pg_cron(dry_run => false, deactivate => true, jobids => ARRAY[$id{reporter}])}),
+	'skip|permission denied for function alter_job.',
+	'deactivate without EXECUTE on cron.alter_job: the job is skipped');
+is($node->safe_psql('app', "SELECT count(*) FROM schedlock.jobs WHERE job_name = 'reporter-daily'")
+	  . $node->safe_psql('app', "SELECT active FROM cron.job WHERE jobid = $id{reporter}"),
+	'0t', 'and neither created nor deactivated');
+$node->safe_psql('app', 'GRANT EXECUTE ON FUNCTION cron.alter_job(bigint, text, text, text, text, boolean) TO reporter');
+is($node->safe_psql('app', qq{
+	SET ROLE reporter;
+	SELECT action FROM schedlock_import_pg_cron(dry_run => false, deactivate => true, jobids => ARRAY[$id{reporter}])}),
+	'created', 'with EXECUTE on cron.alter_job: created');
+is($node->safe_psql('app', "SELECT active FROM cron.job WHERE jobid = $id{reporter}"), 'f',
+	'and the pg_cron job deactivated');
 
 # --- (f) where pg_cron is not installed ---
 ($rc, $out, $err) = $node->psql('analytics', 'SELECT * FROM schedlock_import_pg_cron()');
