@@ -582,9 +582,18 @@ import_one(const ImportContext *ic, const PgCronJob *job, ImportRow *row)
 	}
 	PG_CATCH();
 	{
-		/* pure parsing: nothing to release; schedule_job reports it below */
+		ErrorData  *edata;
+
+		/*
+		 * pure parsing, which holds nothing to release: schedule_job reports
+		 * the error below, in the subtransaction; a cancel goes on up
+		 */
 		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+			PG_RE_THROW();
 		FlushErrorState();
+		FreeErrorData(edata);
 		why_top_level = NULL;
 	}
 	PG_END_TRY();

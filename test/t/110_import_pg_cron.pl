@@ -66,6 +66,7 @@ sched('purge', q{SELECT cron.schedule('nightly-purge', '30 3 * * *', $$DELETE FR
 sched('unnamed', q{SELECT cron.schedule('*/5 * * * *', 'SELECT refresh_counters()')});
 sched('vacuum', q{SELECT cron.schedule('vacuum-events', '0 4 * * *', 'VACUUM ANALYZE events')});
 sched('reindex', q{SELECT cron.schedule('reindex-events', '0 5 * * 0', 'REINDEX INDEX CONCURRENTLY events_pkey')});
+sched('cic', q{SELECT cron.schedule('index-events', '0 3 * * 6', 'CREATE INDEX CONCURRENTLY IF NOT EXISTS events_ts ON events (ts)')});
 sched('call', q{SELECT cron.schedule('archive', '15 * * * *', 'CALL archive_old_rows(30)')});
 sched('do', q{SELECT cron.schedule('do-block', '@hourly', $q$DO $b$ BEGIN PERFORM 1; END $b$$q$)});
 sched('weekday', q{SELECT cron.schedule('weekday-report', '0 9 * * 1-5', $$INSERT INTO reports SELECT now(), count(*) FROM orders$$)});
@@ -93,7 +94,7 @@ my ($ok_secs) = $node->psql('app', q{SELECT cron.schedule('heartbeat', '30 secon
 $id{secs} = $node->safe_psql('app', "SELECT jobid FROM cron.job WHERE jobname = 'heartbeat'") if $ok_secs == 0;
 
 my $njobs = $node->safe_psql('app', 'SELECT count(*) FROM cron.job');
-cmp_ok($njobs, '>=', 19, "pg_cron has $njobs jobs to import");
+cmp_ok($njobs, '>=', 20, "pg_cron has $njobs jobs to import");
 
 # a schedlock job reporter made before, of the same name as its pg_cron job
 $node->safe_psql('app', q{
@@ -124,6 +125,7 @@ my %expect = (
 	unnamed => "create|pg_cron_$id{unnamed}|true|true",
 	vacuum => 'create|vacuum-events|false|true',
 	reindex => 'create|reindex-events|false|true',
+	cic => 'create|index-events|false|true',
 	call => 'create|archive|false|true',
 	do => 'create|do-block|false|true',
 	weekday => 'create|weekday-report|true|true',
