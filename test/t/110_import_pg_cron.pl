@@ -2,8 +2,8 @@
 # (Debian's postgresql-NN-cron, preloaded beside schedlock, its jobs in
 # database "app").  Realistic jobs of every kind the import must handle:
 # named and unnamed, inactive, of another role, of a role since dropped, of
-# another database, on another server, VACUUM / REINDEX CONCURRENTLY / CALL /
-# DO (non-atomic), transaction control and a schedule schedlock refuses
+# another database, on another server, VACUUM / CREATE INDEX CONCURRENTLY /
+# REINDEX CONCURRENTLY / CALL / DO (non-atomic), transaction control and a schedule schedlock refuses
 # (reported, not imported), wrap-around ranges pg_cron read otherwise
 # (imported disabled), @reboot and @monthly, and "$" and "N seconds" where
 # the installed pg_cron has them (1.6 and 1.5).  It checks:
