@@ -327,3 +327,41 @@ REVOKE EXECUTE ON FUNCTION
 	@extschema@.schedlock_claim_run_payload(bigint, text),
 	@extschema@.schedlock_finish_run(bigint, boolean, text)
 	FROM PUBLIC;
+
+-------------------------------------------------------------------------------
+-- Issue 13: schedlock_import_pg_cron, pg_cron's jobs become schedlock jobs
+-------------------------------------------------------------------------------
+
+/*
+ * Reads cron.job of the pg_cron extension of this database and creates one
+ * schedlock job per pg_cron job of this database (src/import.c).  A dry run
+ * (the default) returns the plan without writing; deactivate => true sets
+ * each imported pg_cron job inactive in the same transaction.  Runs as the
+ * caller: a superuser imports every job as its owner, any other role that
+ * is granted EXECUTE only its own, through schedule_job's checks.  Not
+ * executable by PUBLIC.
+ */
+CREATE FUNCTION @extschema@.schedlock_import_pg_cron(dry_run boolean DEFAULT true,
+													 deactivate boolean DEFAULT false,
+													 jobids bigint[] DEFAULT NULL,
+													 OUT cron_jobid bigint,
+													 OUT cron_jobname text,
+													 OUT username text,
+													 OUT database text,
+													 OUT schedule text,
+													 OUT action text,
+													 OUT job_name text,
+													 OUT job_id bigint,
+													 OUT atomic boolean,
+													 OUT enabled boolean,
+													 OUT timezone text,
+													 OUT detail text,
+													 OUT todo text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'schedlock_import_pg_cron'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION @extschema@.schedlock_import_pg_cron(boolean, boolean, bigint[]) IS
+	'create a schedlock job for each pg_cron job of this database (dry_run: only say what would be done); a row per pg_cron job says what was done, or why not, and what is left to do';
+
+REVOKE ALL ON FUNCTION @extschema@.schedlock_import_pg_cron(boolean, boolean, bigint[]) FROM PUBLIC;

@@ -6,7 +6,9 @@
  * The parser turns a schedule into bitmasks (SchedlockCronSchedule) and is
  * deliberately strict: anything it does not understand completely is
  * rejected with a message naming the field and the offending text, rather
- * than half-read the way Vixie-derived parsers do.  The search finds the
+ * than half-read the way Vixie-derived parsers do.  A range may wrap around
+ * the end of its field ("22-2" hours, "fri-mon", "nov-feb"): it runs on to the
+ * field's last value and on from its first.  The search finds the
  * next matching wall-clock minute by jumping a field at a time (month, then
  * day, then hour, then minute) with bit operations, so even a schedule that
  * fires once in decades answers in microseconds.
@@ -94,6 +96,9 @@ typedef struct CronSpan
 	const char *p;
 	size_t		len;
 } CronSpan;
+
+static bool parse_schedule(const char *text, SchedlockCronDialect dialect,
+						   SchedlockCronSchedule *out, SchedlockCronError *err);
 
 /*
  * schedlock_cron_field_hint
@@ -338,27 +343,73 @@ parse_value(const CronFieldSpec *spec, const char **pp, const char *end,
 }
 
 /*
- * format_range
- *		Write "lo-hi", or just "lo" when both are equal, into buf.
+ * set_wrapped_range
+ *		Set the bits of a wrap-around range lo-hi (lo > hi): from lo up to
+ *		the end of the field's cycle, then on from its start up to hi, every
+ *		step-th value counted from lo across the wrap ("22-2/2" in hours is
+ *		22, 0, 2).  The cycle of day-of-week is the seven days 0-6, with 7
+ *		taken as Sunday (0), so "fri-mon" is Friday to Monday and "sat-sun"
+ *		Saturday and Sunday.
  */
-static const char *
-format_range(int lo, int hi, char *buf)
+static void
+set_wrapped_range(const CronFieldSpec *spec, int lo, int hi, int step,
+				  uint64_t *mask)
 {
-	if (lo == hi)
-		snprintf(buf, CRON_QUOTE_MAX + 4, "%d", lo);
-	else
-		snprintf(buf, CRON_QUOTE_MAX + 4, "%d-%d", lo, hi);
-	return buf;
+	int			min = spec->min;
+	int			cycle = spec->max - spec->min + 1;
+	int			count;
+	int			k;
+
+	if (spec->field == SCHEDLOCK_CRON_FIELD_DAY_OF_WEEK)
+	{
+		cycle = 7;
+		lo %= 7;
+		hi %= 7;
+	}
+	/* values in the range, lo and hi included: 1 .. cycle */
+	count = ((hi - lo) % cycle + cycle) % cycle + 1;
+	for (k = 0; k < count; k += step)
+		*mask |= UINT64_C(1) << (min + (lo - min + k) % cycle);
+}
+
+/*
+ * set_pg_cron_wrapped_range
+ *		Set the bits pg_cron sets for a wrap-around range lo-hi (lo > hi).
+ *		Before 1.6 its loop "for (i = lo; i <= hi; i += step)" sets none.
+ *		1.6 sets a range with step 1 as a bit string, a byte at a time
+ *		(bit_nset): from lo to the end of lo's byte, and from the start of
+ *		hi's byte to hi, or nothing when both share a byte; a stepped range
+ *		still goes through the loop and sets none.  Bits are counted from the
+ *		field's smallest value; those past the field are dropped here (they
+ *		never match in pg_cron either).
+ */
+static void
+set_pg_cron_wrapped_range(const CronFieldSpec *spec, int lo, int hi, int step,
+						  SchedlockCronDialect dialect, uint64_t *mask)
+{
+	int			start = lo - spec->min;
+	int			stop = hi - spec->min;
+	int			i;
+
+	if (dialect != SCHEDLOCK_CRON_DIALECT_PG_CRON_1_6 || step != 1 ||
+		start / 8 == stop / 8)
+		return;
+	for (i = start; i < (start / 8 + 1) * 8; i++)
+		if (spec->min + i <= spec->max)
+			*mask |= UINT64_C(1) << (spec->min + i);
+	for (i = (stop / 8) * 8; i <= stop; i++)
+		*mask |= UINT64_C(1) << (spec->min + i);
 }
 
 /*
  * parse_field
  *		Parse one of the five fields into a bitmask (bit n = value n).
  *		Day-of-week 7 is stored as 0.  Returns false with *err filled in.
+ *		dialect says how a wrap-around range is read.
  */
 static bool
 parse_field(const CronFieldSpec *spec, CronSpan text, uint64_t *mask,
-			SchedlockCronError *err)
+			SchedlockCronDialect dialect, SchedlockCronError *err)
 {
 	const char *p = text.p;
 	const char *end = text.p + text.len;
@@ -463,22 +514,6 @@ parse_field(const CronFieldSpec *spec, CronSpan text, uint64_t *mask,
 						 v, spec->name, spec->min, spec->max);
 			return field_error(err, spec, text, detail);
 		}
-		if (lo > hi)
-		{
-			if (spec->field == SCHEDLOCK_CRON_FIELD_DAY_OF_WEEK && hi == 0)
-				snprintf(detail, sizeof(detail),
-						 "Range %d-%d runs backwards; write %d-7 (7 is also Sunday).",
-						 lo, hi, lo);
-			else
-			{
-				int			top = spec->field == SCHEDLOCK_CRON_FIELD_DAY_OF_WEEK ? 6 : spec->max;
-
-				snprintf(detail, sizeof(detail),
-						 "Range %d-%d runs backwards; write %s,%s instead.",
-						 lo, hi, format_range(lo, top, q1), format_range(spec->min, hi, q2));
-			}
-			return field_error(err, spec, text, detail);
-		}
 		if (step < 1 || step > spec->max_step)
 		{
 			if (step >= 1000000)
@@ -492,8 +527,15 @@ parse_field(const CronFieldSpec *spec, CronSpan text, uint64_t *mask,
 			return field_error(err, spec, text, detail);
 		}
 
-		for (v = lo; v <= hi; v += step)
-			*mask |= UINT64_C(1) << v;
+		if (lo <= hi)
+		{
+			for (v = lo; v <= hi; v += step)
+				*mask |= UINT64_C(1) << v;
+		}
+		else if (dialect == SCHEDLOCK_CRON_DIALECT_SCHEDLOCK)
+			set_wrapped_range(spec, lo, hi, step, mask);
+		else
+			set_pg_cron_wrapped_range(spec, lo, hi, step, dialect, mask);
 
 		if (elem_end >= end)
 			break;
@@ -738,7 +780,8 @@ split_fields(const char *text, CronSpan *fields, int max)
  */
 static bool
 parse_keyword(CronSpan word, int nfields, CronSpan second,
-			  SchedlockCronSchedule *out, SchedlockCronError *err)
+			  SchedlockCronSchedule *out, SchedlockCronDialect dialect,
+			  SchedlockCronError *err)
 {
 	char		message[256];
 	char		q[CRON_QUOTE_MAX + 4];
@@ -752,7 +795,8 @@ parse_keyword(CronSpan word, int nfields, CronSpan second,
 		out->minutes = 1;
 		out->hours = 1;
 		out->days = 1u << 1;
-		out->months = 1u << 1;
+		/* pg_cron 1.6 sets month "0" here, which is no month: never runs */
+		out->months = dialect == SCHEDLOCK_CRON_DIALECT_PG_CRON_1_6 ? 0 : 1u << 1;
 		out->weekdays = 0x7F;
 		out->flags = SCHEDLOCK_CRON_DOW_STAR;
 	}
@@ -886,6 +930,39 @@ bool
 schedlock_cron_parse(const char *text, SchedlockCronSchedule *out,
 					 SchedlockCronError *err)
 {
+	return parse_schedule(text, SCHEDLOCK_CRON_DIALECT_SCHEDLOCK, out, err);
+}
+
+/*
+ * schedlock_cron_parse_dialect
+ *		Parse a schedule schedlock accepts as the given pg_cron release read
+ *		it: the masks may then be empty (a job that never runs).  Returns
+ *		false, like schedlock_cron_parse, for a schedule schedlock refuses.
+ */
+bool
+schedlock_cron_parse_dialect(const char *text, SchedlockCronDialect dialect,
+							 SchedlockCronSchedule *out)
+{
+	SchedlockCronSchedule mine;
+
+	if (!schedlock_cron_parse(text, &mine, NULL))
+	{
+		memset(out, 0, sizeof(*out));
+		return false;
+	}
+	return parse_schedule(text, dialect, out, NULL);
+}
+
+/*
+ * parse_schedule
+ *		schedlock_cron_parse, reading wrap-around ranges (and @yearly) the
+ *		way dialect says.  The can-never-fire check is schedlock's own and
+ *		is made for its dialect only.
+ */
+static bool
+parse_schedule(const char *text, SchedlockCronDialect dialect,
+			   SchedlockCronSchedule *out, SchedlockCronError *err)
+{
 	CronSpan	fields[6];
 	int			nfields;
 	uint64_t	masks[5];
@@ -918,7 +995,8 @@ schedlock_cron_parse(const char *text, SchedlockCronSchedule *out,
 						 "The schedule contains nothing but whitespace.");
 
 	if (fields[0].p[0] == '@')
-		return parse_keyword(fields[0], nfields, fields[nfields > 1 ? 1 : 0], out, err);
+		return parse_keyword(fields[0], nfields, fields[nfields > 1 ? 1 : 0], out,
+							 dialect, err);
 
 	{
 		CronSpan	number;
@@ -957,7 +1035,7 @@ schedlock_cron_parse(const char *text, SchedlockCronSchedule *out,
 			masks[2] = 0;
 			continue;
 		}
-		if (!parse_field(&field_specs[i], fields[i], &masks[i], err))
+		if (!parse_field(&field_specs[i], fields[i], &masks[i], dialect, err))
 			return false;
 	}
 	out->minutes = masks[0];
@@ -970,7 +1048,7 @@ schedlock_cron_parse(const char *text, SchedlockCronSchedule *out,
 	if (fields[4].p[0] == '*')
 		out->flags |= SCHEDLOCK_CRON_DOW_STAR;
 
-	if (never_fires(out))
+	if (dialect == SCHEDLOCK_CRON_DIALECT_SCHEDLOCK && never_fires(out))
 	{
 		snprintf(message, sizeof(message),
 				 "day-of-month field \"%s\" selects no day that exists in month field \"%s\"",

@@ -102,9 +102,31 @@ typedef struct SchedlockCronTime
 	int			second;
 } SchedlockCronTime;
 
+/*
+ * How a schedule is read.  schedlock's own reading; or pg_cron's, which
+ * differs for wrap-around ranges ("22-2", "fri-mon") and @yearly: up to 1.5
+ * a range whose first value is above its last selects nothing, 1.6 selects
+ * part of it by accident (see set_pg_cron_wrapped_range in cron.c), and 1.6
+ * never runs @yearly / @annually.  The import of pg_cron jobs compares them.
+ */
+typedef enum SchedlockCronDialect
+{
+	SCHEDLOCK_CRON_DIALECT_SCHEDLOCK = 0,
+	SCHEDLOCK_CRON_DIALECT_PG_CRON_1_5,	/* pg_cron 1.0 to 1.5 */
+	SCHEDLOCK_CRON_DIALECT_PG_CRON_1_6	/* pg_cron 1.6 */
+} SchedlockCronDialect;
+
 /* Parse text (NUL-terminated); on failure fill *err and return false. */
 extern bool schedlock_cron_parse(const char *text, SchedlockCronSchedule *out,
 								 SchedlockCronError *err);
+
+/*
+ * The masks a pg_cron release makes of a schedule schedlock accepts (they
+ * may be empty: pg_cron never runs it); false when schedlock refuses it.
+ */
+extern bool schedlock_cron_parse_dialect(const char *text,
+										 SchedlockCronDialect dialect,
+										 SchedlockCronSchedule *out);
 
 /* Text naming the accepted forms of a field (used as an error hint). */
 extern const char *schedlock_cron_field_hint(SchedlockCronField field);

@@ -63,7 +63,13 @@ case " $SL_ONLY " in
 		esac
 		;;
 esac
-sl_ensure_packages $SL_BASE_PACKAGES $FUZZ_PACKAGES $README_PACKAGES || exit 2
+# pg_cron for the import of its jobs (test/t/110_import_pg_cron.pl and
+# test/security/207_import_pg_cron.pl)
+PGCRON_PACKAGES=""
+case " $SL_ONLY " in
+	*" tap "* | *" security "*) PGCRON_PACKAGES="postgresql-$SL_PGVER-cron" ;;
+esac
+sl_ensure_packages $SL_BASE_PACKAGES $FUZZ_PACKAGES $README_PACKAGES $PGCRON_PACKAGES || exit 2
 sl_log "building and installing schedlock"
 sl_build_install || {
 	echo "build failed" >&2

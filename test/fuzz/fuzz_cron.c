@@ -97,6 +97,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 
+	/* no bit outside a field's values, wrap-around ranges included */
+	if ((s.minutes >> 60) != 0 || (s.hours >> 24) != 0 || (s.days & 1) != 0 ||
+		(s.months & ~UINT16_C(0x1FFE)) != 0 || (s.weekdays >> 7) != 0)
+		abort();
+	/* pg_cron's readings of an accepted schedule: accepted, bits in range */
+	for (i = SCHEDLOCK_CRON_DIALECT_PG_CRON_1_5; i <= SCHEDLOCK_CRON_DIALECT_PG_CRON_1_6; i++)
+	{
+		SchedlockCronSchedule p;
+
+		if (!schedlock_cron_parse_dialect(text, (SchedlockCronDialect) i, &p) ||
+			(p.minutes >> 60) != 0 || (p.hours >> 24) != 0 || (p.days & 1) != 0 ||
+			(p.months & ~UINT16_C(0x1FFE)) != 0 || (p.weekdays >> 7) != 0 ||
+			p.flags != s.flags)
+			abort();
+	}
+
 	for (i = 0; i < 4; i++)
 	{
 		int64_t		next;

@@ -13,6 +13,10 @@
 -- 2011-12-30 (-10 -> +14 at 10:00 UTC).  Asia/Tokyo and Asia/Kolkata have
 -- no DST.
 --
+-- Wrap-around ranges (22-2, fri-mon, 28-3, nov-feb) run on from their first
+-- value to the end of the field and on from its start; a step walks across
+-- the wrap.
+--
 -- One row = one test: (schedule, after, time zone, expected, what it shows).
 -- <TAB> in a schedule stands for a tab character.
 
@@ -21,7 +25,7 @@ SET LOCAL client_min_messages = warning;
 SET LOCAL TimeZone = 'UTC';
 SET LOCAL schedlock.timezone = 'UTC';
 
-SELECT plan(307);
+SELECT plan(339);
 
 CREATE TEMP TABLE known_answer (
 	id serial PRIMARY KEY,
@@ -70,6 +74,38 @@ INSERT INTO known_answer (schedule, after, zone, expected, what) VALUES
 	('0 8-17/3 * * *', '2024-01-01 09:00:00+00', 'UTC', '2024-01-01 11:00:00+00', 'hour range step 8,11,14,17'),
 	('0 22-23,0-2 * * *', '2024-01-01 03:00:00+00', 'UTC', '2024-01-01 22:00:00+00', 'night hours as two ranges'),
 	('0 22-23,0-2 * * *', '2024-01-01 23:00:00+00', 'UTC', '2024-01-02 00:00:00+00', 'night hours across midnight'),
+	('0 22-2 * * *', '2024-01-01 03:00:00+00', 'UTC', '2024-01-01 22:00:00+00', 'wrap-around hours 22-2: 03-21 are not selected'),
+	('0 22-2 * * *', '2024-01-01 23:00:00+00', 'UTC', '2024-01-02 00:00:00+00', 'wrap-around hours 22-2: across midnight'),
+	('0 22-2 * * *', '2024-01-02 02:00:00+00', 'UTC', '2024-01-02 22:00:00+00', 'wrap-around hours 22-2: 2 is the last'),
+	('0 13-6 * * *', '2024-01-01 06:00:00+00', 'UTC', '2024-01-01 13:00:00+00', 'wrap-around hours 13-6: 7-12 are not selected'),
+	('0 13-6 * * *', '2024-01-01 15:00:00+00', 'UTC', '2024-01-01 16:00:00+00', 'wrap-around hours 13-6: 16 is selected (pg_cron: not)'),
+	('0 22-2/2 * * *', '2024-01-01 22:00:00+00', 'UTC', '2024-01-02 00:00:00+00', 'step across the wrap 22-2/2: 23 skipped'),
+	('0 22-2/2 * * *', '2024-01-02 00:00:00+00', 'UTC', '2024-01-02 02:00:00+00', 'step across the wrap 22-2/2: 0 then 2'),
+	('0 22-2/2 * * *', '2024-01-02 02:00:00+00', 'UTC', '2024-01-02 22:00:00+00', 'step across the wrap 22-2/2: then 22 again'),
+	('58-2 * * * *', '2024-01-01 00:02:00+00', 'UTC', '2024-01-01 00:58:00+00', 'wrap-around minutes 58-2: 3-57 are not selected'),
+	('58-2 * * * *', '2024-01-01 00:59:00+00', 'UTC', '2024-01-01 01:00:00+00', 'wrap-around minutes 58-2: 59 then 0'),
+	('58-2 * * * *', '2024-01-01 01:02:00+00', 'UTC', '2024-01-01 01:58:00+00', 'wrap-around minutes 58-2: 2 is the last'),
+	('0 0 28-3 * *', '2024-02-04 00:00:00+00', 'UTC', '2024-02-28 00:00:00+00', 'wrap-around days 28-3: 4-27 are not selected'),
+	('0 0 28-3 * *', '2024-02-28 00:00:00+00', 'UTC', '2024-02-29 00:00:00+00', 'wrap-around days 28-3: Feb 29 2024 exists'),
+	('0 0 28-3 * *', '2023-02-28 00:00:00+00', 'UTC', '2023-03-01 00:00:00+00', 'wrap-around days 28-3: Feb 2023 ends on the 28th'),
+	('0 0 28-3 * *', '2024-04-30 00:00:00+00', 'UTC', '2024-05-01 00:00:00+00', 'wrap-around days 28-3: April has no 31st'),
+	('0 0 1 nov-feb *', '2024-02-01 00:00:00+00', 'UTC', '2024-11-01 00:00:00+00', 'wrap-around months nov-feb: Mar-Oct are not selected'),
+	('0 0 1 nov-feb *', '2024-12-01 00:00:00+00', 'UTC', '2025-01-01 00:00:00+00', 'wrap-around months nov-feb: Dec then Jan'),
+	('0 0 1 dec-jan/2 *', '2024-01-01 00:00:00+00', 'UTC', '2024-12-01 00:00:00+00', 'step across the wrap dec-jan/2: December only'),
+	('0 0 * * fri-mon', '2024-01-01 00:00:00+00', 'UTC', '2024-01-05 00:00:00+00', 'wrap-around weekdays fri-mon: Mon Jan 1 to Fri Jan 5'),
+	('0 0 * * fri-mon', '2024-01-06 00:00:00+00', 'UTC', '2024-01-07 00:00:00+00', 'wrap-around weekdays fri-mon: Sat Jan 6 to Sun Jan 7'),
+	('0 0 * * fri-mon', '2024-01-07 00:00:00+00', 'UTC', '2024-01-08 00:00:00+00', 'wrap-around weekdays fri-mon: Sun Jan 7 to Mon Jan 8'),
+	('0 0 * * fri-mon', '2024-01-08 00:00:00+00', 'UTC', '2024-01-12 00:00:00+00', 'wrap-around weekdays fri-mon: Mon Jan 8 to Fri Jan 12'),
+	('0 0 * * sat-sun', '2024-01-01 00:00:00+00', 'UTC', '2024-01-06 00:00:00+00', 'wrap-around weekdays sat-sun: Sat Jan 6'),
+	('0 0 * * mon-sun', '2024-01-02 00:00:00+00', 'UTC', '2024-01-03 00:00:00+00', 'wrap-around weekdays mon-sun: every day'),
+	('0 0 * * fri-tue/2', '2024-01-05 00:00:00+00', 'UTC', '2024-01-07 00:00:00+00', 'step across the wrap fri-tue/2: Fri Jan 5, then Sun Jan 7'),
+	('0 0 * * fri-tue/2', '2024-01-07 00:00:00+00', 'UTC', '2024-01-09 00:00:00+00', 'step across the wrap fri-tue/2: Sun Jan 7, then Tue Jan 9'),
+	('0 0 30-1 * mon', '2024-01-01 00:00:00+00', 'UTC', '2024-01-08 00:00:00+00', 'wrap-around days 30-1 or Mondays: Mon Jan 8'),
+	('0 22-2 * * *', '2024-01-01 00:00:00+00', 'Europe/Prague', '2024-01-01 01:00:00+00', 'Prague 22-2: 02:00 CET after 01:00 CET'),
+	('30 23-2 * * *', '2024-03-31 00:00:00+00', 'Europe/Prague', '2024-03-31 00:30:00+00', 'Prague spring, 23-2: 01:30 CET'),
+	('30 23-2 * * *', '2024-03-31 00:30:00+00', 'Europe/Prague', '2024-03-31 01:00:00+00', 'Prague spring, 23-2: 02:30 skipped, fires at 03:00 CEST'),
+	('0 23-1 * * *', '2024-11-03 04:30:00+00', 'America/New_York', '2024-11-03 05:00:00+00', 'New York autumn, 23-1: 01:00 EDT'),
+	('0 23-1 * * *', '2024-11-03 05:00:00+00', 'America/New_York', '2024-11-04 04:00:00+00', 'New York autumn, 23-1: not 01:00 EST again, next 23:00 EST'),
 	('30 12 * * *', '2024-01-01 12:29:59+00', 'UTC', '2024-01-01 12:30:00+00', 'daily: same day'),
 	('30 12 * * *', '2024-01-01 12:30:00+00', 'UTC', '2024-01-02 12:30:00+00', 'daily: next day'),
 	('0 0 * * *', '2024-02-28 12:00:00+00', 'UTC', '2024-02-29 00:00:00+00', 'midnight: 2024 has Feb 29'),

@@ -52,7 +52,7 @@ SETUP = {
 NO_EXTENSION = {'create-extension', 'create-extension-schema'}
 
 # SQL samples whose "--  value" comments are checked
-CHECK = {'cron-next-intro', 'cron-next-after', 'cron-next', 'cron-next-runs'}
+CHECK = {'cron-next-intro', 'cron-next-after', 'cron-next', 'cron-next-runs', 'cron-dst'}
 
 # the NOTIFY listener loops forever: after the first schedlock_finish_run it
 # has done what it shows, and the harness ends it

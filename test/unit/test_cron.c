@@ -168,8 +168,91 @@ test_masks(void)
 		  s.flags == SCHEDLOCK_CRON_INTERVAL && s.interval_seconds == 45, "45 seconds");
 	check(schedlock_cron_parse("@weekly", &s, &err) && s.weekdays == 1 &&
 		  (s.flags & SCHEDLOCK_CRON_DOM_STAR), "@weekly is Sunday");
+
+	/* wrap-around ranges: on to the end of the field, then from its start */
+	check(schedlock_cron_parse("0 13-6 * * *", &s, &err) && s.hours == 0xFFE07F,
+		  "hours 13-6 are 13-23 and 0-6");
+	check(schedlock_cron_parse("0 22-2 * * *", &s, &err) && s.hours == 0xC00007,
+		  "hours 22-2 are 22, 23, 0, 1, 2");
+	check(schedlock_cron_parse("0 22-2/2 * * *", &s, &err) &&
+		  s.hours == ((1u << 22) | (1u << 0) | (1u << 2)),
+		  "hours 22-2/2 are 22, 0, 2: the step walks across the wrap");
+	check(schedlock_cron_parse("58-2 * * * *", &s, &err) &&
+		  s.minutes == ((1ULL << 58) | (1ULL << 59) | 0x7ULL),
+		  "minutes 58-2 are 58, 59, 0, 1, 2");
+	check(schedlock_cron_parse("5-3 * * * *", &s, &err) &&
+		  s.minutes == (((1ULL << 60) - 1) & ~(1ULL << 4)),
+		  "minutes 5-3 are every minute but 4");
+	check(schedlock_cron_parse("0 0 28-3 * *", &s, &err) &&
+		  s.days == (0xF0000000u | 0xEu), "days 28-3 are 28-31 and 1-3");
+	check(schedlock_cron_parse("0 0 1 nov-feb *", &s, &err) &&
+		  s.months == ((1u << 11) | (1u << 12) | (1u << 1) | (1u << 2)),
+		  "months nov-feb are Nov, Dec, Jan, Feb");
+	check(schedlock_cron_parse("0 0 1 dec-jan/2 *", &s, &err) && s.months == (1u << 12),
+		  "months dec-jan/2 are December only");
+	check(schedlock_cron_parse("0 0 * * fri-mon", &s, &err) && s.weekdays == 0x63,
+		  "weekdays fri-mon are Fri, Sat, Sun, Mon");
+	check(schedlock_cron_parse("0 0 * * sat-sun", &s, &err) && s.weekdays == 0x41,
+		  "weekdays sat-sun are Sat and Sun");
+	check(schedlock_cron_parse("0 0 * * mon-sun", &s, &err) && s.weekdays == 0x7F,
+		  "weekdays mon-sun are the whole week");
+	check(schedlock_cron_parse("0 0 * * 7-2", &s, &err) && s.weekdays == 0x07,
+		  "weekdays 7-2 are Sun, Mon, Tue");
+	check(schedlock_cron_parse("0 0 * * fri-tue/2", &s, &err) && s.weekdays == 0x25,
+		  "weekdays fri-tue/2 are Fri, Sun, Tue");
+	check(schedlock_cron_parse("0 0 * * 5-1", &s, &err) && !(s.flags & SCHEDLOCK_CRON_DOW_STAR),
+		  "a wrapped weekday range is a restriction, not a star");
 	check(schedlock_cron_parse("0 0 * * * ", &s, &err), "trailing blank");
 	check(sizeof(SchedlockCronSchedule) <= 24, "schedule struct is compact");
+}
+
+/*
+ * test_pg_cron_dialects
+ *		What pg_cron makes of the schedules where it differs from schedlock
+ *		(read from its parser: entry.c, get_range and set_range, and
+ *		bitstring.h's bit_nset, in 1.4.2, 1.5.2 and 1.6.7).
+ */
+static void
+test_pg_cron_dialects(void)
+{
+	SchedlockCronSchedule s;
+	const SchedlockCronDialect v15 = SCHEDLOCK_CRON_DIALECT_PG_CRON_1_5;
+	const SchedlockCronDialect v16 = SCHEDLOCK_CRON_DIALECT_PG_CRON_1_6;
+
+	/* 1.6: from lo to the end of its byte, from the start of hi's byte */
+	check(schedlock_cron_parse_dialect("0 13-6 * * *", v16, &s) &&
+		  s.hours == (0xE000u | 0x7Fu), "pg_cron 1.6: hours 13-6 are 13-15 and 0-6");
+	check(schedlock_cron_parse_dialect("0 22-2 * * *", v16, &s) && s.hours == 0xC00007,
+		  "pg_cron 1.6: hours 22-2 are 22, 23, 0, 1, 2");
+	check(schedlock_cron_parse_dialect("30-10 * * * *", v16, &s) &&
+		  s.minutes == ((1ULL << 30) | (1ULL << 31) | (7ULL << 8)),
+		  "pg_cron 1.6: minutes 30-10 are 30, 31, 8, 9, 10");
+	check(schedlock_cron_parse_dialect("58-2 * * * *", v16, &s) &&
+		  s.minutes == ((1ULL << 58) | (1ULL << 59) | 7ULL),
+		  "pg_cron 1.6: minutes 58-2 are 58, 59, 0, 1, 2 (60-63 dropped)");
+	check(schedlock_cron_parse_dialect("5-3 * * * *", v16, &s) && s.minutes == 0,
+		  "pg_cron 1.6: minutes 5-3 (one byte) are none");
+	check(schedlock_cron_parse_dialect("0 0 28-3 * *", v16, &s) &&
+		  s.days == (0xF0000000u | 0xEu), "pg_cron 1.6: days 28-3 are 28-31 and 1-3");
+	check(schedlock_cron_parse_dialect("0 0 1 nov-feb *", v16, &s) &&
+		  s.months == ((1u << 11) | (1u << 12) | (1u << 1) | (1u << 2)),
+		  "pg_cron 1.6: months nov-feb are Nov, Dec, Jan, Feb");
+	check(schedlock_cron_parse_dialect("0 0 * * fri-mon", v16, &s) && s.weekdays == 0,
+		  "pg_cron 1.6: weekdays fri-mon are none");
+	check(schedlock_cron_parse_dialect("0 22-2/2 * * *", v16, &s) && s.hours == 0,
+		  "pg_cron 1.6: hours 22-2/2 are none");
+	check(schedlock_cron_parse_dialect("@yearly", v16, &s) && s.months == 0,
+		  "pg_cron 1.6: @yearly has no month");
+	check(schedlock_cron_parse_dialect("@annually", v15, &s) && s.months == 2,
+		  "pg_cron 1.5: @annually is January");
+	check(schedlock_cron_parse_dialect("0 22-2 * * *", v15, &s) && s.hours == 0,
+		  "pg_cron 1.5: hours 22-2 are none");
+	check(schedlock_cron_parse_dialect("0 1,22-2 * * *", v15, &s) && s.hours == 2,
+		  "pg_cron 1.5: hours 1,22-2 are 1");
+	check(schedlock_cron_parse_dialect("0 9 * * mon-fri", v16, &s) && s.hours == (1u << 9) &&
+		  s.weekdays == 0x3E, "pg_cron 1.6: ordinary ranges as schedlock");
+	check(!schedlock_cron_parse_dialect("0 0 30 2 *", v16, &s),
+		  "pg_cron dialect: a schedule schedlock refuses is refused");
 }
 
 /*
@@ -184,7 +267,6 @@ test_rejections(void)
 	check_reject("*/2-4 * * * *", SCHEDLOCK_CRON_FIELD_MINUTE, "*/2-4");
 	check_reject("0 0 * * * *", SCHEDLOCK_CRON_FIELD_SCHEDULE, "sixth field");
 	check_reject("0 0 * *", SCHEDLOCK_CRON_FIELD_SCHEDULE, "missing day-of-week");
-	check_reject("0 22-2 * * *", SCHEDLOCK_CRON_FIELD_HOUR, "22-2");
 	check_reject("*/0 * * * *", SCHEDLOCK_CRON_FIELD_MINUTE, "*/0");
 	check_reject("0 0 */31 * *", SCHEDLOCK_CRON_FIELD_DAY_OF_MONTH, "*/31");
 	check_reject("0 0 * january *", SCHEDLOCK_CRON_FIELD_MONTH, "january");
@@ -196,6 +278,9 @@ test_rejections(void)
 	check_reject("0 0 * * 8", SCHEDLOCK_CRON_FIELD_DAY_OF_WEEK, "8");
 	check_reject("0 0 30 2 *", SCHEDLOCK_CRON_FIELD_DAY_OF_MONTH, "\"30\"");
 	check_reject("0 0 31 4 *", SCHEDLOCK_CRON_FIELD_DAY_OF_MONTH, "\"31\"");
+	check_reject("0 0 30-31 2 *", SCHEDLOCK_CRON_FIELD_DAY_OF_MONTH, "\"30-31\"");
+	check_reject("0 22-2/24 * * *", SCHEDLOCK_CRON_FIELD_HOUR, "22-2/24");
+	check_reject("0 22-24 * * *", SCHEDLOCK_CRON_FIELD_HOUR, "22-24");
 	check_reject("", SCHEDLOCK_CRON_FIELD_SCHEDULE, "empty");
 	check_reject(" \t ", SCHEDLOCK_CRON_FIELD_SCHEDULE, "empty");
 	check_reject(NULL, SCHEDLOCK_CRON_FIELD_SCHEDULE, "null");
@@ -247,6 +332,13 @@ test_next(void)
 	check_next("*/7 * * * *", secs(2024, 1, 1, 0, 56, 0), secs(2024, 1, 1, 1, 0, 0), 0);
 	check_next("0 */6 * * *", secs(2024, 1, 1, 18, 0, 0), secs(2024, 1, 2, 0, 0, 0), 0);
 	check_next("@weekly", jan1, secs(2024, 1, 7, 0, 0, 0), 0);
+	check_next("0 22-2 * * *", secs(2024, 1, 1, 3, 0, 0), secs(2024, 1, 1, 22, 0, 0), 0);
+	check_next("0 22-2 * * *", secs(2024, 1, 1, 23, 0, 0), secs(2024, 1, 2, 0, 0, 0), 0);
+	check_next("0 0 28-3 * *", secs(2024, 2, 4, 0, 0, 0), secs(2024, 2, 28, 0, 0, 0), 0);
+	check_next("0 0 28-3 * *", secs(2024, 2, 29, 0, 0, 0), secs(2024, 3, 1, 0, 0, 0), 0);
+	check_next("0 0 1 nov-feb *", secs(2024, 2, 1, 0, 0, 0), secs(2024, 11, 1, 0, 0, 0), 0);
+	/* 2024-01-05 was a Friday; the next of fri-mon after Monday 8th is Fri 12th */
+	check_next("0 0 * * fri-mon", secs(2024, 1, 8, 0, 0, 0), secs(2024, 1, 12, 0, 0, 0), 0);
 	check_next("@reboot", jan1, 0, 1);
 	check_next("30 seconds", jan1, jan1 + 30, 0);
 	check_next("59 seconds", jan1, jan1 + 5, 0);	/* 1704067200 % 59 == 54 */
@@ -318,6 +410,7 @@ main(void)
 	test_calendar();
 	test_masks();
 	test_rejections();
+	test_pg_cron_dialects();
 	test_next();
 	test_local_edges();
 	test_speed();
