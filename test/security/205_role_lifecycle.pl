@@ -118,11 +118,45 @@ is($state, '2BP01', 'DROP ROLE from a database without the extension fails too')
 like($detail, qr/^owner of 3 jobs in database app$/m, '... naming the jobs in app');
 like($detail, qr/^owner of 1 job in database other$/m, '... and in other');
 
-$r = $node->safe_psql('app', q{SET ROLE admin; SELECT try('DROP ROLE alice')});
+# A non-superuser with CREATEROLE, dropping a role it may drop on every
+# version: one it created itself (since PostgreSQL 16 CREATEROLE alone may
+# drop only roles it has ADMIN OPTION on, which the creator gets).
+$node->safe_psql('postgres', q{SET ROLE admin; CREATE ROLE rosa LOGIN});
+for my $db (qw(app other))
+{
+	$node->safe_psql($db, 'GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO rosa');
+}
+as('app', 'rosa', q{
+	SELECT schedule_job('r1', '0 0 1 1 *', 'SELECT 1');
+	SELECT schedule_job('r2', '0 0 1 1 *', 'SELECT 1');
+	SELECT schedule_job('r3', '0 0 1 1 *', 'SELECT 1');
+});
+as('other', 'rosa', q{SELECT schedule_job('r_other', '0 0 1 1 *', 'SELECT 1')});
+$r = $node->safe_psql('app', q{SET ROLE admin; SELECT try('DROP ROLE rosa')});
 ($state, undef, $detail) = split /\|/, $r, 4;
 is("$state " . ($detail // ''), "2BP01 owner of 3 jobs in database app\nowner of 1 job in database other",
 	'a non-superuser with CREATEROLE is refused the same way (databases in name order)')
   or diag($r);
+$node->safe_psql($_, 'DROP OWNED BY rosa') for qw(app other);
+is($node->safe_psql('app', q{SET ROLE admin; SELECT try('DROP ROLE rosa')}), 'ok',
+	'... and may drop the role once its jobs are gone');
+
+# a role the CREATEROLE role did not create: on 15 it may drop it and is
+# refused for the jobs; since 16 PostgreSQL refuses it before the jobs count
+$r = $node->safe_psql('app', q{SET ROLE admin; SELECT try('DROP ROLE alice')});
+if ($node->pg_version >= 16)
+{
+	like($r, qr/^42501\|permission denied to drop role\|/,
+		'... a role without ADMIN OPTION on the job owner gets PostgreSQL\'s permission error (16+)');
+}
+else
+{
+	($state, undef, $detail) = split /\|/, $r, 4;
+	is("$state " . ($detail // ''),
+		"2BP01 owner of 3 jobs in database app\nowner of 1 job in database other",
+		'... and so is any role it drops (15: CREATEROLE may drop every non-superuser)')
+	  or diag($r);
+}
 
 $r = $node->safe_psql('app', q{SET ROLE carol; SELECT try('DROP ROLE alice')});
 like($r, qr/^42501\|permission denied to drop role\|/,

@@ -6,10 +6,12 @@
 # server log has one WARNING for the copy, and schedlock_adopt_jobs() by the
 # database owner (not by another role) makes them run there; a copy without
 # any job simply runs what is scheduled in it.  pg_upgrade
-# (which keeps database OIDs) is not a copy: the jobs go on running.
+# (which keeps database OIDs) is not a copy: the jobs go on running; while
+# it runs (binary-upgrade mode) no scheduler starts and no job runs.
 use strict;
 use warnings;
 use File::Path qw(rmtree);
+use Time::HiRes ();
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -152,6 +154,29 @@ $fresh->stop;
 # 4. pg_upgrade keeps database OIDs and data files: not a copy
 my $oid = $node->safe_psql('app', q{SELECT oid FROM pg_database WHERE datname = 'app'});
 $node->stop;
+
+# pg_upgrade starts both clusters in binary-upgrade mode (-b) for its checks,
+# its schema dump and restore.  No scheduler may run then: a job run would
+# use transaction IDs the new cluster does not get (its rows would be "in the
+# future" there, with broken indexes), and jobs must not run mid-upgrade.
+# The tick job is overdue, so a worker would run it at once.
+command_ok([ 'pg_ctl', '-w', '-D', $node->data_dir, '-l', $node->logfile,
+	  '-o', '-b', 'start' ], 'the old cluster starts in binary-upgrade mode');
+$node->_update_pid(1);
+my $in_upgrade = $node->safe_psql('app', q{
+	DO $$
+	BEGIN
+		-- watch for 10 s: the launcher and its workers start within one
+		FOR i IN 1 .. 100 LOOP
+			PERFORM pg_catalog.pg_stat_clear_snapshot();
+			EXIT WHEN EXISTS (SELECT FROM pg_catalog.pg_stat_activity
+							   WHERE backend_type LIKE 'schedlock%');
+			PERFORM pg_catalog.pg_sleep(0.1);
+		END LOOP;
+	END $$;
+	SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE backend_type LIKE 'schedlock%'});
+is($in_upgrade, '0', 'in binary-upgrade mode no schedlock launcher or worker starts');
+$node->stop;
 my $new = PostgreSQL::Test::Cluster->new('upgraded');
 $new->init;
 $new->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
@@ -160,12 +185,19 @@ my $bindir = $node->config_data('--bindir');
 my $workdir = $new->basedir . '/upgrade';
 mkdir $workdir;
 chdir $workdir;
+my $upgrade_began = Time::HiRes::time();
 $new->command_ok(
 	[ 'pg_upgrade', '--no-sync', '-b', $bindir, '-B', $bindir,
 	  '-d', $node->data_dir, '-D', $new->data_dir,
 	  '-p', $node->port, '-P', $new->port, '-s', $new->host ],
 	'pg_upgrade of the cluster');
+my $upgrade_ended = Time::HiRes::time();
 $new->start;
+is($new->safe_psql('app', qq{
+	SELECT count(*) FROM schedlock.job_runs
+	 WHERE started_at BETWEEN pg_catalog.to_timestamp($upgrade_began)
+	                      AND pg_catalog.to_timestamp($upgrade_ended)}),
+	'0', 'no job ran while pg_upgrade ran');
 is($new->safe_psql('app', q{SELECT oid FROM pg_database WHERE datname = 'app'}), $oid,
 	'pg_upgrade kept the database OID');
 ok(ticks_go_on($new, 'app'), 'after pg_upgrade the jobs run in app');
