@@ -194,6 +194,67 @@ resolve_run_as(const char *rolename, Oid owner)
 }
 
 /*
+ * interval_seconds
+ *		An interval's length in seconds as EXTRACT(epoch FROM ...) counts it
+ *		(a month is 30 days), the measure the workers and run.c apply to
+ *		timeout and retry_delay.
+ */
+static double
+interval_seconds(Interval *iv)
+{
+	return DatumGetFloat8(DirectFunctionCall2(interval_part,
+											  CStringGetTextDatum("epoch"),
+											  IntervalPGetDatum(iv)));
+}
+
+/*
+ * check_timing
+ *		Refuse a timeout or retry_delay that a worker could not use: a
+ *		timeout is at least 1 ms (the workers count whole milliseconds) and
+ *		at most SCHEDLOCK_MAX_TIMEOUT_SECS; a retry_delay is not negative
+ *		and at most SCHEDLOCK_MAX_RETRY_DELAY_SECS.  So no deadline or retry
+ *		time computed from them can leave the range of timestamptz.
+ */
+static void
+check_timing(const JobDef *def)
+{
+	if (def->timeout != NULL)
+	{
+		double		secs = interval_seconds(def->timeout);
+
+		if (schedlock_interval_sign(def->timeout) <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("timeout must be greater than zero")));
+		if (!(secs >= 0.001))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("timeout must be at least 1 millisecond"),
+					 errdetail("Job timeouts are counted in whole milliseconds.")));
+		if (!(secs <= SCHEDLOCK_MAX_TIMEOUT_SECS))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("timeout must be at most %d days",
+							SCHEDLOCK_MAX_TIMEOUT_SECS / 86400),
+					 errhint("Leave timeout out (NULL) for a job that may run as long as it takes.")));
+	}
+	if (def->retry_delay == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("retry_delay must not be null")));
+	if (schedlock_interval_sign(def->retry_delay) < 0 ||
+		interval_seconds(def->retry_delay) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("retry_delay must not be negative")));
+	if (!(interval_seconds(def->retry_delay) <= SCHEDLOCK_MAX_RETRY_DELAY_SECS))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("retry_delay must be at most 1 day"),
+				 errdetail("Retry n of a slot waits retry_delay * 2^(n - 1), at least 1 second * 2^(n - 1) and at most 1 day.")));
+}
+
+/*
  * validate_job
  *		Check a complete definition; parse its schedule into *sched.
  */
@@ -249,22 +310,11 @@ validate_job(const char *job_name, JobDef *def, SchedlockCronSchedule *sched)
 		}
 	}
 
-	if (def->timeout != NULL && schedlock_interval_sign(def->timeout) <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("timeout must be greater than zero")));
 	if (def->max_attempts < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("max_attempts must be at least 1")));
-	if (def->retry_delay == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("retry_delay must not be null")));
-	if (schedlock_interval_sign(def->retry_delay) < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("retry_delay must not be negative")));
+	check_timing(def);
 	if (def->misfire == NULL ||
 		(strcmp(def->misfire, "run_once") != 0 &&
 		 strcmp(def->misfire, "skip") != 0 &&
@@ -400,8 +450,8 @@ static Oid	write_types[17] = {
  *		atomic, enabled, run_as) -> bigint
  *
  * Creates the caller's job of that name, or replaces its definition (an
- * upsert, like cron.schedule): the next slot is computed afresh from now
- * and a pending retry is forgotten.  Returns the job id.
+ * upsert, like cron.schedule): the next slot is computed afresh from now,
+ * and a pending retry and a quarantine are forgotten.  Returns the job id.
  */
 Datum
 schedlock_schedule_job(PG_FUNCTION_ARGS)
@@ -473,6 +523,7 @@ schedlock_schedule_job(PG_FUNCTION_ARGS)
 							  "  enabled = EXCLUDED.enabled, run_as = EXCLUDED.run_as, "
 							  "  reboot = EXCLUDED.reboot, next_slot = EXCLUDED.next_slot, "
 							  "  retry_slot = NULL, retry_attempt = NULL, retry_at = NULL, "
+							  "  dispatch_errors = 0, quarantine_reason = NULL, "
 							  "  next_run_at = LEAST(EXCLUDED.next_slot, "
 							  "    CASE WHEN j.manual_pending OPERATOR(pg_catalog.>) 0 THEN $17 END) "
 							  "RETURNING job_id",
@@ -611,8 +662,9 @@ check_run_as_change(const char *job_name, Oid owner, const JobDef *old,
  *
  * Changes the settings given as non-null; the result is checked as a
  * whole.  A new schedule or time zone, or enabling a disabled job,
- * computes the next slot afresh from now.  What a job with run_as runs
- * only a superuser may change (check_run_as_change).
+ * computes the next slot afresh from now; enabled => true also releases a
+ * job from quarantine (quarantine.c).  What a job with run_as runs only a
+ * superuser may change (check_run_as_change).
  */
 Datum
 schedlock_alter_job(PG_FUNCTION_ARGS)
@@ -703,7 +755,9 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 								  "  next_slot = CASE WHEN $16 THEN $2 ELSE next_slot END, "
 								  "  retry_slot = CASE WHEN $16 THEN NULL ELSE retry_slot END, "
 								  "  retry_attempt = CASE WHEN $16 THEN NULL ELSE retry_attempt END, "
-								  "  retry_at = CASE WHEN $16 THEN NULL ELSE retry_at END "
+								  "  retry_at = CASE WHEN $16 THEN NULL ELSE retry_at END, "
+								  "  dispatch_errors = CASE WHEN $13 THEN 0 ELSE dispatch_errors END, "
+								  "  quarantine_reason = CASE WHEN $13 THEN NULL ELSE quarantine_reason END "
 								  "WHERE job_id OPERATOR(pg_catalog.=) $1",
 								  17, types, values, nulls, false, 0) != SPI_OK_UPDATE)
 			elog(ERROR, "could not update job \"%s\"", job_name);
