@@ -294,6 +294,16 @@ validate_job(const char *job_name, JobDef *def, SchedlockCronSchedule *sched)
 							def->channel),
 					 errhint("Use a lower-case identifier that LISTEN accepts without quotes, shorter than %d bytes.",
 							 NAMEDATALEN)));
+
+		/*
+		 * The notification the workers send is the JSON text of the job's
+		 * name (a character takes at most 6 bytes escaped, as \u0001), ids,
+		 * slot and attempt, never the payload: it always fits in NOTIFY's
+		 * limit (BLCKSZ - NAMEDATALEN - 128 bytes in async.c), and the
+		 * payload's size does not matter to it.
+		 */
+		StaticAssertStmt(SCHEDLOCK_MAX_NAME_LENGTH * 6 + 256 < BLCKSZ - NAMEDATALEN - 128,
+						 "a job's notification must fit in NOTIFY's payload limit");
 		if (def->has_payload)
 		{
 			char	   *json = DatumGetCString(DirectFunctionCall1(jsonb_out,
