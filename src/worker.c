@@ -34,6 +34,11 @@
  * them), and retries them per policy; worker 0 on the first start of the
  * server's (or promoted standby's) dispatch fires the @reboot jobs.
  *
+ * An error in the loop (the worker's own bookkeeping, not a job's command)
+ * does not end the worker: it is logged, the transaction is aborted, the
+ * job being handled is charged with it, and the loop goes on; see
+ * quarantine.c.
+ *
  * The worker's own statements run with search_path pinned to pg_catalog
  * (schedlock_trusted_path_begin, query.c), whatever the database, a role
  * or a job set; a job runs with the session's ordinary search_path, and
