@@ -336,16 +336,20 @@ REVOKE EXECUTE ON FUNCTION
 /*
  * An error in a worker's bookkeeping of a job (not in the job's command) is
  * logged and the worker goes on (src/quarantine.c).  dispatch_errors counts
- * such errors of the job in a row; every claim of the job that commits sets
- * it back to 0.  At 3 the job is disabled and quarantine_reason says why;
- * alter_job(..., enabled => true) or schedule_job clears both.
+ * such errors of the job in a row, the last at dispatch_error_at; a run of
+ * the job recorded after that starts the count again.  At 3 the job is
+ * disabled and quarantine_reason says why; alter_job(..., enabled => true)
+ * or schedule_job clears all three.
  */
 ALTER TABLE schedlock.jobs
 	ADD COLUMN dispatch_errors integer NOT NULL DEFAULT 0,
+	ADD COLUMN dispatch_error_at timestamptz,
 	ADD COLUMN quarantine_reason text;
 
 COMMENT ON COLUMN schedlock.jobs.dispatch_errors IS
 	'errors in a row of the workers'' own bookkeeping of the job; at 3 the job is quarantined';
+COMMENT ON COLUMN schedlock.jobs.dispatch_error_at IS
+	'when the last of those errors happened; a run recorded later starts the count again';
 COMMENT ON COLUMN schedlock.jobs.quarantine_reason IS
 	'why the workers disabled the job (quarantine), or NULL; alter_job(..., enabled => true) clears it';
 

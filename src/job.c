@@ -516,7 +516,8 @@ schedlock_schedule_job(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
-	if (SPI_execute_with_args("INSERT INTO schedlock.jobs AS j (job_name, owner, "
+	/* the upsert releases a quarantine (on the tables of 1.1) */
+	if (SPI_execute_with_args(psprintf("INSERT INTO schedlock.jobs AS j (job_name, owner, "
 							  "  schedule, command, notify_channel, payload, timezone, "
 							  "  timeout, max_attempts, retry_delay, misfire, atomic, "
 							  "  enabled, run_as, reboot, next_slot, next_run_at) "
@@ -533,10 +534,13 @@ schedlock_schedule_job(PG_FUNCTION_ARGS)
 							  "  enabled = EXCLUDED.enabled, run_as = EXCLUDED.run_as, "
 							  "  reboot = EXCLUDED.reboot, next_slot = EXCLUDED.next_slot, "
 							  "  retry_slot = NULL, retry_attempt = NULL, retry_at = NULL, "
-							  "  dispatch_errors = 0, quarantine_reason = NULL, "
+							  "  %s"
 							  "  next_run_at = LEAST(EXCLUDED.next_slot, "
 							  "    CASE WHEN j.manual_pending OPERATOR(pg_catalog.>) 0 THEN $17 END) "
 							  "RETURNING job_id",
+									   schedlock_jobs_have_quarantine() ?
+									   "dispatch_errors = 0, dispatch_error_at = NULL, "
+									   "quarantine_reason = NULL, " : ""),
 							  17, write_types, values, nulls, false, 0) != SPI_OK_INSERT_RETURNING ||
 		SPI_processed != 1)
 		elog(ERROR, "could not write job \"%s\"", job_name);
@@ -757,7 +761,8 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 		types[0] = INT8OID;
 		types[1] = TIMESTAMPTZOID;
 		types[15] = BOOLOID;
-		if (SPI_execute_with_args("UPDATE schedlock.jobs SET "
+		/* enabling the job releases a quarantine (on the tables of 1.1) */
+		if (SPI_execute_with_args(psprintf("UPDATE schedlock.jobs SET "
 								  "  schedule = $3, command = $4, notify_channel = $5, "
 								  "  payload = $6, timezone = $7, timeout = $8, "
 								  "  max_attempts = $9, retry_delay = $10, misfire = $11, "
@@ -765,10 +770,13 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 								  "  next_slot = CASE WHEN $16 THEN $2 ELSE next_slot END, "
 								  "  retry_slot = CASE WHEN $16 THEN NULL ELSE retry_slot END, "
 								  "  retry_attempt = CASE WHEN $16 THEN NULL ELSE retry_attempt END, "
-								  "  retry_at = CASE WHEN $16 THEN NULL ELSE retry_at END, "
-								  "  dispatch_errors = CASE WHEN $13 THEN 0 ELSE dispatch_errors END, "
-								  "  quarantine_reason = CASE WHEN $13 THEN NULL ELSE quarantine_reason END "
+								  "  retry_at = CASE WHEN $16 THEN NULL ELSE retry_at END "
+								  "  %s"
 								  "WHERE job_id OPERATOR(pg_catalog.=) $1",
+										   schedlock_jobs_have_quarantine() ?
+										   ", dispatch_errors = CASE WHEN $13 THEN 0 ELSE dispatch_errors END, "
+										   "  dispatch_error_at = CASE WHEN $13 THEN NULL ELSE dispatch_error_at END, "
+										   "  quarantine_reason = CASE WHEN $13 THEN NULL ELSE quarantine_reason END " : ""),
 								  17, types, values, nulls, false, 0) != SPI_OK_UPDATE)
 			elog(ERROR, "could not update job \"%s\"", job_name);
 	}

@@ -22,17 +22,23 @@
  * is charged with it, in a transaction of its own:
  *	- a run of it this worker left "running" (a non-atomic job whose outcome
  *	  could not be recorded) is closed as failed;
- *	- its count of dispatch errors in a row (jobs.dispatch_errors, reset by
- *	  every claim that commits) goes up, and the job is held back
- *	  (next_run_at) for 1 s, then 2 s, so that the loop goes on with the
- *	  other jobs instead of taking it again at once;
+ *	- its count of dispatch errors in a row (jobs.dispatch_errors) goes up,
+ *	  or starts again at 1 when a run of the job was recorded since its
+ *	  last one (jobs.dispatch_error_at): a dispatch that commits always
+ *	  records a run, so the workers' claim needs no column of its own and
+ *	  works unchanged on the tables of release 1.0;
+ *	- the job is held back (next_run_at) for 1 s, then 2 s, so that the
+ *	  loop goes on with the other jobs instead of taking it again at once;
  *	- at SCHEDLOCK_QUARANTINE_BREAKS errors in a row the job is quarantined:
  *	  disabled, with the reason in jobs.quarantine_reason, which
  *	  schedlock.job_status shows as paused_reason.  alter_job(...,
  *	  enabled => true), or schedule_job replacing the job, releases it.
+ * Until ALTER EXTENSION schedlock UPDATE has added those columns, the
+ * error is logged and nothing is charged.
+ *
  * Errors that say nothing about the job (a cancel, a deadlock or
- * serialization failure, lack of memory or disk, an I/O error) are not
- * charged to it.  When no job can be charged, or charging it fails too,
+ * serialization failure, lack of memory or disk, an I/O error, a unique
+ * violation: see error_is_transient) are not charged to it.  When no job can be charged, or charging it fails too,
  * the worker waits a second before it goes on, so that an error that
  * repeats does not keep a core busy.
  *
@@ -44,12 +50,14 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timeout.h"
@@ -75,6 +83,22 @@ schedlock_dispatch_blame(int64 job_id)
 }
 
 /*
+ * schedlock_jobs_have_quarantine
+ *		Whether schedlock.jobs has the quarantine columns of release 1.1
+ *		(the library may be newer than the extension's tables until ALTER
+ *		EXTENSION schedlock UPDATE).  In a transaction.
+ */
+bool
+schedlock_jobs_have_quarantine(void)
+{
+	Oid			nsp = get_namespace_oid("schedlock", true);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid("jobs", nsp) : InvalidOid;
+
+	return OidIsValid(relid) &&
+		get_attnum(relid, "quarantine_reason") != InvalidAttrNumber;
+}
+
+/*
  * schedlock_quarantine_hold_ms
  *		The rule for a job whose dispatch failed: after its breaks-th error
  *		in a row, how long to hold it back (milliseconds), or -1 when it is
@@ -95,7 +119,11 @@ schedlock_quarantine_hold_ms(int breaks)
  *		Whether an error says nothing about the job that was being handled:
  *		operator intervention (cancel), transaction rollback (deadlock,
  *		serialization), lock not available, insufficient resources and
- *		system (I/O) errors.
+ *		system (I/O) errors, and unique violations.  A unique violation on
+ *		the scheduler's tables goes away when tried again: after pg_upgrade
+ *		the run id sequence can lag behind the runs the old server's
+ *		workers recorded while pg_upgrade dumped it (each failed INSERT
+ *		still takes a number), and a conflicting slot is a race.
  */
 static bool
 error_is_transient(int sqlerrcode)
@@ -108,7 +136,8 @@ error_is_transient(int sqlerrcode)
 		case ERRCODE_SYSTEM_ERROR:
 			return true;
 		default:
-			return sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE;
+			return sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
+				sqlerrcode == ERRCODE_UNIQUE_VIOLATION;
 	}
 }
 
@@ -149,7 +178,7 @@ charge_job(int64 job_id, ErrorData *error)
 							  4, types, values, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not close the runs of a failed dispatch");
 
-	if (job_id != 0)
+	if (job_id != 0 && schedlock_jobs_have_quarantine())
 	{
 		Oid			jtypes[1] = {INT8OID};
 		Datum		jvalues[1] = {Int64GetDatum(job_id)};
@@ -158,9 +187,16 @@ charge_job(int64 job_id, ErrorData *error)
 		int			hold_ms;
 		char	   *job_name;
 
-		if (SPI_execute_with_args("SELECT dispatch_errors OPERATOR(pg_catalog.+) 1, job_name "
-								  "FROM schedlock.jobs "
-								  "WHERE job_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+		if (SPI_execute_with_args("SELECT CASE WHEN EXISTS ("
+								  "    SELECT 1 FROM schedlock.job_runs r "
+								  "    WHERE r.job_id OPERATOR(pg_catalog.=) j.job_id "
+								  "      AND GREATEST(r.started_at, r.finished_at) "
+								  "          OPERATOR(pg_catalog.>) j.dispatch_error_at) "
+								  "  THEN 1 "
+								  "  ELSE j.dispatch_errors OPERATOR(pg_catalog.+) 1 END, "
+								  "  j.job_name "
+								  "FROM schedlock.jobs j "
+								  "WHERE j.job_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF j",
 								  1, jtypes, jvalues, NULL, false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not read job " INT64_FORMAT, job_id);
 		if (SPI_processed == 1)
@@ -187,6 +223,7 @@ charge_job(int64 job_id, ErrorData *error)
 			else
 				unulls[4] = 'n';
 			if (SPI_execute_with_args("UPDATE schedlock.jobs SET dispatch_errors = $2, "
+									  "  dispatch_error_at = $3, "
 									  "  enabled = enabled AND $5 IS NULL, "
 									  "  quarantine_reason = $5, "
 									  "  next_run_at = GREATEST(next_run_at, "

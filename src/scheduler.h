@@ -133,6 +133,7 @@ extern PGDLLEXPORT void schedlock_worker_main(Datum arg);
 
 /* quarantine.c */
 extern void schedlock_dispatch_blame(int64 job_id);
+extern bool schedlock_jobs_have_quarantine(void);
 extern int	schedlock_quarantine_hold_ms(int breaks);
 extern void schedlock_worker_recover(MemoryContext cxt);
 

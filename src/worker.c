@@ -511,7 +511,7 @@ save_job_state(ClaimedJob *job, TimestampTz now)
 	static SchedlockQuery q = {
 		"UPDATE schedlock.jobs SET next_slot = $2, "
 		"  retry_slot = $3, retry_attempt = $4, retry_at = $5, "
-		"  manual_pending = $6, dispatch_errors = 0, "
+		"  manual_pending = $6, "
 		"  next_run_at = LEAST($2, $5, "
 		"    CASE WHEN $6 OPERATOR(pg_catalog.>) 0 THEN $7 END) "
 		"WHERE ctid OPERATOR(pg_catalog.=) $8 "
