@@ -365,3 +365,63 @@ COMMENT ON FUNCTION @extschema@.schedlock_import_pg_cron(boolean, boolean, bigin
 	'create a schedlock job for each pg_cron job of this database (dry_run: only say what would be done); a row per pg_cron job says what was done, or why not, and what is left to do';
 
 REVOKE ALL ON FUNCTION @extschema@.schedlock_import_pg_cron(boolean, boolean, bigint[]) FROM PUBLIC;
+
+-------------------------------------------------------------------------------
+-- Issue 11, dispatch: a job that keeps breaking the workers' own bookkeeping
+-- is quarantined
+-------------------------------------------------------------------------------
+
+/*
+ * An error in a worker's bookkeeping of a job (not in the job's command) is
+ * logged and the worker goes on (src/quarantine.c).  dispatch_errors counts
+ * such errors of the job in a row, the last at dispatch_error_at; a run of
+ * the job recorded after that starts the count again.  At 3 the job is
+ * disabled and quarantine_reason says why; alter_job(..., enabled => true)
+ * or schedule_job clears all three.
+ */
+ALTER TABLE schedlock.jobs
+	ADD COLUMN dispatch_errors integer NOT NULL DEFAULT 0,
+	ADD COLUMN dispatch_error_at timestamptz,
+	ADD COLUMN quarantine_reason text;
+
+COMMENT ON COLUMN schedlock.jobs.dispatch_errors IS
+	'errors in a row of the workers'' own bookkeeping of the job; at 3 the job is quarantined';
+COMMENT ON COLUMN schedlock.jobs.dispatch_error_at IS
+	'when the last of those errors happened; a run recorded later starts the count again';
+COMMENT ON COLUMN schedlock.jobs.quarantine_reason IS
+	'why the workers disabled the job (quarantine), or NULL; alter_job(..., enabled => true) clears it';
+
+-- paused_reason also says why a job is quarantined
+CREATE OR REPLACE VIEW schedlock.job_status WITH (security_invoker = true) AS
+SELECT j.job_id,
+	   j.job_name,
+	   j.owner,
+	   j.schedule,
+	   COALESCE(j.timezone,
+						   pg_catalog.current_setting('schedlock.timezone')) AS timezone,
+	   j.enabled,
+	   j.next_run_at,
+	   l.status AS last_status,
+	   l.scheduled_for AS last_scheduled_for,
+	   l.finished_at AS last_finished_at,
+	   l.sqlstate AS last_sqlstate,
+	   l.message AS last_message,
+	   j.consecutive_failures,
+	   COALESCE(r.worker_pid, schedlock.job_worker_pid(j.job_id)) AS running_pid,
+	   COALESCE((SELECT schedlock.paused_reason()), j.quarantine_reason) AS paused_reason
+  FROM schedlock.jobs j
+  LEFT JOIN LATERAL (SELECT x.status, x.scheduled_for, x.finished_at, x.sqlstate, x.message
+					   FROM schedlock.job_runs x
+					  WHERE x.job_id OPERATOR(pg_catalog.=) j.job_id
+						AND x.status NOT IN ('queued', 'pending', 'running')
+					  ORDER BY x.run_id DESC
+					  LIMIT 1) l ON true
+  LEFT JOIN LATERAL (SELECT x.worker_pid
+					   FROM schedlock.job_runs x
+					  WHERE x.job_id OPERATOR(pg_catalog.=) j.job_id
+						AND x.status OPERATOR(pg_catalog.=) 'running'
+					  ORDER BY x.run_id DESC
+					  LIMIT 1) r ON true;
+
+COMMENT ON VIEW schedlock.job_status IS
+	'per job: schedule, time zone, next run, last finished run and its error, consecutive failures, pid running it now, why it is paused (a copy) or quarantined';

@@ -421,8 +421,13 @@ fire_instant(const pg_tz *tz, int64 wall)
 		lo = b;
 		found = zone_boundary(tz, b + 1, &before, &b, &after);
 	}
-	elog(ERROR, "could not map wall-clock time to an instant in time zone \"%s\"",
-		 pg_get_timezone_name((pg_tz *) tz));
+	/* schedlock_cron_timezone_problem keeps such zones out */
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("could not map wall-clock time to an instant in time zone \"%s\"",
+					pg_get_timezone_name((pg_tz *) tz)),
+			 errdetail("The zone's UTC offsets or transitions lie beyond what cron schedules support."),
+			 errhint("Use an IANA time zone name such as \"UTC\" or \"Europe/Prague\"; the view pg_timezone_names lists them.")));
 	return 0;					/* keep the compiler quiet */
 }
 

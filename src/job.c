@@ -194,6 +194,67 @@ resolve_run_as(const char *rolename, Oid owner)
 }
 
 /*
+ * interval_seconds
+ *		An interval's length in seconds as EXTRACT(epoch FROM ...) counts it
+ *		(a month is 30 days), the measure the workers and run.c apply to
+ *		timeout and retry_delay.
+ */
+static double
+interval_seconds(Interval *iv)
+{
+	return DatumGetFloat8(DirectFunctionCall2(interval_part,
+											  CStringGetTextDatum("epoch"),
+											  IntervalPGetDatum(iv)));
+}
+
+/*
+ * check_timing
+ *		Refuse a timeout or retry_delay that a worker could not use: a
+ *		timeout is at least 1 ms (the workers count whole milliseconds) and
+ *		at most SCHEDLOCK_MAX_TIMEOUT_SECS; a retry_delay is not negative
+ *		and at most SCHEDLOCK_MAX_RETRY_DELAY_SECS.  So no deadline or retry
+ *		time computed from them can leave the range of timestamptz.
+ */
+static void
+check_timing(const JobDef *def)
+{
+	if (def->timeout != NULL)
+	{
+		double		secs = interval_seconds(def->timeout);
+
+		if (schedlock_interval_sign(def->timeout) <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("timeout must be greater than zero")));
+		if (!(secs >= 0.001))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("timeout must be at least 1 millisecond"),
+					 errdetail("Job timeouts are counted in whole milliseconds.")));
+		if (!(secs <= SCHEDLOCK_MAX_TIMEOUT_SECS))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("timeout must be at most %d days",
+							SCHEDLOCK_MAX_TIMEOUT_SECS / 86400),
+					 errhint("Leave timeout out (NULL) for a job that may run as long as it takes.")));
+	}
+	if (def->retry_delay == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("retry_delay must not be null")));
+	if (schedlock_interval_sign(def->retry_delay) < 0 ||
+		interval_seconds(def->retry_delay) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("retry_delay must not be negative")));
+	if (!(interval_seconds(def->retry_delay) <= SCHEDLOCK_MAX_RETRY_DELAY_SECS))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("retry_delay must be at most 1 day"),
+				 errdetail("Retry n of a slot waits retry_delay * 2^(n - 1), at least 1 second * 2^(n - 1) and at most 1 day.")));
+}
+
+/*
  * validate_job
  *		Check a complete definition; parse its schedule into *sched.
  */
@@ -233,6 +294,16 @@ validate_job(const char *job_name, JobDef *def, SchedlockCronSchedule *sched)
 							def->channel),
 					 errhint("Use a lower-case identifier that LISTEN accepts without quotes, shorter than %d bytes.",
 							 NAMEDATALEN)));
+
+		/*
+		 * The notification the workers send is the JSON text of the job's
+		 * name (a character takes at most 6 bytes escaped, as \u0001), ids,
+		 * slot and attempt, never the payload: it always fits in NOTIFY's
+		 * limit (BLCKSZ - NAMEDATALEN - 128 bytes in async.c), and the
+		 * payload's size does not matter to it.
+		 */
+		StaticAssertStmt(SCHEDLOCK_MAX_NAME_LENGTH * 6 + 256 < BLCKSZ - NAMEDATALEN - 128,
+						 "a job's notification must fit in NOTIFY's payload limit");
 		if (def->has_payload)
 		{
 			char	   *json = DatumGetCString(DirectFunctionCall1(jsonb_out,
@@ -249,22 +320,11 @@ validate_job(const char *job_name, JobDef *def, SchedlockCronSchedule *sched)
 		}
 	}
 
-	if (def->timeout != NULL && schedlock_interval_sign(def->timeout) <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("timeout must be greater than zero")));
 	if (def->max_attempts < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("max_attempts must be at least 1")));
-	if (def->retry_delay == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("retry_delay must not be null")));
-	if (schedlock_interval_sign(def->retry_delay) < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("retry_delay must not be negative")));
+	check_timing(def);
 	if (def->misfire == NULL ||
 		(strcmp(def->misfire, "run_once") != 0 &&
 		 strcmp(def->misfire, "skip") != 0 &&
@@ -400,8 +460,8 @@ static Oid	write_types[17] = {
  *		atomic, enabled, run_as) -> bigint
  *
  * Creates the caller's job of that name, or replaces its definition (an
- * upsert, like cron.schedule): the next slot is computed afresh from now
- * and a pending retry is forgotten.  Returns the job id.
+ * upsert, like cron.schedule): the next slot is computed afresh from now,
+ * and a pending retry and a quarantine are forgotten.  Returns the job id.
  */
 Datum
 schedlock_schedule_job(PG_FUNCTION_ARGS)
@@ -456,7 +516,8 @@ schedlock_schedule_job(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
-	if (SPI_execute_with_args("INSERT INTO schedlock.jobs AS j (job_name, owner, "
+	/* the upsert releases a quarantine (on the tables of 1.1) */
+	if (SPI_execute_with_args(psprintf("INSERT INTO schedlock.jobs AS j (job_name, owner, "
 							  "  schedule, command, notify_channel, payload, timezone, "
 							  "  timeout, max_attempts, retry_delay, misfire, atomic, "
 							  "  enabled, run_as, reboot, next_slot, next_run_at) "
@@ -473,9 +534,13 @@ schedlock_schedule_job(PG_FUNCTION_ARGS)
 							  "  enabled = EXCLUDED.enabled, run_as = EXCLUDED.run_as, "
 							  "  reboot = EXCLUDED.reboot, next_slot = EXCLUDED.next_slot, "
 							  "  retry_slot = NULL, retry_attempt = NULL, retry_at = NULL, "
+							  "  %s"
 							  "  next_run_at = LEAST(EXCLUDED.next_slot, "
 							  "    CASE WHEN j.manual_pending OPERATOR(pg_catalog.>) 0 THEN $17 END) "
 							  "RETURNING job_id",
+									   schedlock_jobs_have_quarantine() ?
+									   "dispatch_errors = 0, dispatch_error_at = NULL, "
+									   "quarantine_reason = NULL, " : ""),
 							  17, write_types, values, nulls, false, 0) != SPI_OK_INSERT_RETURNING ||
 		SPI_processed != 1)
 		elog(ERROR, "could not write job \"%s\"", job_name);
@@ -611,8 +676,9 @@ check_run_as_change(const char *job_name, Oid owner, const JobDef *old,
  *
  * Changes the settings given as non-null; the result is checked as a
  * whole.  A new schedule or time zone, or enabling a disabled job,
- * computes the next slot afresh from now.  What a job with run_as runs
- * only a superuser may change (check_run_as_change).
+ * computes the next slot afresh from now; enabled => true also releases a
+ * job from quarantine (quarantine.c).  What a job with run_as runs only a
+ * superuser may change (check_run_as_change).
  */
 Datum
 schedlock_alter_job(PG_FUNCTION_ARGS)
@@ -695,7 +761,8 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 		types[0] = INT8OID;
 		types[1] = TIMESTAMPTZOID;
 		types[15] = BOOLOID;
-		if (SPI_execute_with_args("UPDATE schedlock.jobs SET "
+		/* enabling the job releases a quarantine (on the tables of 1.1) */
+		if (SPI_execute_with_args(psprintf("UPDATE schedlock.jobs SET "
 								  "  schedule = $3, command = $4, notify_channel = $5, "
 								  "  payload = $6, timezone = $7, timeout = $8, "
 								  "  max_attempts = $9, retry_delay = $10, misfire = $11, "
@@ -704,7 +771,12 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 								  "  retry_slot = CASE WHEN $16 THEN NULL ELSE retry_slot END, "
 								  "  retry_attempt = CASE WHEN $16 THEN NULL ELSE retry_attempt END, "
 								  "  retry_at = CASE WHEN $16 THEN NULL ELSE retry_at END "
+								  "  %s"
 								  "WHERE job_id OPERATOR(pg_catalog.=) $1",
+										   schedlock_jobs_have_quarantine() ?
+										   ", dispatch_errors = CASE WHEN $13 THEN 0 ELSE dispatch_errors END, "
+										   "  dispatch_error_at = CASE WHEN $13 THEN NULL ELSE dispatch_error_at END, "
+										   "  quarantine_reason = CASE WHEN $13 THEN NULL ELSE quarantine_reason END " : ""),
 								  17, types, values, nulls, false, 0) != SPI_OK_UPDATE)
 			elog(ERROR, "could not update job \"%s\"", job_name);
 	}

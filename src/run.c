@@ -86,8 +86,12 @@ schedlock_recompute_next_run(int64 job_id, TimestampTz now)
  * schedlock_run_failed
  *		Count a failed (or timed out, or lost) attempt of a slot and, while
  *		attempts are left, schedule the next one after an exponential
- *		backoff: retry_delay * 2^(attempt - 1).  attempt 0 means "no retry"
- *		(runs asked for with run_job).  Caller is connected to SPI.
+ *		backoff: retry_delay * 2^(attempt - 1), with retry_delay taken as
+ *		at least SCHEDLOCK_MIN_RETRY_DELAY_SECS and the result as at most
+ *		SCHEDLOCK_MAX_RETRY_DELAY_SECS (so that retry_delay 0 makes no
+ *		retry storm, and a row of release 1.0 with a huge retry_delay
+ *		cannot overflow).  attempt 0 means "no retry" (runs asked for with
+ *		run_job).  Caller is connected to SPI.
  */
 void
 schedlock_run_failed(int64 job_id, TimestampTz scheduled_for, int32 attempt,
@@ -103,8 +107,11 @@ schedlock_run_failed(int64 job_id, TimestampTz scheduled_for, int32 attempt,
 		"    THEN $3 OPERATOR(pg_catalog.+) 1 ELSE retry_attempt END, "
 		"  retry_at = CASE WHEN $3 OPERATOR(pg_catalog.>) 0 "
 		"    AND $3 OPERATOR(pg_catalog.<) max_attempts "
-		"    THEN $4 OPERATOR(pg_catalog.+) (retry_delay OPERATOR(pg_catalog.*) "
-		"      pg_catalog.power(2, LEAST($3 OPERATOR(pg_catalog.-) 1, 20))::pg_catalog.float8) "
+		"    THEN $4 OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => LEAST("
+		"      GREATEST(pg_catalog.date_part('epoch', retry_delay), "
+		CppAsString2(SCHEDLOCK_MIN_RETRY_DELAY_SECS) ") OPERATOR(pg_catalog.*) "
+		"      pg_catalog.power(2, LEAST($3 OPERATOR(pg_catalog.-) 1, 20)::pg_catalog.float8), "
+		CppAsString2(SCHEDLOCK_MAX_RETRY_DELAY_SECS) ")) "
 		"    ELSE retry_at END "
 		"WHERE job_id OPERATOR(pg_catalog.=) $1",
 		4, {INT8OID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID}
@@ -248,7 +255,8 @@ schedlock_end_as_owner(Oid save_uid, int save_sec, int save_nestlevel)
  *		Take a pending (notified, unclaimed) run of a NOTIFY job: true for
  *		the one caller whose UPDATE turns it from pending to running.
  *		Concurrent callers queue on the row lock and then find it running.
- *		The claimer has the job's timeout (default
+ *		The claimer has the job's timeout (at most
+ *		SCHEDLOCK_MAX_TIMEOUT_SECS, default
  *		SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT s) from now to call
  *		schedlock_finish_run.  When payload is not NULL, the job's payload
  *		is copied there (in the caller's memory context; *payload_null
@@ -285,9 +293,11 @@ claim_run(FunctionCallInfo fcinfo, Datum *payload, bool *payload_null)
 	if (SPI_execute_with_args("UPDATE schedlock.job_runs r SET status = 'running', "
 							  "  claimed_by = $2, claimed_at = $3, started_at = $3, "
 							  "  worker_pid = $4, "
-							  "  deadline = $3 OPERATOR(pg_catalog.+) COALESCE(j.timeout, "
-							  "    pg_catalog.make_interval(secs => "
-							  CppAsString2(SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT) ")) "
+							  "  deadline = $3 OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => "
+							  "    CASE WHEN j.timeout IS NULL THEN "
+							  CppAsString2(SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT)
+							  "    ELSE LEAST(pg_catalog.date_part('epoch', j.timeout), "
+							  CppAsString2(SCHEDLOCK_MAX_TIMEOUT_SECS) ") END) "
 							  "FROM schedlock.jobs j "
 							  "WHERE r.run_id OPERATOR(pg_catalog.=) $1 "
 							  "  AND r.status OPERATOR(pg_catalog.=) 'pending' "

@@ -49,6 +49,22 @@
 #define SCHEDLOCK_MAX_PAYLOAD_LENGTH	65536
 
 /*
+ * Bounds of a job's timeout and retry delay, in seconds, so that no
+ * deadline or retry time can leave the range of timestamptz.  A timeout is
+ * at least 1 ms and at most 24 days (statement_timeout takes at most
+ * INT_MAX ms, 24.8 days); the effective delay before retry n is
+ * retry_delay * 2^(n - 1), but at least SCHEDLOCK_MIN_RETRY_DELAY_SECS *
+ * 2^(n - 1) and at most SCHEDLOCK_MAX_RETRY_DELAY_SECS, the longest
+ * retry_delay accepted.  Intervals are measured as EXTRACT(epoch FROM ...).
+ */
+#define SCHEDLOCK_MAX_TIMEOUT_SECS		2073600	/* 24 days */
+#define SCHEDLOCK_MIN_RETRY_DELAY_SECS	1
+#define SCHEDLOCK_MAX_RETRY_DELAY_SECS	86400
+
+/* Dispatch errors in a row after which a job is quarantined (quarantine.c). */
+#define SCHEDLOCK_QUARANTINE_BREAKS		3
+
+/*
  * One per-database worker.  The launcher reserves a slot (in_use, dboid,
  * worker_index, first_start) before registering the worker and frees it
  * after the worker has stopped; the worker fills in pid and latch once it
@@ -114,6 +130,12 @@ extern PGDLLEXPORT void schedlock_launcher_main(Datum arg);
 
 /* worker.c */
 extern PGDLLEXPORT void schedlock_worker_main(Datum arg);
+
+/* quarantine.c */
+extern void schedlock_dispatch_blame(int64 job_id);
+extern bool schedlock_jobs_have_quarantine(void);
+extern int	schedlock_quarantine_hold_ms(int breaks);
+extern void schedlock_worker_recover(MemoryContext cxt);
 
 /* exec.c */
 extern bool schedlock_exec_atomic(const char *command, Oid user,

@@ -34,6 +34,11 @@
  * them), and retries them per policy; worker 0 on the first start of the
  * server's (or promoted standby's) dispatch fires the @reboot jobs.
  *
+ * An error in the loop (the worker's own bookkeeping, not a job's command)
+ * does not end the worker: it is logged, the transaction is aborted, the
+ * job being handled is charged with it, and the loop goes on; see
+ * quarantine.c.
+ *
  * The worker's own statements run with search_path pinned to pg_catalog
  * (schedlock_trusted_path_begin, query.c), whatever the database, a role
  * or a job set; a job runs with the session's ordinary search_path, and
@@ -45,6 +50,8 @@
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <math.h>
 
 #include "access/xact.h"
 #include "access/xlog.h"
@@ -345,7 +352,8 @@ read_claimed_job(ClaimedJob *job)
 	job->payload = col_text(tup, desc, 7);
 	job->timezone = col_text(tup, desc, 8);
 	d = col(tup, desc, 9, &isnull);
-	job->timeout_ms = isnull ? 0 : (int) Min(DatumGetFloat8(d), (double) INT_MAX);
+	/* whole milliseconds, rounded up: a timeout never becomes "none" */
+	job->timeout_ms = isnull ? 0 : (int) Min(ceil(DatumGetFloat8(d)), (double) INT_MAX);
 	job->misfire = col_text(tup, desc, 10);
 	job->atomic = DatumGetBool(col(tup, desc, 11, &isnull));
 	d = col(tup, desc, 12, &isnull);
@@ -732,11 +740,14 @@ claim_job(SchedlockQuery *q, ClaimPosition *pos, TimestampTz now,
 	values[0] = TimestampTzGetDatum(now);
 	values[1] = TimestampTzGetDatum(pos->next_run_at);
 	values[2] = Int64GetDatum(pos->job_id);
+	schedlock_dispatch_blame(0);
 	if (schedlock_query_run(q, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not claim due jobs");
 	if (SPI_processed == 0)
 		return false;
 	read_claimed_job(job);
+	/* an error from here on is charged to this job (quarantine.c) */
+	schedlock_dispatch_blame(job->job_id);
 	pos->job_id = job->job_id;
 	pos->next_run_at = DatumGetTimestampTz(col(SPI_tuptable->vals[0],
 											   SPI_tuptable->tupdesc, 19,
@@ -1058,7 +1069,8 @@ schedlock_worker_main(Datum arg)
 	Oid			dboid;
 	int			index;
 	bool		first_start;
-	TimestampTz last_prune = 0;
+	static TimestampTz last_prune = 0;
+	sigjmp_buf	local_sigjmp_buf;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -1113,6 +1125,14 @@ schedlock_worker_main(Datum arg)
 	ereport(LOG,
 			(errmsg("%s started", MyBgworkerEntry->bgw_name)));
 
+	/* an error in the loop is logged and the loop goes on (quarantine.c) */
+	if (sigsetjmp(local_sigjmp_buf, 1) != 0)
+	{
+		schedlock_worker_recover(run_cxt);
+		set_running_job(0);
+	}
+	PG_exception_stack = &local_sigjmp_buf;
+
 	for (;;)
 	{
 		long		sleep_ms = SCHEDLOCK_MAX_SLEEP_MS;
@@ -1154,6 +1174,7 @@ schedlock_worker_main(Datum arg)
 				MemoryContextReset(run_cxt);
 				CHECK_FOR_INTERRUPTS();
 			}
+			schedlock_dispatch_blame(0);
 			for (batches = 1;; batches++)
 			{
 				if (expire_runs() < EXPIRE_BATCH_ROWS)

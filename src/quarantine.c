@@ -1,0 +1,311 @@
+/*-------------------------------------------------------------------------
+ *
+ * quarantine.c
+ *	  A dispatch worker's recovery from errors in its own bookkeeping, and
+ *	  the quarantine of jobs that keep breaking it.
+ *
+ * A job's command runs under its own error handling (exec.c): its errors
+ * fail the run, nothing more.  Everything else the worker does for a job --
+ * claiming it, working out its next slot, recording its run and outcome,
+ * scheduling its retry -- runs in the worker's own transactions, and an
+ * error there (a row a superuser wrote by hand, a trigger on the
+ * scheduler's tables, a bug) used to end the worker: the claim rolled back,
+ * the launcher started the worker again 5 s later, and it took the same
+ * job first again, so one job stopped every job of its database.
+ *
+ * Now the worker's main loop catches such an error the way PostgreSQL's own
+ * processes do (PostgresMain, the autovacuum launcher): schedlock_worker_
+ * recover logs it, aborts the transaction (which releases locks, buffer
+ * pins, the SPI stack, snapshots, the GUC nest levels and the user id the
+ * worker had switched to), and goes back to the loop.  The job being
+ * handled when the error came (schedlock_dispatch_blame, set by the claim)
+ * is charged with it, in a transaction of its own:
+ *	- a run of it this worker left "running" (a non-atomic job whose outcome
+ *	  could not be recorded) is closed as failed;
+ *	- its count of dispatch errors in a row (jobs.dispatch_errors) goes up,
+ *	  or starts again at 1 when a run of the job was recorded since its
+ *	  last one (jobs.dispatch_error_at): a dispatch that commits always
+ *	  records a run, so the workers' claim needs no column of its own and
+ *	  works unchanged on the tables of release 1.0;
+ *	- the job is held back (next_run_at) for 1 s, then 2 s, so that the
+ *	  loop goes on with the other jobs instead of taking it again at once;
+ *	- at SCHEDLOCK_QUARANTINE_BREAKS errors in a row the job is quarantined:
+ *	  disabled, with the reason in jobs.quarantine_reason, which
+ *	  schedlock.job_status shows as paused_reason.  alter_job(...,
+ *	  enabled => true), or schedule_job replacing the job, releases it.
+ * Until ALTER EXTENSION schedlock UPDATE has added those columns, the
+ * error is logged and nothing is charged.
+ *
+ * Errors that say nothing about the job (a cancel, a deadlock or
+ * serialization failure, lack of memory or disk, an I/O error, a unique
+ * violation: see error_is_transient) are not charged to it.  When no job can be charged, or charging it fails too,
+ * the worker waits a second before it goes on, so that an error that
+ * repeats does not keep a core busy.
+ *
+ * IDENTIFICATION
+ *	  src/quarantine.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timeout.h"
+#include "utils/timestamp.h"
+
+#include "scheduler.h"
+
+/* How long the worker waits after an error it could not charge to a job. */
+#define RECOVER_PAUSE_MS	1000
+
+/* The job the worker is handling now, or 0 (see schedlock_dispatch_blame). */
+static int64 blamed_job = 0;
+
+/*
+ * schedlock_dispatch_blame
+ *		Name the job the worker's bookkeeping is about from now on (0: none):
+ *		an error before the next call is charged to it.
+ */
+void
+schedlock_dispatch_blame(int64 job_id)
+{
+	blamed_job = job_id;
+}
+
+/*
+ * schedlock_jobs_have_quarantine
+ *		Whether schedlock.jobs has the quarantine columns of release 1.1
+ *		(the library may be newer than the extension's tables until ALTER
+ *		EXTENSION schedlock UPDATE).  In a transaction.
+ */
+bool
+schedlock_jobs_have_quarantine(void)
+{
+	Oid			nsp = get_namespace_oid("schedlock", true);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid("jobs", nsp) : InvalidOid;
+
+	return OidIsValid(relid) &&
+		get_attnum(relid, "quarantine_reason") != InvalidAttrNumber;
+}
+
+/*
+ * schedlock_quarantine_hold_ms
+ *		The rule for a job whose dispatch failed: after its breaks-th error
+ *		in a row, how long to hold it back (milliseconds), or -1 when it is
+ *		to be quarantined.  Pure: no PostgreSQL state.
+ */
+int
+schedlock_quarantine_hold_ms(int breaks)
+{
+	if (breaks >= SCHEDLOCK_QUARANTINE_BREAKS)
+		return -1;
+	if (breaks < 1)
+		breaks = 1;
+	return 1000 << Min(breaks - 1, 10);
+}
+
+/*
+ * error_is_transient
+ *		Whether an error says nothing about the job that was being handled:
+ *		operator intervention (cancel), transaction rollback (deadlock,
+ *		serialization), lock not available, insufficient resources and
+ *		system (I/O) errors, and unique violations.  A unique violation on
+ *		the scheduler's tables goes away when tried again: after pg_upgrade
+ *		the run id sequence can lag behind the runs the old server's
+ *		workers recorded while pg_upgrade dumped it (each failed INSERT
+ *		still takes a number), and a conflicting slot is a race.
+ */
+static bool
+error_is_transient(int sqlerrcode)
+{
+	switch (ERRCODE_TO_CATEGORY(sqlerrcode))
+	{
+		case ERRCODE_OPERATOR_INTERVENTION:
+		case ERRCODE_TRANSACTION_ROLLBACK:
+		case ERRCODE_INSUFFICIENT_RESOURCES:
+		case ERRCODE_SYSTEM_ERROR:
+			return true;
+		default:
+			return sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
+				sqlerrcode == ERRCODE_UNIQUE_VIOLATION;
+	}
+}
+
+/*
+ * charge_job
+ *		In a transaction of its own: close the runs this worker left
+ *		running as failed, and count the error against job_id (when it is
+ *		not 0), holding the job back or quarantining it.  Errors propagate.
+ */
+static void
+charge_job(int64 job_id, ErrorData *error)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	/* unpack_sql_state returns a static buffer that ereport reuses */
+	const char *state = pstrdup(unpack_sql_state(error->sqlerrcode));
+	const char *message = error->message ? error->message : "unknown error";
+	Oid			types[4] = {TIMESTAMPTZOID, TEXTOID, TEXTOID, INT4OID};
+	Datum		values[4];
+	int			nestlevel;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, "schedlock: recording a dispatch error");
+	nestlevel = schedlock_trusted_path_begin();
+
+	values[0] = TimestampTzGetDatum(now);
+	values[1] = CStringGetTextDatum(state);
+	values[2] = CStringGetTextDatum(psprintf("the worker could not record this run: %s", message));
+	values[3] = Int32GetDatum(MyProcPid);
+	if (SPI_execute_with_args("UPDATE schedlock.job_runs SET status = 'failed', "
+							  "  finished_at = $1, sqlstate = $2, message = $3, "
+							  "  deadline = NULL "
+							  "WHERE status OPERATOR(pg_catalog.=) 'running' "
+							  "  AND worker_pid OPERATOR(pg_catalog.=) $4 "
+							  "  AND claimed_at IS NULL",
+							  4, types, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not close the runs of a failed dispatch");
+
+	if (job_id != 0 && schedlock_jobs_have_quarantine())
+	{
+		Oid			jtypes[1] = {INT8OID};
+		Datum		jvalues[1] = {Int64GetDatum(job_id)};
+		bool		isnull;
+		int			breaks;
+		int			hold_ms;
+		char	   *job_name;
+
+		if (SPI_execute_with_args("SELECT CASE WHEN EXISTS ("
+								  "    SELECT 1 FROM schedlock.job_runs r "
+								  "    WHERE r.job_id OPERATOR(pg_catalog.=) j.job_id "
+								  "      AND GREATEST(r.started_at, r.finished_at) "
+								  "          OPERATOR(pg_catalog.>) j.dispatch_error_at) "
+								  "  THEN 1 "
+								  "  ELSE j.dispatch_errors OPERATOR(pg_catalog.+) 1 END, "
+								  "  j.job_name "
+								  "FROM schedlock.jobs j "
+								  "WHERE j.job_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF j",
+								  1, jtypes, jvalues, NULL, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not read job " INT64_FORMAT, job_id);
+		if (SPI_processed == 1)
+		{
+			Oid			utypes[5] = {INT8OID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID};
+			Datum		uvalues[5];
+			char		unulls[5] = {' ', ' ', ' ', ' ', ' '};
+
+			breaks = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
+												 SPI_tuptable->tupdesc, 1, &isnull));
+			job_name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+			hold_ms = schedlock_quarantine_hold_ms(breaks);
+			ereport(LOG,
+					(errmsg("schedlock job \"%s\" broke dispatch (SQLSTATE %s), %d of %d times in a row",
+							job_name, state, breaks, SCHEDLOCK_QUARANTINE_BREAKS)));
+
+			uvalues[0] = Int64GetDatum(job_id);
+			uvalues[1] = Int32GetDatum(breaks);
+			uvalues[2] = TimestampTzGetDatum(now);
+			uvalues[3] = Int32GetDatum(Max(hold_ms, 0));
+			if (hold_ms < 0)
+				uvalues[4] = CStringGetTextDatum(psprintf("quarantined: dispatch of the job failed %d times in a row; last error %s: %s. alter_job(..., enabled => true) releases it.",
+														  breaks, state, message));
+			else
+				unulls[4] = 'n';
+			if (SPI_execute_with_args("UPDATE schedlock.jobs SET dispatch_errors = $2, "
+									  "  dispatch_error_at = $3, "
+									  "  enabled = enabled AND $5 IS NULL, "
+									  "  quarantine_reason = $5, "
+									  "  next_run_at = GREATEST(next_run_at, "
+									  "    $3 OPERATOR(pg_catalog.+) "
+									  "    pg_catalog.make_interval(secs => $4 OPERATOR(pg_catalog./) 1000.0)) "
+									  "WHERE job_id OPERATOR(pg_catalog.=) $1",
+									  5, utypes, uvalues, unulls, false, 0) != SPI_OK_UPDATE)
+				elog(ERROR, "could not record a dispatch error of job " INT64_FORMAT, job_id);
+			if (hold_ms < 0)
+				ereport(WARNING,
+						(errmsg("schedlock job \"%s\" quarantined: its dispatch failed %d times in a row",
+								job_name, breaks),
+						 errdetail("Last error (SQLSTATE %s): %s", state, message),
+						 errhint("Fix the cause, then enable the job again with alter_job(job_name => %s, enabled => true).",
+								 quote_literal_cstr(job_name))));
+		}
+	}
+
+	schedlock_trusted_path_end(nestlevel);
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
+
+/*
+ * schedlock_worker_recover
+ *		Called by a dispatch worker's main loop when an error has thrown it
+ *		back there (from its sigsetjmp point, with the error still being
+ *		handled): log the error, abort the transaction and clean up as
+ *		PostgresMain does, then charge the error to the job that was being
+ *		handled (see the file header).  Leaves CurrentMemoryContext at cxt,
+ *		the worker's long-lived context.
+ */
+void
+schedlock_worker_recover(MemoryContext cxt)
+{
+	ErrorData  *error;
+	int64		job_id = blamed_job;
+	volatile bool pause = true;
+
+	/* as PostgresMain's error recovery */
+	error_context_stack = NULL;
+	HOLD_INTERRUPTS();
+	disable_all_timeouts(false);
+	QueryCancelPending = false;
+	MemoryContextSwitchTo(cxt);
+	error = CopyErrorData();
+	EmitErrorReport();
+	AbortCurrentTransaction();
+	MemoryContextSwitchTo(cxt);
+	FlushErrorState();
+	RESUME_INTERRUPTS();
+
+	blamed_job = 0;
+	if (error_is_transient(error->sqlerrcode))
+		job_id = 0;
+
+	PG_TRY();
+	{
+		charge_job(job_id, error);
+		pause = (job_id == 0);
+	}
+	PG_CATCH();
+	{
+		HOLD_INTERRUPTS();
+		MemoryContextSwitchTo(cxt);
+		EmitErrorReport();
+		AbortCurrentTransaction();
+		MemoryContextSwitchTo(cxt);
+		FlushErrorState();
+		RESUME_INTERRUPTS();
+		ereport(LOG,
+				(errmsg("schedlock could not record the dispatch error above")));
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	pgstat_report_activity(STATE_IDLE, NULL);
+
+	if (pause)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 RECOVER_PAUSE_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
