@@ -253,9 +253,11 @@ schedlock_exec_atomic(const char *command, Oid user, int timeout_ms,
  *
  * The transaction starts now, so its now() is the statement's start, and
  * its statistics are reported once it has committed.  The user is switched
- * inside the transaction: a transaction must not start with
- * SECURITY_LOCAL_USERID_CHANGE set (xact.c asserts that); an error rolls
- * the switch back with the transaction.
+ * once the transaction has started (a transaction must not start with
+ * SECURITY_LOCAL_USERID_CHANGE set: xact.c asserts that) and back once it
+ * has committed, so that what its commit runs (deferred triggers, WITH HOLD
+ * cursors) runs as the job's user; an error rolls the switch back with the
+ * transaction.
  */
 static void
 run_statement(RawStmt *parsetree, const char *command, MemoryContext cxt,
@@ -298,8 +300,9 @@ run_statement(RawStmt *parsetree, const char *command, MemoryContext cxt,
 	receiver->rDestroy(receiver);
 	PortalDrop(portal, false);
 
-	SetUserIdAndSecContext(save_uid, save_sec);
+	/* what the commit runs (deferred triggers, WITH HOLD cursors) is the job's */
 	CommitTransactionCommand();
+	SetUserIdAndSecContext(save_uid, save_sec);
 	MemoryContextSwitchTo(cxt);
 	pgstat_report_stat(false);
 }
