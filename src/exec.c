@@ -38,12 +38,14 @@
  *
  * Atomic: the command runs through SPI in a subtransaction of the claiming
  * transaction, so its effects commit together with the run's bookkeeping or
- * roll back alone.
+ * roll back alone.  Its result rows go to a receiver that drops them: the
+ * worker's memory does not grow with the size of a result.
  *
  * Top level: each statement is parsed, planned and run through a portal
  * the way PostgreSQL runs a simple query, in a transaction of its own and
  * with isTopLevel set, so VACUUM runs and a procedure called with CALL may
- * COMMIT.
+ * COMMIT.  Each statement's transaction starts when the statement does, so
+ * it has a now() of its own.
  *
  * IDENTIFICATION
  *	  src/exec.c
@@ -67,6 +69,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "parser/analyze.h"
+#include "pgstat.h"
 #include "storage/lock.h"
 #include "tcop/pquery.h"
 #include "tcop/tcopprot.h"
@@ -191,11 +194,16 @@ schedlock_exec_atomic(const char *command, Oid user, int timeout_ms,
 	{
 		int			nestlevel = NewGUCNestLevel();
 		int			rc;
+		SPIExecuteOptions options;
+
+		/* result rows are dropped as they come, never kept (SPI_tuptable) */
+		memset(&options, 0, sizeof(options));
+		options.dest = None_Receiver;
 
 		SetUserIdAndSecContext(user, save_sec | SECURITY_LOCAL_USERID_CHANGE);
 		if (timeout_ms > 0)
 			enable_timeout_after(STATEMENT_TIMEOUT, timeout_ms);
-		rc = SPI_execute(command, false, 0);
+		rc = SPI_execute_extended(command, &options);
 		if (rc < 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -240,11 +248,20 @@ schedlock_exec_atomic(const char *command, Oid user, int timeout_ms,
 /*
  * run_statement
  *		Parse-analyse, plan and run one statement through an unnamed portal
- *		at top level, in its own transaction.  Plans live in CurrentMemoryContext,
+ *		at top level, in its own transaction, as user.  Plans live in cxt,
  *		which must survive transaction ends (a procedure may commit).
+ *
+ * The transaction starts now, so its now() is the statement's start, and
+ * its statistics are reported once it has committed.  The user is switched
+ * once the transaction has started (a transaction must not start with
+ * SECURITY_LOCAL_USERID_CHANGE set: xact.c asserts that) and back once it
+ * has committed, so that what its commit runs (deferred triggers, WITH HOLD
+ * cursors) runs as the job's user; an error rolls the switch back with the
+ * transaction.
  */
 static void
-run_statement(RawStmt *parsetree, const char *command, MemoryContext cxt)
+run_statement(RawStmt *parsetree, const char *command, MemoryContext cxt,
+			  Oid user, Oid save_uid, int save_sec)
 {
 	bool		snapshot_set = false;
 	List	   *querytrees;
@@ -255,7 +272,9 @@ run_statement(RawStmt *parsetree, const char *command, MemoryContext cxt)
 	QueryCompletion qc;
 	CommandTag	tag = CreateCommandTag(parsetree->stmt);
 
+	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
+	SetUserIdAndSecContext(user, save_sec | SECURITY_LOCAL_USERID_CHANGE);
 	MemoryContextSwitchTo(cxt);
 	if (analyze_requires_snapshot(parsetree))
 	{
@@ -281,8 +300,11 @@ run_statement(RawStmt *parsetree, const char *command, MemoryContext cxt)
 	receiver->rDestroy(receiver);
 	PortalDrop(portal, false);
 
+	/* what the commit runs (deferred triggers, WITH HOLD cursors) is the job's */
 	CommitTransactionCommand();
+	SetUserIdAndSecContext(save_uid, save_sec);
 	MemoryContextSwitchTo(cxt);
+	pgstat_report_stat(false);
 }
 
 /*
@@ -311,15 +333,14 @@ schedlock_exec_toplevel(const char *command, Oid user, int timeout_ms,
 		List	   *parsetrees;
 		ListCell   *lc;
 
-		SetUserIdAndSecContext(user, save_sec | SECURITY_LOCAL_USERID_CHANGE);
 		if (timeout_ms > 0)
 			enable_timeout_after(STATEMENT_TIMEOUT, timeout_ms);
 		parsetrees = pg_parse_query(command);
 		foreach(lc, parsetrees)
-			run_statement(lfirst_node(RawStmt, lc), command, cxt);
+			run_statement(lfirst_node(RawStmt, lc), command, cxt,
+						  user, save_uid, save_sec);
 		if (timeout_ms > 0)
 			disable_timeout(STATEMENT_TIMEOUT, false);
-		SetUserIdAndSecContext(save_uid, save_sec);
 	}
 	PG_CATCH();
 	{
@@ -349,6 +370,7 @@ schedlock_exec_toplevel(const char *command, Oid user, int timeout_ms,
 	SetUserIdAndSecContext(save_uid, save_sec);
 	CommitTransactionCommand();
 	MemoryContextSwitchTo(cxt);
+	pgstat_report_stat(false);
 
 	return ok;
 }

@@ -821,6 +821,8 @@ schedlock_unschedule_job(PG_FUNCTION_ARGS)
 	deleted = (SPI_processed > 0);
 	if (!deleted && superuser_arg(caller))
 	{
+		MemoryContext oldcxt = CurrentMemoryContext;
+
 		PG_TRY();
 		{
 			int64		job_id = find_job(job_name, caller, "1");
@@ -835,8 +837,11 @@ schedlock_unschedule_job(PG_FUNCTION_ARGS)
 		}
 		PG_CATCH();
 		{
-			ErrorData  *edata = CopyErrorData();
+			ErrorData  *edata;
 
+			/* not in ErrorContext, which CopyErrorData refuses */
+			MemoryContextSwitchTo(oldcxt);
+			edata = CopyErrorData();
 			if (edata->sqlerrcode != ERRCODE_UNDEFINED_OBJECT)
 				PG_RE_THROW();
 			FlushErrorState();

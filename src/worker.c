@@ -194,8 +194,8 @@ set_running_job(int64 job_id)
 
 /*
  * begin_tx / end_tx
- *		Open a transaction with SPI and a snapshot, and commit it, in the
- *		worker_spi order.
+ *		Open a transaction with SPI and a snapshot, and commit it and report
+ *		its statistics, in the worker_spi order.
  */
 static void
 begin_tx(const char *activity)
@@ -214,6 +214,8 @@ end_tx(void)
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	MemoryContextSwitchTo(run_cxt);
+	/* at most once a second; the main loop flushes the rest before sleeping */
+	pgstat_report_stat(false);
 }
 
 /*
@@ -788,15 +790,42 @@ settle_claim(ClaimedJob *job, ClaimPlan *plan, TimestampTz horizon)
  * wait_until
  *		Sleep until the instant start, if it has not come yet.  Everything
  *		that can be done for a run before its instant is done before this.
+ *		A signal ends pg_usleep early: sleep the rest again.
  */
 static void
 wait_until(TimestampTz start)
 {
-	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz now;
 
-	if (start > now)
+	while (start > (now = GetCurrentTimestamp()))
 		pg_usleep((long) Min(start - now,
 							 (TimestampTz) WORKER_CLAIM_LEAD_MS * 1000));
+}
+
+/*
+ * claimed_early
+ *		Whether the job just claimed is an atomic SQL job whose slot lies
+ *		after the start of this transaction: its command would see a now()
+ *		before its scheduled_for (a '0 0 * * *' job yesterday's date).  Then
+ *		the claim is rolled back (nothing of it is kept), *pos is set back
+ *		to before, and the worker sleeps until the slot: the next claim's
+ *		transaction starts on it.  A claim made early keeps its use for
+ *		NOTIFY and non-atomic jobs, whose commands do not run in it.
+ */
+static bool
+claimed_early(ClaimedJob *job, TimestampTz slot, ClaimPosition *pos,
+			  ClaimPosition before)
+{
+	if (job->channel != NULL || !job->atomic ||
+		slot <= GetCurrentTransactionStartTimestamp())
+		return false;
+	SPI_finish();
+	PopActiveSnapshot();
+	AbortCurrentTransaction();
+	MemoryContextSwitchTo(run_cxt);
+	*pos = before;
+	wait_until(slot);
+	return true;
 }
 
 /*
@@ -848,6 +877,7 @@ dispatch_one(ClaimPosition *pos)
 	int64		run_id;
 	Oid			user;
 	ErrorData  *error = NULL;
+	ClaimPosition before = *pos;
 
 	begin_tx("schedlock: claiming due jobs");
 	horizon = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
@@ -857,12 +887,17 @@ dispatch_one(ClaimPosition *pos)
 		end_tx();
 		return false;
 	}
+	/* its next_run_at: the slot, when it is a slot that is due */
+	if (claimed_early(&job, pos->next_run_at, pos, before))
+		return true;
 	start = settle_claim(&job, &plan, horizon);
 	if (plan.kind != PLAN_RUN)
 	{
 		end_tx();
 		return true;
 	}
+	if (claimed_early(&job, plan.scheduled_for, pos, before))
+		return true;
 
 	if (job.channel != NULL)
 	{
@@ -1192,6 +1227,9 @@ schedlock_worker_main(Datum arg)
 		}
 
 		MemoryContextReset(run_cxt);
+		/* statistics end_tx held back (at most one report a second) */
+		if (sleep_ms != 0)
+			pgstat_report_stat(true);
 		pgstat_report_activity(STATE_IDLE, NULL);
 		(void) WaitLatch(MyLatch,
 						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
