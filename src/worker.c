@@ -132,7 +132,7 @@
  */
 #define RUNNER_GONE(r) \
 	"(" r ".worker_pid IS NULL OR " r ".started_at IS NULL " \
-	" OR " r ".timeline IS DISTINCT FROM $4 " \
+	" OR COALESCE(" r ".timeline OPERATOR(pg_catalog.<>) $4, true) " \
 	" OR NOT EXISTS (SELECT 1 " \
 	"   FROM pg_catalog.pg_stat_get_activity(" r ".worker_pid) a " \
 	"   WHERE a.datid OPERATOR(pg_catalog.=) $2 " \

@@ -21,7 +21,7 @@ my $node = PostgreSQL::Test::Cluster->new('lost');
 $node->init;
 $node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
 $node->append_conf('postgresql.conf', "max_worker_processes = 32");
-$node->append_conf('postgresql.conf', "schedlock.workers = 2");
+$node->append_conf('postgresql.conf', "schedlock.workers = 1");
 $node->start;
 $node->safe_psql('postgres', 'CREATE DATABASE app');
 $node->safe_psql('app', 'CREATE EXTENSION schedlock');
@@ -44,25 +44,43 @@ sub wait_true
 #
 # The job sleeps only on worker 1 (its process title says which worker it
 # is), so the run that is in progress is one that lowering the setting to 1
-# stops; on worker 0 the same command returns at once.
+# stops; on worker 0 the same command returns at once.  To have worker 1
+# take a slot, worker 0 is kept busy by another job while worker 1 starts.
 $node->safe_psql('app', q{
-	SELECT schedule_job('sleepy', '2 seconds', $$
+	SELECT schedule_job('sleepy', '1 second', $$
 		SELECT pg_sleep(60)
 		 WHERE position('schedlock worker 1 '::bytea IN
 			   pg_read_binary_file('/proc/' || pg_backend_pid() || '/cmdline')) > 0
 	$$, atomic => false);
+	SELECT schedule_job('hog', '0 0 1 1 *', 'SELECT pg_sleep(10)', atomic => false);
 });
+wait_true(q{
+	SELECT count(*) >= 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+	 WHERE j.job_name = 'sleepy' AND r.status = 'succeeded'}, 30)
+  or die 'the sleepy job did not run on worker 0';
+$node->safe_psql('app', q{SELECT run_job('hog')});
+wait_true(q{
+	SELECT count(*) = 1 FROM pg_stat_activity
+	 WHERE backend_type = 'schedlock worker' AND query = 'SELECT pg_sleep(10)'}, 30)
+  or die 'the hog job did not start';
+$node->safe_psql('app', 'ALTER SYSTEM SET schedlock.workers = 2');
+$node->safe_psql('app', 'SELECT pg_reload_conf()');
 wait_true(q{
 	SELECT count(*) = 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 	 WHERE j.job_name = 'sleepy' AND r.status = 'running'
-	   AND r.started_at < clock_timestamp() - interval '1 second'}, 60)
+	   AND r.started_at < clock_timestamp() - interval '1 second'}, 30)
   or die 'no run of the sleepy job stayed running on worker 1';
+wait_true(q{
+	SELECT count(*) = 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+	 WHERE j.job_name = 'hog' AND r.status = 'succeeded'}, 30)
+  or die 'the hog job did not finish';
 my ($run_id, $pid) = split /\|/, $node->safe_psql('app', q{
 	SELECT r.run_id, r.worker_pid FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 	 WHERE j.job_name = 'sleepy' AND r.status = 'running'});
 ok($pid, "run $run_id is in progress in worker $pid (worker 1)");
 
-# worker 0 is idle and checks for lost runs: a live worker's run is not one
+# worker 0 is idle again and checks for lost runs: a live worker's run is
+# not one
 sleep 3;
 is($node->safe_psql('app', "SELECT status FROM schedlock.job_runs WHERE run_id = $run_id"),
 	'running', 'the run of a live worker stays running');
