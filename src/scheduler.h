@@ -113,6 +113,7 @@ extern void schedlock_wake_workers_at_commit(void);
 extern void schedlock_probe_database_at_commit(void);
 extern void schedlock_probe_all_at_commit(void);
 extern void schedlock_wake_launcher(void);
+extern void schedlock_wake_database_workers(Oid dboid);
 extern bool schedlock_database_dropping(Oid dboid);
 extern void schedlock_stop_database_workers(Oid dboid);
 extern void schedlock_database_drop_done(Oid dboid);

@@ -411,3 +411,13 @@ schedlock_database_drop_done(Oid dboid)
 	(void) forget_step_aside_marks(dboid);
 	schedlock_wake_launcher();
 }
+
+/*
+ * schedlock_wake_database_workers
+ *		Set the latch of every worker of database dboid, now.
+ */
+void
+schedlock_wake_database_workers(Oid dboid)
+{
+	wake_database_workers(dboid);
+}

@@ -29,10 +29,16 @@
  * from claiming the same job, and the unique key (job_id, scheduled_for,
  * attempt) of job_runs keeps any slot's attempt from committing twice.
  *
- * At start, every worker closes as lost the SQL runs still marked running
- * by workers that no longer exist (a crash, restart or failover ended
- * them), and retries them per policy; worker 0 on the first start of the
- * server's (or promoted standby's) dispatch fires the @reboot jobs.
+ * A SQL run marked running whose worker is gone (stopped, terminated,
+ * crashed, or on a server before a restart or failover) is closed as lost
+ * and retried per policy: by every worker at start, and by every idle
+ * worker at most LOST_CHECK_MS after the worker ended (see RUNNER_GONE).
+ * Worker 0 on the first start of the server's (or promoted standby's)
+ * dispatch fires the @reboot jobs.
+ *
+ * A cancel (pg_cancel_backend, or the job's timeout) cancels the job's
+ * statement while one runs, and is ignored otherwise: the worker's own
+ * statements are not the user's to cancel (see worker_sigint).
  *
  * An error in the loop (the worker's own bookkeeping, not a job's command)
  * does not end the worker: it is logged, the transaction is aborted, the
@@ -114,11 +120,41 @@
 /* Iterations allowed when counting missed slots for run_all. */
 #define MISFIRE_MAX_ITERATIONS	1000000
 
+/*
+ * An idle worker looks for lost runs at most this often, and sleeps at most
+ * this long while a SQL run of its database is in progress.
+ */
+#define LOST_CHECK_MS	1000
+
+/*
+ * Whether the worker that ran a SQL run marked running (job_runs row r) is
+ * gone.  Its worker is the backend of this database ($2) and of the
+ * worker's type ($3) with pid r.worker_pid that started no later than the
+ * run (r.started_at): a process with the same pid that started after the
+ * run began is another one that got the pid again (the worker ended, or the
+ * server restarted), and at the instant the run started no other process
+ * could have that pid.  A run recorded on another timeline ($4) ran on the
+ * server before a failover.  The backends are read from the backend status
+ * table (pg_stat_get_activity; the worker's own statements run as a
+ * superuser, which sees every field), once per transaction.
+ */
+#define RUNNER_GONE(r) \
+	"(" r ".worker_pid IS NULL OR " r ".started_at IS NULL " \
+	" OR COALESCE(" r ".timeline OPERATOR(pg_catalog.<>) $4, true) " \
+	" OR NOT EXISTS (SELECT 1 " \
+	"   FROM pg_catalog.pg_stat_get_activity(" r ".worker_pid) a " \
+	"   WHERE a.datid OPERATOR(pg_catalog.=) $2 " \
+	"     AND a.backend_type OPERATOR(pg_catalog.=) $3 " \
+	"     AND a.backend_start OPERATOR(pg_catalog.<=) " r ".started_at)) "
+
 /* This worker's slot in shared memory. */
 static SchedlockWorkerSlot *MySlot = NULL;
 
 /* Memory for one claim and run; reset after each pass. */
 static MemoryContext run_cxt = NULL;
+
+/* Whether a cancel now cancels the job's statement (see worker_sigint). */
+static volatile sig_atomic_t job_cancel_allowed = false;
 
 /* A claimed job, copied out of SPI memory into run_cxt. */
 typedef struct ClaimedJob
@@ -168,16 +204,23 @@ typedef struct ClaimPlan
 /*
  * worker_detach
  *		before_shmem_exit callback: clear this worker's pid and latch so
- *		that DROP DATABASE and the wakeups stop looking at it.
+ *		that DROP DATABASE and the wakeups stop looking at it.  A worker
+ *		that ends in the middle of a job wakes the others of its database,
+ *		which then watch for its run to become lost (check_lost_runs).
  */
 static void
 worker_detach(int code, Datum arg)
 {
+	bool		was_running;
+
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	was_running = (MySlot->running_job != 0);
 	MySlot->pid = 0;
 	MySlot->latch = NULL;
 	MySlot->running_job = 0;
 	LWLockRelease(schedlock_shared->lock);
+	if (was_running)
+		schedlock_wake_database_workers(MyDatabaseId);
 }
 
 /*
@@ -190,6 +233,39 @@ set_running_job(int64 job_id)
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
 	MySlot->running_job = job_id;
 	LWLockRelease(schedlock_shared->lock);
+}
+
+/*
+ * worker_sigint
+ *		SIGINT handler (pg_cancel_backend, and the statement timeout that
+ *		bounds a job): cancels the job's statement while one runs, as
+ *		StatementCancelHandler does; otherwise does nothing.  A cancel
+ *		processed in the worker's own statements would end the worker.
+ */
+static void
+worker_sigint(SIGNAL_ARGS)
+{
+	if (job_cancel_allowed)
+		StatementCancelHandler(postgres_signal_arg);
+}
+
+/*
+ * job_cancel_begin / job_cancel_end
+ *		Bracket the running of a job's command: a cancel in between cancels
+ *		it.  job_cancel_end drops a cancel that arrived too late to act.
+ */
+static void
+job_cancel_begin(void)
+{
+	QueryCancelPending = false;
+	job_cancel_allowed = true;
+}
+
+static void
+job_cancel_end(void)
+{
+	job_cancel_allowed = false;
+	QueryCancelPending = false;
 }
 
 /*
@@ -259,6 +335,96 @@ close_runs_failed(TimestampTz now)
 }
 
 /*
+ * runner_args
+ *		Fill values[1..3] with the parameters $2..$4 of RUNNER_GONE: this
+ *		database, the workers' backend type and the current timeline.
+ */
+static void
+runner_args(Datum *values)
+{
+	values[1] = ObjectIdGetDatum(MyDatabaseId);
+	values[2] = CStringGetTextDatum(MyBgworkerEntry->bgw_type);
+	values[3] = Int32GetDatum((int32) GetWALInsertionTimeLine());
+}
+
+/*
+ * close_lost_runs
+ *		Close as lost the SQL runs marked running whose worker is gone (see
+ *		RUNNER_GONE), and retry them per policy.  Returns how many it
+ *		closed.  In a transaction, connected to SPI.
+ */
+static uint64
+close_lost_runs(void)
+{
+	static SchedlockQuery q = {
+		"UPDATE schedlock.job_runs r SET status = 'lost', "
+		"  finished_at = $1, "
+		"  message = 'the worker running it ended before the run finished "
+		"(it was stopped or terminated, or the server crashed, restarted or failed over)' "
+		"WHERE r.run_id OPERATOR(pg_catalog.=) ANY ("
+		"    SELECT x.run_id FROM schedlock.job_runs x "
+		"    WHERE x.status OPERATOR(pg_catalog.=) 'running' "
+		"      AND x.claimed_at IS NULL AND " RUNNER_GONE("x")
+		"    FOR UPDATE SKIP LOCKED) "
+		"RETURNING r.job_id, r.scheduled_for, "
+		"  CASE WHEN r.manual THEN 0 ELSE r.attempt END",
+		4, {TIMESTAMPTZOID, OIDOID, TEXTOID, INT4OID}
+	};
+	TimestampTz now = GetCurrentTimestamp();
+	Datum		values[4];
+	uint64		closed;
+
+	values[0] = TimestampTzGetDatum(now);
+	runner_args(values);
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not close lost runs");
+	closed = SPI_processed;
+	if (closed > 0)
+		ereport(LOG,
+				(errmsg("schedlock closed %llu lost job runs",
+						(unsigned long long) closed)));
+	close_runs_failed(now);
+	return closed;
+}
+
+/*
+ * check_lost_runs
+ *		Between passes, at most once every LOST_CHECK_MS (*last_check):
+ *		close lost runs and set *watch to whether a SQL run of the database
+ *		is still in progress, in which case the worker sleeps at most
+ *		LOST_CHECK_MS, so that it finds the run lost soon after its worker
+ *		ends (a worker that ends wakes the others before its backend entry
+ *		is gone, so they may need a second look).  A pass too soon after
+ *		the last check sets *watch, so that the next one checks.  Called
+ *		outside a transaction.
+ */
+static void
+check_lost_runs(TimestampTz *last_check, bool *watch)
+{
+	static SchedlockQuery q = {
+		"SELECT 1 FROM schedlock.job_runs "
+		"WHERE status OPERATOR(pg_catalog.=) 'running' AND claimed_at IS NULL "
+		"LIMIT 1",
+		0, {InvalidOid}
+	};
+	TimestampTz now = GetCurrentTimestamp();
+
+	/* too soon: the sleep ends in time for the next check */
+	if (!TimestampDifferenceExceeds(*last_check, now, LOST_CHECK_MS - 10))
+	{
+		*watch = true;
+		return;
+	}
+	*last_check = now;
+	begin_tx("schedlock: closing lost runs");
+	(void) close_lost_runs();
+	if (schedlock_query_run(&q, NULL, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look for runs in progress");
+	*watch = SPI_processed > 0;
+	end_tx();
+}
+
+/*
  * startup_work
  *		Close lost runs; on the first start of dispatch, fire @reboot jobs.
  */
@@ -266,44 +432,14 @@ static void
 startup_work(bool fire_reboot)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	Datum		pids[SCHEDLOCK_MAX_WORKERS_PER_DB * 4];
-	int			npids = 0;
-	int			i;
-	Oid			types[2] = {TIMESTAMPTZOID, INT4ARRAYOID};
-	Datum		values[2];
+	Oid			types[1] = {TIMESTAMPTZOID};
+	Datum		values[1];
 	int			nestlevel;
 
-	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
-	for (i = 0; i < schedlock_shared->nslots && npids < lengthof(pids); i++)
-	{
-		SchedlockWorkerSlot *slot = &schedlock_shared->slots[i];
-
-		if (slot->in_use && slot->dboid == MyDatabaseId && slot->pid != 0)
-			pids[npids++] = Int32GetDatum((int32) slot->pid);
-	}
-	LWLockRelease(schedlock_shared->lock);
-
 	begin_tx("schedlock: closing lost runs");
+	(void) close_lost_runs();
 	nestlevel = schedlock_trusted_path_begin();
 	values[0] = TimestampTzGetDatum(now);
-	values[1] = PointerGetDatum(construct_array(pids, npids, INT4OID, 4, true,
-												TYPALIGN_INT));
-	if (SPI_execute_with_args("UPDATE schedlock.job_runs SET status = 'lost', "
-							  "  finished_at = $1, "
-							  "  message = 'the worker running it ended before the run finished (server crash, restart or failover)' "
-							  "WHERE status OPERATOR(pg_catalog.=) 'running' "
-							  "  AND claimed_at IS NULL "
-							  "  AND NOT (worker_pid OPERATOR(pg_catalog.=) ANY ($2)) "
-							  "RETURNING job_id, scheduled_for, "
-							  "  CASE WHEN manual THEN 0 ELSE attempt END",
-							  2, types, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
-		elog(ERROR, "could not close lost runs");
-	if (SPI_processed > 0)
-		ereport(LOG,
-				(errmsg("schedlock closed %llu lost job runs",
-						(unsigned long long) SPI_processed)));
-	close_runs_failed(now);
-
 	if (fire_reboot)
 	{
 		/* after pg_upgrade or a restore the jobs' roles may be unrecorded */
@@ -543,20 +679,26 @@ save_job_state(ClaimedJob *job, TimestampTz now)
 
 /*
  * run_in_progress
- *		Whether a run of the job is pending or running (overlap).
+ *		Whether a run of the job is pending or running (overlap); a run
+ *		whose worker is gone is not (close_lost_runs closes it).
  */
 static bool
 run_in_progress(int64 job_id)
 {
 	static SchedlockQuery q = {
-		"SELECT 1 FROM schedlock.job_runs "
-		"WHERE job_id OPERATOR(pg_catalog.=) $1 "
-		"  AND status OPERATOR(pg_catalog.=) ANY ('{pending,running}') "
+		"SELECT 1 FROM schedlock.job_runs x "
+		"WHERE x.job_id OPERATOR(pg_catalog.=) $1 "
+		"  AND x.status OPERATOR(pg_catalog.=) ANY ('{pending,running}') "
+		"  AND NOT (x.status OPERATOR(pg_catalog.=) 'running' "
+		"    AND x.claimed_at IS NULL AND " RUNNER_GONE("x") ") "
 		"LIMIT 1",
-		1, {INT8OID}
+		4, {INT8OID, OIDOID, TEXTOID, INT4OID}
 	};
-	Datum		values[1] = {Int64GetDatum(job_id)};
+	Datum		values[4];
 	bool		found;
+
+	values[0] = Int64GetDatum(job_id);
+	runner_args(values);
 
 	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not look for runs in progress");
@@ -937,9 +1079,11 @@ dispatch_one(ClaimPosition *pos)
 		wait_until(start);
 		set_running_job(job.job_id);
 		pgstat_report_activity(STATE_RUNNING, job.command);
+		job_cancel_begin();
 		if (error == NULL &&
 			!schedlock_exec_atomic(job.command, user, job.timeout_ms, &error))
 			MemoryContextSwitchTo(run_cxt);
+		job_cancel_end();
 		set_running_job(0);
 		record_outcome(&job, &plan, run_id, error);
 		end_tx();
@@ -954,7 +1098,9 @@ dispatch_one(ClaimPosition *pos)
 	pgstat_report_activity(STATE_RUNNING, job.command);
 	if (error == NULL)
 	{
+		job_cancel_begin();
 		(void) schedlock_exec_toplevel(job.command, user, job.timeout_ms, &error);
+		job_cancel_end();
 		schedlock_exec_discard_job_state();
 	}
 	set_running_job(0);
@@ -1105,10 +1251,13 @@ schedlock_worker_main(Datum arg)
 	int			index;
 	bool		first_start;
 	static TimestampTz last_prune = 0;
+	static TimestampTz last_lost_check = 0;
+	static bool watch_runs = false;
 	sigjmp_buf	local_sigjmp_buf;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
+	pqsignal(SIGINT, worker_sigint);
 	BackgroundWorkerUnblockSignals();
 
 	MySlot = &schedlock_shared->slots[slotno];
@@ -1164,6 +1313,7 @@ schedlock_worker_main(Datum arg)
 	if (sigsetjmp(local_sigjmp_buf, 1) != 0)
 	{
 		schedlock_worker_recover(run_cxt);
+		job_cancel_end();
 		set_running_job(0);
 	}
 	PG_exception_stack = &local_sigjmp_buf;
@@ -1194,6 +1344,7 @@ schedlock_worker_main(Datum arg)
 			int			batches;
 			bool		more;
 
+			check_lost_runs(&last_lost_check, &watch_runs);
 			for (;;)
 			{
 				more = dispatch_one(&pos);
@@ -1224,6 +1375,8 @@ schedlock_worker_main(Datum arg)
 			if (index == 0)
 				prune_history(&last_prune);
 			sleep_ms = more ? 0 : sleep_time(claims > 0);
+			if (watch_runs)
+				sleep_ms = Min(sleep_ms, LOST_CHECK_MS);
 		}
 
 		MemoryContextReset(run_cxt);

@@ -1,0 +1,169 @@
+# 120_job_lost_runs.pl: a run whose worker is gone is closed as lost within
+# seconds, while the server runs on, and the job goes on with its next slot.
+#  (a) schedlock.workers lowered with a reload stops worker 1 in the middle
+#      of a non-atomic pg_sleep run: the run becomes lost within a few
+#      seconds (found by worker 0, not at any worker's start) and a later
+#      slot of the job runs.  Before that, the run of the live worker is
+#      left alone however long it takes.
+#  (b) pid reuse: a run row naming the pid of a live backend that is not the
+#      worker that ran it -- an unrelated session, or a worker that started
+#      after the run began (a restart handed it the same pid) -- is closed
+#      as lost too, and the job's slots run again instead of being skipped
+#      as overlap.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep time);
+
+my $node = PostgreSQL::Test::Cluster->new('lost');
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
+$node->append_conf('postgresql.conf', "max_worker_processes = 32");
+$node->append_conf('postgresql.conf', "schedlock.workers = 1");
+$node->start;
+$node->safe_psql('postgres', 'CREATE DATABASE app');
+$node->safe_psql('app', 'CREATE EXTENSION schedlock');
+$node->safe_psql('app', 'CREATE TABLE ticks (at timestamptz)');
+
+# wait_true SQL SECONDS : poll until SQL returns t; how long it took, or undef
+sub wait_true
+{
+	my ($sql, $secs) = @_;
+	my $t0 = time;
+	while (time - $t0 < $secs)
+	{
+		return time - $t0 if $node->safe_psql('app', $sql) eq 't';
+		usleep(100_000);
+	}
+	return undef;
+}
+
+# --- (a) schedlock.workers lowered under a running non-atomic job ---------
+#
+# The job sleeps only on worker 1 (its process title says which worker it
+# is), so the run that is in progress is one that lowering the setting to 1
+# stops; on worker 0 the same command returns at once.  To have worker 1
+# take a slot, worker 0 is kept busy by another job while worker 1 starts.
+$node->safe_psql('app', q{
+	SELECT schedule_job('sleepy', '1 second', $$
+		SELECT pg_sleep(60)
+		 WHERE position('schedlock worker 1 '::bytea IN
+			   pg_read_binary_file('/proc/' || pg_backend_pid() || '/cmdline')) > 0
+	$$, atomic => false);
+	SELECT schedule_job('hog', '0 0 1 1 *', 'SELECT pg_sleep(10)', atomic => false);
+});
+wait_true(q{
+	SELECT count(*) >= 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+	 WHERE j.job_name = 'sleepy' AND r.status = 'succeeded'}, 30)
+  or die 'the sleepy job did not run on worker 0';
+$node->safe_psql('app', q{SELECT run_job('hog')});
+wait_true(q{
+	SELECT count(*) = 1 FROM pg_stat_activity
+	 WHERE backend_type = 'schedlock worker' AND query = 'SELECT pg_sleep(10)'}, 30)
+  or die 'the hog job did not start';
+$node->safe_psql('app', 'ALTER SYSTEM SET schedlock.workers = 2');
+$node->safe_psql('app', 'SELECT pg_reload_conf()');
+wait_true(q{
+	SELECT count(*) = 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+	 WHERE j.job_name = 'sleepy' AND r.status = 'running'
+	   AND r.started_at < clock_timestamp() - interval '1 second'}, 30)
+  or die 'no run of the sleepy job stayed running on worker 1';
+wait_true(q{
+	SELECT count(*) = 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+	 WHERE j.job_name = 'hog' AND r.status = 'succeeded'}, 30)
+  or die 'the hog job did not finish';
+my ($run_id, $pid) = split /\|/, $node->safe_psql('app', q{
+	SELECT r.run_id, r.worker_pid FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+	 WHERE j.job_name = 'sleepy' AND r.status = 'running'});
+ok($pid, "run $run_id is in progress in worker $pid (worker 1)");
+
+# worker 0 is idle again and checks for lost runs: a live worker's run is
+# not one
+sleep 3;
+is($node->safe_psql('app', "SELECT status FROM schedlock.job_runs WHERE run_id = $run_id"),
+	'running', 'the run of a live worker stays running');
+
+$node->safe_psql('app', 'ALTER SYSTEM SET schedlock.workers = 1');
+$node->safe_psql('app', 'SELECT pg_reload_conf()');
+wait_true("SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $pid)", 30)
+  or die "worker $pid did not stop after schedlock.workers was lowered";
+pass('lowering schedlock.workers stopped the worker in the middle of the run');
+
+my $took = wait_true(
+	"SELECT status = 'lost' FROM schedlock.job_runs WHERE run_id = $run_id", 20);
+ok(defined $took && $took < 5,
+	'the run is closed as lost within 5 s of its worker stopping ('
+	  . (defined $took ? sprintf('%.1f s', $took) : 'not within 20 s') . ')');
+like($node->safe_psql('app', "SELECT message FROM schedlock.job_runs WHERE run_id = $run_id"),
+	qr/ended before the run finished/, 'the lost run says why');
+ok(wait_true(qq{
+	SELECT count(*) >= 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+	 WHERE j.job_name = 'sleepy' AND r.status = 'succeeded' AND r.run_id > $run_id}, 20),
+	'a later slot of the job runs (on worker 0)');
+$node->safe_psql('app', q{SELECT unschedule_job('sleepy')});
+
+# --- (b) a run row naming a pid that now belongs to another backend -------
+
+$node->safe_psql('app', q{
+	SELECT schedule_job('victim', '1 second',
+						'INSERT INTO ticks VALUES (clock_timestamp())', atomic => false);
+});
+wait_true(q{
+	SELECT count(*) >= 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+	 WHERE j.job_name = 'victim' AND r.status = 'succeeded'}, 30)
+  or die 'the victim job did not run';
+
+# fake_run PID STARTED_AT SLOT : a running row of the victim job, written as
+# its worker writes it (the timeline of its real runs), naming pid PID
+sub fake_run
+{
+	my ($fpid, $started, $slot) = @_;
+	return $node->safe_psql('app', qq{
+		INSERT INTO schedlock.job_runs (job_id, owner, scheduled_for, attempt,
+										status, started_at, worker_pid, timeline)
+		SELECT j.job_id, j.owner, '$slot', 1, 'running', '$started', $fpid,
+			   (SELECT max(timeline) FROM schedlock.job_runs WHERE job_id = j.job_id)
+		  FROM schedlock.jobs j WHERE j.job_name = 'victim'
+		RETURNING run_id});
+}
+
+# victim_runs_after RUN : whether the victim job ran a slot after row RUN
+sub victim_runs_after
+{
+	my ($after) = @_;
+	return wait_true(qq{
+		SELECT count(*) >= 2 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+		 WHERE j.job_name = 'victim' AND r.status = 'succeeded' AND r.run_id > $after}, 20);
+}
+
+# (b1) the pid of an unrelated live session
+my $session = $node->background_psql('app');
+my ($spid, $sstart) = split /\|/,
+  $session->query_safe('SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()');
+my $fake1 = fake_run($spid, "$sstart", '2000-01-01 00:00:00+00');
+$took = wait_true("SELECT status = 'lost' FROM schedlock.job_runs WHERE run_id = $fake1", 20);
+ok(defined $took && $took < 5,
+	"a run naming the pid of a live client session ($spid) is closed as lost ("
+	  . (defined $took ? sprintf('%.1f s', $took) : 'not within 20 s') . ')');
+ok(victim_runs_after($fake1), 'and the job runs on');
+
+# (b2) the pid of the live worker, which started after the run began
+my ($wpid, $wstart) = split /\|/, $node->safe_psql('app', q{
+	SELECT pid, backend_start - interval '1 hour' FROM pg_stat_activity
+	 WHERE backend_type = 'schedlock worker' AND datname = 'app'});
+my $fake2 = fake_run($wpid, $wstart, '2000-01-02 00:00:00+00');
+$took = wait_true("SELECT status = 'lost' FROM schedlock.job_runs WHERE run_id = $fake2", 20);
+ok(defined $took && $took < 5,
+	"a run naming the pid of a worker ($wpid) that started after the run is closed as lost ("
+	  . (defined $took ? sprintf('%.1f s', $took) : 'not within 20 s') . ')');
+ok(victim_runs_after($fake2), 'and the job runs on');
+is($node->safe_psql('app', qq{
+	SELECT count(*) FROM schedlock.job_runs WHERE run_id > $fake1 AND status = 'running'
+	   AND started_at < clock_timestamp() - interval '10 seconds'}),
+	'0', 'no run is left running');
+
+$session->quit;
+$node->stop;
+done_testing();

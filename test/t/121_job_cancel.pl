@@ -1,0 +1,110 @@
+# 121_job_cancel.pl: pg_cancel_backend on a dispatch worker cancels the job
+# it runs, nothing else.
+#  (a) An idle worker that is cancelled (again and again, whatever it is
+#      doing between jobs) stays, with the same pid, and jobs run on.
+#  (b) A worker running a long job, atomic or not, that is cancelled: the
+#      run fails with SQLSTATE 57014, the worker stays (same pid) and runs
+#      the next jobs.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep time);
+
+my $node = PostgreSQL::Test::Cluster->new('cancel');
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
+$node->append_conf('postgresql.conf', "max_worker_processes = 32");
+# one worker: the one cancelled is the one that runs every job
+$node->append_conf('postgresql.conf', "schedlock.workers = 1");
+$node->start;
+$node->safe_psql('postgres', 'CREATE DATABASE app');
+$node->safe_psql('app', 'CREATE EXTENSION schedlock');
+$node->safe_psql('app', 'CREATE TABLE ticks (at timestamptz)');
+
+# wait_true SQL SECONDS : poll until SQL returns t
+sub wait_true
+{
+	my ($sql, $secs) = @_;
+	my $t0 = time;
+	while (time - $t0 < $secs)
+	{
+		return 1 if $node->safe_psql('app', $sql) eq 't';
+		usleep(100_000);
+	}
+	return 0;
+}
+
+sub worker_pid
+{
+	return $node->safe_psql('app', q{
+		SELECT pid FROM pg_stat_activity
+		 WHERE backend_type = 'schedlock worker' AND datname = 'app'});
+}
+
+# ticks_after TIME : whether the tick job ran twice after TIME
+sub ticks_after
+{
+	my ($after) = @_;
+	return wait_true("SELECT count(*) >= 2 FROM ticks WHERE at > '$after'", 20);
+}
+
+wait_true(q{SELECT count(*) = 1 FROM pg_stat_activity
+			 WHERE backend_type = 'schedlock worker' AND datname = 'app'}, 30)
+  or die 'no worker for database app';
+my $pid = worker_pid();
+
+# --- (a) an idle worker ------------------------------------------------------
+
+$node->safe_psql('app', q{
+	SELECT schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (clock_timestamp())');
+});
+wait_true('SELECT count(*) >= 1 FROM ticks', 20) or die 'the tick job did not run';
+
+# twenty cancels over two seconds: most find the worker asleep, some in
+# its own statements between runs
+foreach my $i (1 .. 20)
+{
+	$node->safe_psql('app', "SELECT pg_cancel_backend($pid)");
+	usleep(100_000);
+}
+my $cancelled_at = $node->safe_psql('app', 'SELECT clock_timestamp()');
+sleep 1;
+is(worker_pid(), $pid, "the worker cancelled while idle is still there, pid $pid");
+ok(ticks_after($cancelled_at), 'and runs the every-second job on');
+$node->safe_psql('app', q{SELECT alter_job('tick', enabled => false)});
+
+# --- (b) a worker running a long job ----------------------------------------
+
+# (the worker of part (a), or its successor if part (a) failed)
+wait_true(q{SELECT count(*) = 1 FROM pg_stat_activity
+			 WHERE backend_type = 'schedlock worker' AND datname = 'app'}, 30)
+  or die 'no worker for database app';
+$pid = worker_pid();
+
+foreach my $atomic ('true', 'false')
+{
+	my $name = $atomic eq 'true' ? 'long_atomic' : 'long_toplevel';
+	$node->safe_psql('app', qq{
+		SELECT schedule_job('$name', '\@reboot', 'SELECT pg_sleep(60)', atomic => $atomic);
+		SELECT run_job('$name');
+	});
+	wait_true(qq{SELECT count(*) = 1 FROM pg_stat_activity
+				  WHERE pid = $pid AND query = 'SELECT pg_sleep(60)'}, 20)
+	  or die "the $name job did not start";
+	$node->safe_psql('app', "SELECT pg_cancel_backend($pid)");
+	ok(wait_true(qq{
+		SELECT count(*) = 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+		 WHERE j.job_name = '$name' AND r.status = 'failed' AND r.sqlstate = '57014'}, 10),
+		"$name: the cancelled run failed with 57014");
+	is(worker_pid(), $pid, "$name: the worker is still there, pid $pid");
+	my $after = $node->safe_psql('app', 'SELECT clock_timestamp()');
+	$node->safe_psql('app', q{SELECT alter_job('tick', enabled => true)});
+	ok(ticks_after($after), "$name: and runs the next jobs");
+	$node->safe_psql('app', q{SELECT alter_job('tick', enabled => false)});
+	$node->safe_psql('app', "SELECT unschedule_job('$name')");
+}
+
+$node->stop;
+done_testing();
