@@ -92,9 +92,8 @@ typedef struct LauncherDb
 	bool		warned;			/* complained about max_worker_processes */
 	TimestampTz retry_after;	/* start no worker before this time */
 	int			slot[SCHEDLOCK_MAX_WORKERS_PER_DB]; /* shmem slot, -1 none */
-	BackgroundWorkerHandle *handle[SCHEDLOCK_MAX_WORKERS_PER_DB];	/* NULL
-																	 * when
-																	 * adopted */
+	/* the workers this launcher started; NULL for adopted ones */
+	BackgroundWorkerHandle *handle[SCHEDLOCK_MAX_WORKERS_PER_DB];
 } LauncherDb;
 
 static HTAB *launcher_dbs = NULL;

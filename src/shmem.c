@@ -655,6 +655,9 @@ schedlock_pool_release_role(SchedlockWorkerSlot *slot)
 {
 	bool		at_cap = false;
 
+	/* only this worker sets its running_role: no lock needed to see none */
+	if (!OidIsValid(slot->running_role))
+		return;
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
 	if (OidIsValid(slot->running_role))
 	{

@@ -34,6 +34,11 @@
  * them), and retries them per policy; worker 0 on the first start of the
  * server's (or promoted standby's) dispatch fires the @reboot jobs.
  *
+ * The worker pool (shmem.c): a worker beyond schedlock.workers leaves when
+ * it has been idle for a while, and the SQL jobs of a role that has
+ * schedlock.max_runs_per_role runs in progress are left due, unclaimed,
+ * until one of them ends.
+ *
  * The worker's own statements run with search_path pinned to pg_catalog
  * (schedlock_trusted_path_begin, query.c), whatever the database, a role
  * or a job set; a job runs with the session's ordinary search_path, and
