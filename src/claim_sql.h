@@ -53,4 +53,13 @@
 #define SCHEDLOCK_CLAIM_NOTIFY_SQL \
 	SCHEDLOCK_CLAIM_SELECT "AND notify_channel IS NOT NULL " SCHEDLOCK_CLAIM_ORDER
 
+/*
+ * The same as SCHEDLOCK_CLAIM_SQL, leaving out the SQL jobs of the roles $4
+ * (oid[]) that have schedlock.max_runs_per_role runs in progress.
+ */
+#define SCHEDLOCK_CLAIM_CAPPED_SQL \
+	SCHEDLOCK_CLAIM_SELECT "AND (notify_channel IS NOT NULL OR NOT " \
+	"  (owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($4))) " \
+	SCHEDLOCK_CLAIM_ORDER
+
 #endif							/* SCHEDLOCK_CLAIM_SQL_H */

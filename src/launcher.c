@@ -10,8 +10,9 @@
  * worker raises no_extension in its slot and exits, and the launcher leaves
  * the database alone until CREATE EXTENSION (or CREATE DATABASE) asks it to
  * probe again.  When the extension is there, worker 0 closes runs lost by
- * an earlier life of the server, fires @reboot jobs, raises ready, and the
- * launcher starts workers 1 .. schedlock.workers - 1.  The launcher is
+ * an earlier life of the server, fires @reboot jobs (once per server life,
+ * recorded in shared memory), raises ready, and the launcher starts workers
+ * 1 .. schedlock.workers - 1.  The launcher is
  * registered with BgWorkerStart_RecoveryFinished, so nothing runs on a
  * standby and dispatch starts as soon as a standby is promoted.
  *
@@ -23,12 +24,29 @@
  * (DROP, CREATE ... TEMPLATE or RENAME of their database, DROP EXTENSION;
  * see shmem.c) come back as soon as it is over.
  *
+ * The worker pool: once every worker of a database has been running a job
+ * for SCHEDLOCK_POOL_GROW_AFTER_MS, the launcher starts one more, up to
+ * schedlock.max_workers; a worker beyond schedlock.workers leaves on its own
+ * when it has been idle for a while (shmem.c), and is not started again
+ * until the pool needs it.
+ *
+ * Everything the launcher must know survives it in the worker slots of
+ * shared memory: a launcher started again after it was terminated adopts
+ * the workers it finds there (adopt_workers).  It has no handle for them,
+ * so it learns that one stopped from the slot (exited, set by the worker)
+ * and is woken by the worker itself.  A slot reserved by the previous
+ * launcher whose worker never took it is given up after
+ * LAUNCHER_ADOPT_GRACE_MS; should that worker start later, it finds its
+ * generation gone and exits.
+ *
  * IDENTIFICATION
  *	  src/launcher.c
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <signal.h>
 
 #include "access/heapam.h"
 #include "access/htup_details.h"
@@ -61,6 +79,9 @@
 /* Delay before retrying after max_worker_processes ran out. */
 #define LAUNCHER_NO_SLOT_DELAY_MS	10000
 
+/* How long an adopted slot may wait for its worker to take it. */
+#define LAUNCHER_ADOPT_GRACE_MS		30000
+
 /* What the launcher knows about one database. */
 typedef struct LauncherDb
 {
@@ -68,10 +89,10 @@ typedef struct LauncherDb
 	NameData	dbname;			/* for the workers' process titles */
 	bool		seen;			/* found by the latest pg_database scan */
 	bool		absent;			/* the extension is not installed there */
-	bool		started_before; /* worker 0 started before in this life */
 	bool		warned;			/* complained about max_worker_processes */
 	TimestampTz retry_after;	/* start no worker before this time */
 	int			slot[SCHEDLOCK_MAX_WORKERS_PER_DB]; /* shmem slot, -1 none */
+	/* the workers this launcher started; NULL for adopted ones */
 	BackgroundWorkerHandle *handle[SCHEDLOCK_MAX_WORKERS_PER_DB];
 } LauncherDb;
 
@@ -131,7 +152,6 @@ lookup_db(Oid dboid)
 		memset(NameStr(db->dbname), 0, NAMEDATALEN);
 		db->seen = false;
 		db->absent = false;
-		db->started_before = false;
 		db->warned = false;
 		db->retry_after = 0;
 		for (i = 0; i < SCHEDLOCK_MAX_WORKERS_PER_DB; i++)
@@ -227,19 +247,80 @@ scan_databases(void)
 /*
  * free_slot
  *		Give a worker slot back; read its exit flags first.  Returns true
- *		when the worker reported that the database has no extension.
+ *		when the worker reported that the database has no extension; sets
+ *		*retired when it left the pool because it was idle.
  */
 static bool
-free_slot(int slotno)
+free_slot(int slotno, bool *retired)
 {
 	SchedlockWorkerSlot *slot = &schedlock_shared->slots[slotno];
 	bool		no_extension;
 
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
 	no_extension = slot->no_extension;
+	if (retired)
+		*retired = slot->retired;
 	memset(slot, 0, sizeof(SchedlockWorkerSlot));
 	LWLockRelease(schedlock_shared->lock);
 	return no_extension;
+}
+
+/*
+ * adopt_workers
+ *		At launcher start: take over the workers an earlier launcher of this
+ *		server life started (their slots are still reserved), instead of
+ *		starting a second set.
+ */
+static void
+adopt_workers(void)
+{
+	int			adopted = 0;
+	int			i;
+
+	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
+	for (i = 0; i < schedlock_shared->nslots; i++)
+	{
+		SchedlockWorkerSlot *slot = &schedlock_shared->slots[i];
+		LauncherDb *db;
+
+		if (!slot->in_use || slot->worker_index < 0 ||
+			slot->worker_index >= SCHEDLOCK_MAX_WORKERS_PER_DB)
+			continue;
+		db = lookup_db(slot->dboid);
+		if (db->slot[slot->worker_index] >= 0)
+			continue;			/* cannot happen: one slot per index */
+		db->slot[slot->worker_index] = i;
+		db->handle[slot->worker_index] = NULL;
+		adopted++;
+	}
+	LWLockRelease(schedlock_shared->lock);
+	if (adopted > 0)
+		ereport(LOG,
+				(errmsg("schedlock launcher adopted %d running workers",
+						adopted)));
+}
+
+/*
+ * worker_stopped
+ *		Whether the worker in slot 'slotno' (started with 'handle', or
+ *		adopted when it is NULL) has stopped for good.
+ */
+static bool
+worker_stopped(int slotno, BackgroundWorkerHandle *handle, TimestampTz now)
+{
+	SchedlockWorkerSlot *slot = &schedlock_shared->slots[slotno];
+	pid_t		pid;
+	bool		stopped;
+
+	if (handle != NULL)
+		return GetBackgroundWorkerPid(handle, &pid) == BGWH_STOPPED;
+	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
+	stopped = slot->exited ||
+		(!slot->attached &&
+		 TimestampDifferenceExceeds(slot->reserved_at, now,
+									LAUNCHER_ADOPT_GRACE_MS));
+	LWLockRelease(schedlock_shared->lock);
+	return stopped;
 }
 
 /*
@@ -267,7 +348,8 @@ start_worker(LauncherDb *db, int index)
 			slot->in_use = true;
 			slot->dboid = db->dboid;
 			slot->worker_index = index;
-			slot->first_start = (index == 0 && !db->started_before);
+			slot->generation = ++schedlock_shared->next_generation;
+			slot->reserved_at = GetCurrentTimestamp();
 			slotno = i;
 			break;
 		}
@@ -289,12 +371,15 @@ start_worker(LauncherDb *db, int index)
 		snprintf(worker.bgw_type, BGW_MAXLEN, "schedlock worker");
 		worker.bgw_main_arg = Int32GetDatum(slotno);
 		worker.bgw_notify_pid = MyProcPid;
+		/* unlocked read: only the launcher writes a reserved slot's number */
+		memcpy(worker.bgw_extra, &schedlock_shared->slots[slotno].generation,
+			   sizeof(uint64));
 
 		oldcxt = MemoryContextSwitchTo(TopMemoryContext);
 		ok = RegisterDynamicBackgroundWorker(&worker, &handle);
 		MemoryContextSwitchTo(oldcxt);
 		if (!ok)
-			(void) free_slot(slotno);
+			(void) free_slot(slotno, NULL);
 	}
 
 	if (!ok)
@@ -306,8 +391,9 @@ start_worker(LauncherDb *db, int index)
 							index, NameStr(db->dbname)),
 					 errdetail("All max_worker_processes (%d) background worker slots are in use.",
 							   max_worker_processes),
-					 errhint("The job scheduler needs one launcher plus schedlock.workers (%d) processes per database that has the extension; raise max_worker_processes or lower schedlock.workers.",
-							 schedlock_workers)));
+					 errhint("The job scheduler needs one launcher plus schedlock.workers (%d), and while long jobs run up to schedlock.max_workers (%d), processes per database that has the extension; raise max_worker_processes or lower these settings.",
+							 schedlock_workers,
+							 Max(schedlock_workers, schedlock_max_workers))));
 		db->warned = true;
 		db->retry_after = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													  LAUNCHER_NO_SLOT_DELAY_MS);
@@ -316,8 +402,28 @@ start_worker(LauncherDb *db, int index)
 
 	db->slot[index] = slotno;
 	db->handle[index] = handle;
-	if (index == 0)
-		db->started_before = true;
+}
+
+/*
+ * terminate_worker
+ *		Stop a worker started with 'handle', or an adopted one (handle
+ *		NULL) by its pid.
+ */
+static void
+terminate_worker(int slotno, BackgroundWorkerHandle *handle)
+{
+	pid_t		pid;
+
+	if (handle != NULL)
+	{
+		TerminateBackgroundWorker(handle);
+		return;
+	}
+	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
+	pid = schedlock_shared->slots[slotno].pid;
+	LWLockRelease(schedlock_shared->lock);
+	if (pid != 0)
+		kill(pid, SIGTERM);
 }
 
 /*
@@ -333,21 +439,61 @@ reap_workers(LauncherDb *db, TimestampTz now, bool stepped_aside)
 
 	for (i = 0; i < SCHEDLOCK_MAX_WORKERS_PER_DB; i++)
 	{
-		pid_t		pid;
+		bool		retired = false;
 
 		if (db->slot[i] < 0)
 			continue;
-		if (GetBackgroundWorkerPid(db->handle[i], &pid) != BGWH_STOPPED)
+		if (!worker_stopped(db->slot[i], db->handle[i], now))
 			continue;
-		if (free_slot(db->slot[i]))
+		if (free_slot(db->slot[i], &retired))
 			db->absent = true;
-		else if (!stepped_aside)
+		else if (!stepped_aside && !retired)
 			db->retry_after = TimestampTzPlusMilliseconds(now,
 														  LAUNCHER_RESTART_DELAY_MS);
-		pfree(db->handle[i]);
+		if (db->handle[i] != NULL)
+			pfree(db->handle[i]);
 		db->handle[i] = NULL;
 		db->slot[i] = -1;
 	}
+}
+
+/*
+ * pool_growth
+ *		Whether the database's pool should get one more worker: all its
+ *		workers have been running jobs for SCHEDLOCK_POOL_GROW_AFTER_MS.
+ *		When they all run jobs but not yet for that long, *recheck_ms says
+ *		when to look again.
+ */
+static bool
+pool_growth(LauncherDb *db, TimestampTz now, long *recheck_ms)
+{
+	TimestampTz latest = 0;
+	int			i;
+
+	*recheck_ms = -1;
+	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
+	for (i = 0; i < SCHEDLOCK_MAX_WORKERS_PER_DB; i++)
+	{
+		SchedlockWorkerSlot *slot;
+
+		if (db->slot[i] < 0)
+			continue;
+		slot = &schedlock_shared->slots[db->slot[i]];
+		if (slot->running_job == 0)
+		{
+			latest = -1;
+			break;
+		}
+		latest = Max(latest, slot->running_since);
+	}
+	LWLockRelease(schedlock_shared->lock);
+	if (latest <= 0)
+		return false;
+	latest = TimestampTzPlusMilliseconds(latest, SCHEDLOCK_POOL_GROW_AFTER_MS);
+	if (latest <= now)
+		return true;
+	*recheck_ms = (long) ((latest - now) / 1000) + 1;
+	return false;
 }
 
 /*
@@ -362,6 +508,8 @@ manage_database(LauncherDb *db, TimestampTz now)
 	bool		dropping;
 	bool		ready = false;
 	int			wanted;
+	int			cap;
+	long		recheck = -1;
 	int			i;
 
 	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
@@ -376,9 +524,10 @@ manage_database(LauncherDb *db, TimestampTz now)
 	LWLockRelease(schedlock_shared->lock);
 
 	wanted = (db->absent || dropping || !db->seen) ? 0 : schedlock_workers;
-	for (i = wanted; i < SCHEDLOCK_MAX_WORKERS_PER_DB; i++)
+	cap = wanted == 0 ? 0 : Max(schedlock_workers, schedlock_max_workers);
+	for (i = cap; i < SCHEDLOCK_MAX_WORKERS_PER_DB; i++)
 		if (db->slot[i] >= 0)
-			TerminateBackgroundWorker(db->handle[i]);
+			terminate_worker(db->slot[i], db->handle[i]);
 	if (wanted == 0)
 		return -1;
 
@@ -392,10 +541,19 @@ manage_database(LauncherDb *db, TimestampTz now)
 		for (i = 1; i < wanted; i++)
 			if (db->slot[i] < 0)
 				start_worker(db, i);
+		if (pool_growth(db, now, &recheck))
+		{
+			for (i = wanted; i < cap; i++)
+				if (db->slot[i] < 0)
+				{
+					start_worker(db, i);
+					break;
+				}
+		}
 	}
 	if (now < db->retry_after)
 		return (long) ((db->retry_after - now) / 1000) + 1;
-	return -1;
+	return recheck;
 }
 
 /*
@@ -463,6 +621,7 @@ schedlock_launcher_main(Datum arg)
 	ctl.hcxt = TopMemoryContext;
 	launcher_dbs = hash_create("schedlock launcher databases", 64, &ctl,
 							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	adopt_workers();
 
 	ereport(LOG,
 			(errmsg("schedlock launcher started")));

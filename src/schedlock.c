@@ -39,6 +39,12 @@ char	   *schedlock_timezone = NULL;
 /* Dispatch workers per database (schedlock.workers). */
 int			schedlock_workers = 2;
 
+/* Largest pool of dispatch workers per database (schedlock.max_workers). */
+int			schedlock_max_workers = 4;
+
+/* Runs of one role's jobs at once in a database (0: no limit). */
+int			schedlock_max_runs_per_role = 3;
+
 /* Whether the workers run jobs at all (schedlock.enabled). */
 bool		schedlock_enabled = true;
 
@@ -229,6 +235,32 @@ _PG_init(void)
 							&schedlock_workers,
 							2,
 							1,
+							SCHEDLOCK_MAX_WORKERS_PER_DB,
+							PGC_SIGHUP,
+							0,
+							NULL,
+							NULL,
+							NULL);
+
+	DefineCustomIntVariable("schedlock.max_workers",
+							"Largest number of job dispatch workers per database.",
+							"The pool grows beyond schedlock.workers while every worker is running a job, up to this many, and shrinks back when the extra workers have been idle for 30 s. Each worker takes one of max_worker_processes.",
+							&schedlock_max_workers,
+							4,
+							1,
+							SCHEDLOCK_MAX_WORKERS_PER_DB,
+							PGC_SIGHUP,
+							0,
+							NULL,
+							NULL,
+							NULL);
+
+	DefineCustomIntVariable("schedlock.max_runs_per_role",
+							"Largest number of runs of one role's jobs in progress at once in a database.",
+							"Counts the SQL jobs a role owns; keep it below schedlock.max_workers so that one role cannot take the whole pool. 0 means no limit.",
+							&schedlock_max_runs_per_role,
+							3,
+							0,
 							SCHEDLOCK_MAX_WORKERS_PER_DB,
 							PGC_SIGHUP,
 							0,

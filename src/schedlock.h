@@ -41,12 +41,17 @@
 #define SCHEDLOCK_LOCKTAG_MUTEX		0x534D	/* "SM": per-name transaction mutex */
 #define SCHEDLOCK_LOCKTAG_SESSION	0x5353	/* "SS": per-session identity lock */
 
-/* Largest schedlock.workers value (workers per database). */
+/*
+ * Largest schedlock.workers and schedlock.max_workers value (workers per
+ * database).
+ */
 #define SCHEDLOCK_MAX_WORKERS_PER_DB	32
 
 /* GUC variables (schedlock.c) */
 extern char *schedlock_timezone;
 extern int	schedlock_workers;
+extern int	schedlock_max_workers;
+extern int	schedlock_max_runs_per_role;	/* 0: no limit */
 extern bool schedlock_enabled;
 extern int	schedlock_history_retention;	/* minutes; 0 keeps history forever */
 

@@ -34,6 +34,18 @@
 /* Longest a worker sleeps before looking at the clock again, in ms. */
 #define SCHEDLOCK_MAX_SLEEP_MS		60000
 
+/*
+ * The worker pool (shmem.c, launcher.c): the launcher adds a worker to a
+ * database, up to schedlock.max_workers, once all its workers have been
+ * running jobs for SCHEDLOCK_POOL_GROW_AFTER_MS; a worker beyond
+ * schedlock.workers leaves after SCHEDLOCK_POOL_IDLE_MS without a claim,
+ * and wakes SCHEDLOCK_POOL_EXTRA_DELAY_MS after the lower ones, so that
+ * idle lower workers take the jobs first.
+ */
+#define SCHEDLOCK_POOL_GROW_AFTER_MS	200
+#define SCHEDLOCK_POOL_IDLE_MS			30000
+#define SCHEDLOCK_POOL_EXTRA_DELAY_MS	3
+
 /* run_all catches up at most this many missed slots of a job. */
 #define SCHEDLOCK_RUN_ALL_LIMIT		100
 
@@ -66,22 +78,31 @@
 
 /*
  * One per-database worker.  The launcher reserves a slot (in_use, dboid,
- * worker_index, first_start) before registering the worker and frees it
- * after the worker has stopped; the worker fills in pid and latch once it
- * runs and clears them when it exits, and raises ready / no_extension.
+ * worker_index, generation, reserved_at) before registering the worker and
+ * frees it after the worker has stopped; the worker takes the slot
+ * (attached, pid, latch) first thing, if its generation still matches,
+ * clears pid and latch and raises exited when it ends, and raises ready /
+ * no_extension / retired.  The slots are the launcher's memory: a launcher
+ * that restarts adopts the workers it finds there (launcher.c).
  */
 typedef struct SchedlockWorkerSlot
 {
 	bool		in_use;			/* reserved by the launcher */
 	Oid			dboid;			/* database the worker serves */
-	int			worker_index;	/* 0 .. schedlock.workers - 1 */
-	bool		first_start;	/* worker 0: first dispatch of this server
-								 * life (or promotion): fire @reboot jobs */
+	int			worker_index;	/* 0 .. schedlock.max_workers - 1 */
+	uint64		generation;		/* reservation number, in bgw_extra */
+	TimestampTz reserved_at;	/* when the launcher reserved the slot */
+	bool		attached;		/* the worker process took the slot */
+	bool		exited;			/* the worker process has ended */
 	pid_t		pid;			/* worker's pid while it runs, else 0 */
 	Latch	   *latch;			/* worker's latch while it runs */
 	bool		ready;			/* worker 0 finished its start-up work */
 	bool		no_extension;	/* worker found no schedlock extension */
+	bool		retired;		/* an extra worker left the pool, idle */
 	int64		running_job;	/* job_id being run now, 0 when none */
+	TimestampTz running_since;	/* when running_job started */
+	Oid			running_role;	/* owner of the job claimed for a run, for
+								 * schedlock.max_runs_per_role */
 } SchedlockWorkerSlot;
 
 /*
@@ -101,6 +122,10 @@ typedef struct SchedlockShared
 	Oid			dropping_db[SCHEDLOCK_MAX_DROPPING];	/* workers step aside
 														 * for a statement */
 	pid_t		dropping_pid[SCHEDLOCK_MAX_DROPPING];	/* backend running it */
+	uint64		next_generation;	/* last slot reservation number */
+	Oid		   *reboot_db;		/* nslots entries: databases whose @reboot
+								 * jobs fired in this server life (or since
+								 * promotion); InvalidOid when unused */
 	int			nslots;			/* length of slots (max_worker_processes) */
 	SchedlockWorkerSlot slots[FLEXIBLE_ARRAY_MEMBER];
 } SchedlockShared;
@@ -118,6 +143,21 @@ extern bool schedlock_database_dropping(Oid dboid);
 extern void schedlock_stop_database_workers(Oid dboid);
 extern void schedlock_database_drop_done(Oid dboid);
 extern void schedlock_xact_init(void);
+extern bool schedlock_worker_attach(SchedlockWorkerSlot *slot,
+									uint64 generation);
+extern void schedlock_worker_detach(SchedlockWorkerSlot *slot);
+extern bool schedlock_reboot_due(Oid dboid);
+extern void schedlock_reboot_done(Oid dboid);
+extern void schedlock_pool_set_running(SchedlockWorkerSlot *slot,
+									   int64 job_id);
+extern int	schedlock_pool_capped_roles(SchedlockWorkerSlot *slot,
+										Oid *roles, int max);
+extern bool schedlock_pool_take_role(SchedlockWorkerSlot *slot, Oid role);
+extern void schedlock_pool_release_role(SchedlockWorkerSlot *slot);
+extern long schedlock_pool_retire_if_idle(SchedlockWorkerSlot *slot,
+										  bool claimed,
+										  TimestampTz *idle_since,
+										  long sleep_ms);
 
 /* stepaside.c */
 extern Oid	schedlock_step_aside_for(Node *parsetree, bool isTopLevel);

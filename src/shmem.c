@@ -43,7 +43,9 @@
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
+#include "storage/proc.h"
 #include "storage/shmem.h"
+#include "utils/timestamp.h"
 
 #include "schedlock.h"
 #include "scheduler.h"
@@ -69,9 +71,13 @@ static void release_step_aside_marks(void);
 static Size
 shared_size(void)
 {
-	return add_size(offsetof(SchedlockShared, slots),
+	Size		size;
+
+	size = add_size(offsetof(SchedlockShared, slots),
 					mul_size(sizeof(SchedlockWorkerSlot),
 							 Max(max_worker_processes, 1)));
+	size = MAXALIGN(size);
+	return add_size(size, mul_size(sizeof(Oid), Max(max_worker_processes, 1)));
 }
 
 /*
@@ -104,6 +110,10 @@ schedlock_shmem_startup(void)
 		memset(schedlock_shared, 0, shared_size());
 		schedlock_shared->lock = &(GetNamedLWLockTranche("schedlock"))->lock;
 		schedlock_shared->nslots = Max(max_worker_processes, 1);
+		schedlock_shared->reboot_db = (Oid *)
+			((char *) schedlock_shared +
+			 MAXALIGN(offsetof(SchedlockShared, slots) +
+					  sizeof(SchedlockWorkerSlot) * schedlock_shared->nslots));
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -420,4 +430,291 @@ void
 schedlock_wake_database_workers(Oid dboid)
 {
 	wake_database_workers(dboid);
+}
+
+/*
+ * schedlock_worker_attach
+ *		Called by a worker first thing: take the slot the launcher reserved
+ *		for it and publish pid and latch.  Returns false when the slot is no
+ *		longer this worker's (a restarted launcher gave up waiting for it
+ *		and freed or reused it; the generation tells): the worker must exit.
+ */
+bool
+schedlock_worker_attach(SchedlockWorkerSlot *slot, uint64 generation)
+{
+	bool		ok;
+
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	ok = slot->in_use && slot->generation == generation && !slot->attached;
+	if (ok)
+	{
+		slot->attached = true;
+		slot->pid = MyProcPid;
+		slot->latch = MyLatch;
+	}
+	LWLockRelease(schedlock_shared->lock);
+	return ok;
+}
+
+/*
+ * schedlock_worker_detach
+ *		Called when a worker exits: clear its pid, latch and run, mark it
+ *		exited, and wake the launcher (which may have adopted the worker
+ *		and then gets no postmaster notification).
+ */
+void
+schedlock_worker_detach(SchedlockWorkerSlot *slot)
+{
+	schedlock_pool_release_role(slot);
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	slot->pid = 0;
+	slot->latch = NULL;
+	slot->running_job = 0;
+	slot->exited = true;
+	LWLockRelease(schedlock_shared->lock);
+	schedlock_wake_launcher();
+}
+
+/*
+ * schedlock_reboot_due
+ *		Whether the @reboot jobs of dboid have not fired yet in this server
+ *		life.
+ */
+bool
+schedlock_reboot_due(Oid dboid)
+{
+	bool		due = true;
+	int			i;
+
+	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
+	for (i = 0; i < schedlock_shared->nslots; i++)
+		if (schedlock_shared->reboot_db[i] == dboid)
+			due = false;
+	LWLockRelease(schedlock_shared->lock);
+	return due;
+}
+
+/*
+ * db_has_workers
+ *		Whether any slot is reserved for dboid.  Caller holds the lock.
+ */
+static bool
+db_has_workers(Oid dboid)
+{
+	int			i;
+
+	for (i = 0; i < schedlock_shared->nslots; i++)
+		if (schedlock_shared->slots[i].in_use &&
+			schedlock_shared->slots[i].dboid == dboid)
+			return true;
+	return false;
+}
+
+/*
+ * schedlock_reboot_done
+ *		Record that the @reboot jobs of dboid fired.  The table has a place
+ *		per worker slot and the caller holds one, so there is always a free
+ *		entry or one of a database without workers to take over.
+ */
+void
+schedlock_reboot_done(Oid dboid)
+{
+	Oid		   *dbs = schedlock_shared->reboot_db;
+	int			victim = -1;
+	int			i;
+
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < schedlock_shared->nslots; i++)
+	{
+		if (dbs[i] == dboid)
+		{
+			victim = -1;
+			break;
+		}
+		if (victim < 0 && (!OidIsValid(dbs[i]) || !db_has_workers(dbs[i])))
+			victim = i;
+	}
+	if (i == schedlock_shared->nslots)
+		dbs[victim >= 0 ? victim : 0] = dboid;
+	LWLockRelease(schedlock_shared->lock);
+}
+
+/*
+ * schedlock_pool_set_running
+ *		Publish the job the worker runs now (0: none).  When every worker of
+ *		the database runs a job and the pool may grow, wake the launcher;
+ *		when the run is over, give the role's place back.
+ */
+void
+schedlock_pool_set_running(SchedlockWorkerSlot *slot, int64 job_id)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	bool		all_busy = true;
+	int			n = 0;
+	int			i;
+
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	slot->running_job = job_id;
+	slot->running_since = job_id != 0 ? now : 0;
+	for (i = 0; i < schedlock_shared->nslots; i++)
+	{
+		SchedlockWorkerSlot *s = &schedlock_shared->slots[i];
+
+		if (s->in_use && s->dboid == slot->dboid)
+		{
+			n++;
+			if (s->running_job == 0)
+				all_busy = false;
+		}
+	}
+	LWLockRelease(schedlock_shared->lock);
+	if (job_id != 0 && all_busy &&
+		n < Max(schedlock_workers, schedlock_max_workers))
+		schedlock_wake_launcher();
+	if (job_id == 0)
+		schedlock_pool_release_role(slot);
+}
+
+/*
+ * role_runs
+ *		How many workers of dboid other than 'self' hold a place for role.
+ *		Caller holds the lock.
+ */
+static int
+role_runs(Oid dboid, Oid role, SchedlockWorkerSlot *self)
+{
+	int			n = 0;
+	int			i;
+
+	for (i = 0; i < schedlock_shared->nslots; i++)
+	{
+		SchedlockWorkerSlot *s = &schedlock_shared->slots[i];
+
+		if (s != self && s->in_use && s->dboid == dboid &&
+			s->running_role == role)
+			n++;
+	}
+	return n;
+}
+
+/*
+ * schedlock_pool_capped_roles
+ *		Fill roles (up to max entries) with the roles whose jobs the worker
+ *		may not claim now: those with schedlock.max_runs_per_role runs in
+ *		progress in its database.  Returns how many.
+ */
+int
+schedlock_pool_capped_roles(SchedlockWorkerSlot *slot, Oid *roles, int max)
+{
+	int			n = 0;
+	int			i;
+	int			j;
+
+	if (schedlock_max_runs_per_role <= 0)
+		return 0;
+	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
+	for (i = 0; i < schedlock_shared->nslots && n < max; i++)
+	{
+		SchedlockWorkerSlot *s = &schedlock_shared->slots[i];
+		bool		known = false;
+
+		if (!s->in_use || s->dboid != slot->dboid ||
+			!OidIsValid(s->running_role))
+			continue;
+		for (j = 0; j < n; j++)
+			if (roles[j] == s->running_role)
+				known = true;
+		if (!known &&
+			role_runs(slot->dboid, s->running_role, slot) >=
+			schedlock_max_runs_per_role)
+			roles[n++] = s->running_role;
+	}
+	LWLockRelease(schedlock_shared->lock);
+	return n;
+}
+
+/*
+ * schedlock_pool_take_role
+ *		Take one of role's schedlock.max_runs_per_role places in the
+ *		worker's database for the job it claimed.  Returns false when they
+ *		are all taken: the worker must leave the job for later.
+ */
+bool
+schedlock_pool_take_role(SchedlockWorkerSlot *slot, Oid role)
+{
+	bool		ok = true;
+
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	if (schedlock_max_runs_per_role > 0 &&
+		role_runs(slot->dboid, role, slot) >= schedlock_max_runs_per_role)
+		ok = false;
+	else
+		slot->running_role = role;
+	LWLockRelease(schedlock_shared->lock);
+	return ok;
+}
+
+/*
+ * schedlock_pool_release_role
+ *		Give back the worker's place for a role, if it holds one.  When the
+ *		role was at its cap, wake the database's workers: a job of the role
+ *		they left due may be claimed now.
+ */
+void
+schedlock_pool_release_role(SchedlockWorkerSlot *slot)
+{
+	bool		at_cap = false;
+
+	/* only this worker sets its running_role: no lock needed to see none */
+	if (!OidIsValid(slot->running_role))
+		return;
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	if (OidIsValid(slot->running_role))
+	{
+		at_cap = schedlock_max_runs_per_role > 0 &&
+			role_runs(slot->dboid, slot->running_role, slot) + 1 >=
+			schedlock_max_runs_per_role;
+		slot->running_role = InvalidOid;
+	}
+	LWLockRelease(schedlock_shared->lock);
+	if (at_cap)
+		wake_database_workers(slot->dboid);
+}
+
+/*
+ * schedlock_pool_retire_if_idle
+ *		For a worker beyond schedlock.workers: leave the pool (exit) once it
+ *		has claimed nothing for SCHEDLOCK_POOL_IDLE_MS; otherwise return how
+ *		long it may sleep, a little longer than the lower workers (so that
+ *		idle lower workers take the jobs first) and no longer than its idle
+ *		time left.  claimed: whether the last pass claimed anything.
+ */
+long
+schedlock_pool_retire_if_idle(SchedlockWorkerSlot *slot, bool claimed,
+							  TimestampTz *idle_since, long sleep_ms)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int			rank = slot->worker_index - schedlock_workers + 1;
+	long		left;
+
+	if (rank <= 0)
+		return sleep_ms;
+	if (claimed || *idle_since == 0)
+		*idle_since = now;
+	if (TimestampDifferenceExceeds(*idle_since, now, SCHEDLOCK_POOL_IDLE_MS))
+	{
+		LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+		slot->retired = true;
+		LWLockRelease(schedlock_shared->lock);
+		ereport(LOG,
+				(errmsg("%s leaves the pool after %d s without a job",
+						MyBgworkerEntry->bgw_name,
+						SCHEDLOCK_POOL_IDLE_MS / 1000)));
+		proc_exit(0);
+	}
+	if (sleep_ms > 0)
+		sleep_ms += Min(rank, 3) * SCHEDLOCK_POOL_EXTRA_DELAY_MS;
+	left = (long) (SCHEDLOCK_POOL_IDLE_MS -
+				   (now - *idle_since) / 1000) + 1;
+	return Min(sleep_ms, left);
 }

@@ -45,6 +45,11 @@
  * job being handled is charged with it, and the loop goes on; see
  * quarantine.c.
  *
+ * The worker pool (shmem.c): a worker beyond schedlock.workers leaves when
+ * it has been idle for a while, and the SQL jobs of a role that has
+ * schedlock.max_runs_per_role runs in progress are left due, unclaimed,
+ * until one of them ends.
+ *
  * The worker's own statements run with search_path pinned to pg_catalog
  * (schedlock_trusted_path_begin, query.c), whatever the database, a role
  * or a job set; a job runs with the session's ordinary search_path, and
@@ -211,28 +216,23 @@ typedef struct ClaimPlan
 static void
 worker_detach(int code, Datum arg)
 {
-	bool		was_running;
+	bool		was_running = (MySlot->running_job != 0);
 
-	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
-	was_running = (MySlot->running_job != 0);
-	MySlot->pid = 0;
-	MySlot->latch = NULL;
-	MySlot->running_job = 0;
-	LWLockRelease(schedlock_shared->lock);
+	schedlock_worker_detach(MySlot);
+	/* the run it leaves is lost: the other workers close it now */
 	if (was_running)
 		schedlock_wake_database_workers(MyDatabaseId);
 }
 
 /*
  * set_running_job
- *		Publish the job this worker runs now (0: none), for job_status.
+ *		Publish the job this worker runs now (0: none), for job_status and
+ *		the worker pool (shmem.c).
  */
 static void
 set_running_job(int64 job_id)
 {
-	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
-	MySlot->running_job = job_id;
-	LWLockRelease(schedlock_shared->lock);
+	schedlock_pool_set_running(MySlot, job_id);
 }
 
 /*
@@ -451,7 +451,12 @@ startup_work(bool fire_reboot)
 			elog(ERROR, "could not fire @reboot jobs");
 	}
 	schedlock_trusted_path_end(nestlevel);
+	/* no interrupt between the commit and the record: @reboot fires once */
+	HOLD_INTERRUPTS();
 	end_tx();
+	if (fire_reboot)
+		schedlock_reboot_done(MyDatabaseId);
+	RESUME_INTERRUPTS();
 }
 
 /* Fetchers for the claim query's columns. */
@@ -861,6 +866,18 @@ static SchedlockQuery claim_notify_query = {
 	3, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}
 };
 
+/*
+ * The same, leaving out the SQL jobs of the roles $4 that have
+ * schedlock.max_runs_per_role runs in progress: see claim_query_now.
+ */
+static SchedlockQuery claim_capped_query = {
+	SCHEDLOCK_CLAIM_CAPPED_SQL,
+	4, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDARRAYOID}
+};
+
+/* $4 of claim_capped_query, set by claim_query_now. */
+static Datum capped_roles;
+
 /* Where a pass's next claim scan starts; see claim_query. */
 typedef struct ClaimPosition
 {
@@ -878,12 +895,13 @@ static bool
 claim_job(SchedlockQuery *q, ClaimPosition *pos, TimestampTz now,
 		  ClaimedJob *job)
 {
-	Datum		values[3];
+	Datum		values[4];
 	bool		isnull;
 
 	values[0] = TimestampTzGetDatum(now);
 	values[1] = TimestampTzGetDatum(pos->next_run_at);
 	values[2] = Int64GetDatum(pos->job_id);
+	values[3] = capped_roles;	/* used by claim_capped_query only */
 	schedlock_dispatch_blame(0);
 	if (schedlock_query_run(q, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not claim due jobs");
@@ -898,6 +916,32 @@ claim_job(SchedlockQuery *q, ClaimPosition *pos, TimestampTz now,
 											   &isnull));
 	SPI_freetuptable(SPI_tuptable);
 	return true;
+}
+
+/*
+ * claim_query_now
+ *		The claim query to use now: claim_query, or claim_capped_query when
+ *		some roles have schedlock.max_runs_per_role runs in progress (their
+ *		SQL jobs stay due, unlocked, for the workers to claim when a place
+ *		is free).  Called in run_cxt, outside a transaction.
+ */
+static SchedlockQuery *
+claim_query_now(void)
+{
+	Oid			roles[SCHEDLOCK_MAX_WORKERS_PER_DB];
+	Datum		elems[SCHEDLOCK_MAX_WORKERS_PER_DB];
+	int			n;
+	int			i;
+
+	n = schedlock_pool_capped_roles(MySlot, roles, lengthof(roles));
+	if (n == 0)
+		return &claim_query;
+	for (i = 0; i < n; i++)
+		elems[i] = ObjectIdGetDatum(roles[i]);
+	capped_roles = PointerGetDatum(construct_array(elems, n, OIDOID,
+												   sizeof(Oid), true,
+												   TYPALIGN_INT));
+	return &claim_capped_query;
 }
 
 /*
@@ -1020,11 +1064,14 @@ dispatch_one(ClaimPosition *pos)
 	Oid			user;
 	ErrorData  *error = NULL;
 	ClaimPosition before = *pos;
+	SchedlockQuery *q;
 
+	schedlock_pool_release_role(MySlot);
+	q = claim_query_now();
 	begin_tx("schedlock: claiming due jobs");
 	horizon = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 										  WORKER_CLAIM_LEAD_MS);
-	if (!claim_job(&claim_query, pos, horizon, &job))
+	if (!claim_job(q, pos, horizon, &job))
 	{
 		end_tx();
 		return false;
@@ -1032,6 +1079,12 @@ dispatch_one(ClaimPosition *pos)
 	/* its next_run_at: the slot, when it is a slot that is due */
 	if (claimed_early(&job, pos->next_run_at, pos, before))
 		return true;
+	/* its role reached schedlock.max_runs_per_role meanwhile: leave it */
+	if (job.channel == NULL && !schedlock_pool_take_role(MySlot, job.owner))
+	{
+		end_tx();
+		return true;
+	}
 	start = settle_claim(&job, &plan, horizon);
 	if (plan.kind != PLAN_RUN)
 	{
@@ -1249,9 +1302,10 @@ schedlock_worker_main(Datum arg)
 	int			slotno = DatumGetInt32(arg);
 	Oid			dboid;
 	int			index;
-	bool		first_start;
+	uint64		generation;
 	static TimestampTz last_prune = 0;
 	static TimestampTz last_lost_check = 0;
+	static TimestampTz idle_since = 0;
 	static bool watch_runs = false;
 	sigjmp_buf	local_sigjmp_buf;
 
@@ -1260,20 +1314,18 @@ schedlock_worker_main(Datum arg)
 	pqsignal(SIGINT, worker_sigint);
 	BackgroundWorkerUnblockSignals();
 
+	/* take the slot first: a launcher that restarts adopts it from there */
 	MySlot = &schedlock_shared->slots[slotno];
+	memcpy(&generation, MyBgworkerEntry->bgw_extra, sizeof(uint64));
+	if (!schedlock_worker_attach(MySlot, generation))
+		proc_exit(0);
+	before_shmem_exit(worker_detach, (Datum) 0);
 	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
 	dboid = MySlot->dboid;
 	index = MySlot->worker_index;
-	first_start = MySlot->first_start;
 	LWLockRelease(schedlock_shared->lock);
 
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
-
-	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
-	MySlot->pid = MyProcPid;
-	MySlot->latch = MyLatch;
-	LWLockRelease(schedlock_shared->lock);
-	before_shmem_exit(worker_detach, (Datum) 0);
 
 	run_cxt = AllocSetContextCreate(TopMemoryContext, "schedlock worker",
 									ALLOCSET_DEFAULT_SIZES);
@@ -1298,7 +1350,7 @@ schedlock_worker_main(Datum arg)
 
 	/* in a copy of the database nothing is touched until adoption (home.c) */
 	if (!schedlock_jobs_paused(index == 0, index == 0))
-		startup_work(index == 0 && first_start);
+		startup_work(index == 0 && schedlock_reboot_due(dboid));
 	if (index == 0)
 	{
 		LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
@@ -1321,6 +1373,7 @@ schedlock_worker_main(Datum arg)
 	for (;;)
 	{
 		long		sleep_ms = SCHEDLOCK_MAX_SLEEP_MS;
+		bool		claimed = false;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -1377,7 +1430,11 @@ schedlock_worker_main(Datum arg)
 			sleep_ms = more ? 0 : sleep_time(claims > 0);
 			if (watch_runs)
 				sleep_ms = Min(sleep_ms, LOST_CHECK_MS);
+			claimed = claims > 0;
 		}
+		/* a worker beyond schedlock.workers leaves the pool when idle */
+		sleep_ms = schedlock_pool_retire_if_idle(MySlot, claimed, &idle_since,
+												 sleep_ms);
 
 		MemoryContextReset(run_cxt);
 		/* statistics end_tx held back (at most one report a second) */

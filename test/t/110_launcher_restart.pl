@@ -1,0 +1,118 @@
+# 110_launcher_restart.pl: the launcher's state lives in shared memory.
+# After pg_terminate_backend of the launcher the new launcher adopts the
+# running workers (same pids, still two for the database, none doubled) and
+# does not fire @reboot again; worker 0 terminated during its start-up,
+# before it fired @reboot, is started again and fires @reboot exactly once.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('launcher_restart');
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
+$node->append_conf('postgresql.conf', "max_worker_processes = 32");
+$node->append_conf('postgresql.conf', "max_prepared_transactions = 2");
+$node->start;
+$node->safe_psql('postgres', 'CREATE DATABASE app');
+$node->safe_psql('app', 'CREATE EXTENSION schedlock');
+$node->safe_psql('app', 'CREATE TABLE boots (at timestamptz)');
+$node->safe_psql('app', q{
+	SELECT schedule_job('boot', '@reboot', 'INSERT INTO boots VALUES (now())')});
+
+# poll: wait until the query returns the expected value
+sub wait_for
+{
+	my ($db, $query, $expected, $seconds) = @_;
+	my $got = '';
+	for (1 .. $seconds * 10)
+	{
+		$got = $node->safe_psql($db, $query);
+		return $got if $got eq $expected;
+		select(undef, undef, undef, 0.1);
+	}
+	return $got;
+}
+
+my $workers_q = q{SELECT count(*) FROM pg_stat_activity
+	WHERE backend_type = 'schedlock worker' AND datname = 'app'};
+my $pids_q = q{SELECT string_agg(pid::text, ',' ORDER BY pid) FROM pg_stat_activity
+	WHERE backend_type = 'schedlock worker' AND datname = 'app'};
+my $launcher_q = q{SELECT pid FROM pg_stat_activity
+	WHERE backend_type = 'schedlock launcher'};
+my $boot_runs_q = q{SELECT count(*) FROM schedlock.job_runs r
+	JOIN schedlock.jobs j USING (job_id)
+	WHERE j.job_name = 'boot' AND r.started_at >= pg_postmaster_start_time()};
+
+# a restart: the @reboot job runs once
+$node->restart;
+is(wait_for('app', $boot_runs_q, '1', 30), '1', '@reboot ran once after the server started');
+is(wait_for('app', $workers_q, '2', 30), '2', 'two workers serve database app');
+my $pids = $node->safe_psql('app', $pids_q);
+
+# terminate the launcher; the postmaster starts it again after 5 s
+my $launcher = $node->safe_psql('postgres', $launcher_q);
+ok($launcher =~ /^\d+$/, "the launcher runs (pid $launcher)");
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($launcher)");
+my $new_launcher = '';
+for (1 .. 300)
+{
+	$new_launcher = $node->safe_psql('postgres', $launcher_q);
+	last if $new_launcher =~ /^\d+$/ && $new_launcher ne $launcher;
+	select(undef, undef, undef, 0.1);
+}
+isnt($new_launcher, $launcher, "a new launcher runs (pid $new_launcher)");
+# give the new launcher time to (wrongly) start workers and fire @reboot
+sleep 8;
+is($node->safe_psql('app', $workers_q), '2',
+	'still exactly two workers for database app after the launcher restart');
+is($node->safe_psql('app', $pids_q), $pids,
+	'the new launcher adopted the same two worker processes');
+is($node->safe_psql('app', $boot_runs_q), '1',
+	'@reboot did not run again when the launcher restarted');
+is($node->safe_psql('app', 'SELECT count(*) FROM boots'), '1',
+	'the @reboot job committed its effect once');
+
+# worker 0 terminated during its start-up, before it fired @reboot: a
+# prepared transaction holds schedlock.jobs across the restart, so worker 0
+# waits for it; terminate it there, then let its successor go on
+$node->safe_psql('app', q{
+	BEGIN;
+	LOCK TABLE schedlock.jobs IN ACCESS EXCLUSIVE MODE;
+	PREPARE TRANSACTION 'hold_jobs'});
+$node->restart;
+my $blocked_q = q{SELECT pid FROM pg_stat_activity
+	WHERE backend_type = 'schedlock worker' AND datname = 'app'
+	  AND wait_event_type = 'Lock'};
+my $w0 = '';
+for (1 .. 300)
+{
+	$w0 = $node->safe_psql('postgres', $blocked_q);
+	last if $w0 =~ /^\d+$/;
+	select(undef, undef, undef, 0.1);
+}
+ok($w0 =~ /^\d+$/, "worker 0 waits in its start-up (pid $w0)");
+is($node->safe_psql('postgres', $workers_q), '1',
+	'only worker 0 runs while it starts up');
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($w0)");
+# the launcher starts worker 0 again after its restart delay; it waits too
+my $w0b = '';
+for (1 .. 300)
+{
+	$w0b = $node->safe_psql('postgres', $blocked_q);
+	last if $w0b =~ /^\d+$/ && $w0b ne $w0;
+	select(undef, undef, undef, 0.1);
+}
+ok($w0b =~ /^\d+$/ && $w0b ne $w0, "worker 0 was started again (pid $w0b)");
+$node->safe_psql('app', q{ROLLBACK PREPARED 'hold_jobs'});
+is(wait_for('app', $boot_runs_q, '1', 30), '1',
+	'@reboot ran once although worker 0 failed during its start-up');
+is(wait_for('app', $workers_q, '2', 30), '2', 'two workers serve database app again');
+sleep 3;
+is($node->safe_psql('app', $boot_runs_q), '1', '@reboot ran exactly once');
+is($node->safe_psql('app', 'SELECT count(*) FROM boots'), '2',
+	'two @reboot effects in all: one per server start');
+
+$node->stop;
+done_testing();

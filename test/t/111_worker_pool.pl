@@ -1,0 +1,149 @@
+# 111_worker_pool.pl: long runs do not starve other jobs.  With the default
+# two workers, two 25-second runs in progress and an every-second job, the
+# pool grows (up to schedlock.max_workers) and the every-second job keeps
+# starting on time; once the long runs are over the pool shrinks back to
+# schedlock.workers.  A role with more long jobs than
+# schedlock.max_runs_per_role runs at most that many at once, and another
+# role's every-second job still starts on time.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(sleep time);
+
+my $node = PostgreSQL::Test::Cluster->new('worker_pool');
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
+$node->append_conf('postgresql.conf', "max_worker_processes = 32");
+$node->append_conf('postgresql.conf', "schedlock.max_workers = 4");
+$node->start;
+$node->safe_psql('postgres', 'CREATE DATABASE app');
+$node->safe_psql('app', 'CREATE EXTENSION schedlock');
+$node->safe_psql('app', 'CREATE TABLE ticks (at timestamptz)');
+
+my $workers_q = q{SELECT count(*) FROM pg_stat_activity
+	WHERE backend_type = 'schedlock worker' AND datname = 'app'};
+
+# poll: wait until the query returns the expected value
+sub wait_for
+{
+	my ($query, $expected, $seconds) = @_;
+	my $got = '';
+	for (1 .. $seconds * 10)
+	{
+		$got = $node->safe_psql('app', $query);
+		return $got if $got eq $expected;
+		sleep 0.1;
+	}
+	return $got;
+}
+
+# the tick runs of job $name scheduled in [$from + 1 s, $to): how many, how
+# many distinct slots, the slots expected, and the largest start lag in ms
+sub ticks_between
+{
+	my ($name, $from, $to) = @_;
+	return $node->safe_psql('app', qq{
+		SELECT count(*), count(DISTINCT r.scheduled_for),
+			   floor(extract(epoch FROM '$to'::timestamptz))::int
+			   - floor(extract(epoch FROM '$from'::timestamptz))::int - 1,
+			   coalesce(round(max(extract(epoch FROM r.started_at - r.scheduled_for)) * 1000), -1)
+		  FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+		 WHERE j.job_name = '$name' AND r.status = 'succeeded'
+		   AND r.scheduled_for >= date_trunc('second', '$from'::timestamptz) + interval '1 second'
+		   AND r.scheduled_for < '$to'});
+}
+
+is(wait_for($workers_q, '2', 30), '2', 'two workers at start (schedlock.workers)');
+
+$node->safe_psql('app', q{
+	SELECT schedule_job('tick', '1 second',
+						'INSERT INTO ticks VALUES (clock_timestamp())');
+	SELECT schedule_job('long1', '0 0 1 1 *', 'SELECT pg_sleep(25)');
+	SELECT schedule_job('long2', '0 0 1 1 *', 'SELECT pg_sleep(25)')});
+sleep 2;
+$node->safe_psql('app', q{SELECT run_job('long1'); SELECT run_job('long2')});
+# an atomic run's row commits with it: see the runs in pg_stat_activity
+my $long_q = q{SELECT count(*) FROM pg_stat_activity
+	WHERE backend_type = 'schedlock worker' AND query = 'SELECT pg_sleep(25)'};
+is(wait_for($long_q, '2', 10), '2', 'both long runs are in progress');
+my $from = $node->safe_psql('app', 'SELECT clock_timestamp()');
+my $max_workers = 0;
+my $t0 = time;
+while (time - $t0 < 12)
+{
+	my $n = $node->safe_psql('app', $workers_q);
+	$max_workers = $n if $n > $max_workers;
+	sleep 0.5;
+}
+my $to = $node->safe_psql('app', 'SELECT clock_timestamp()');
+my ($runs, $distinct, $slots, $lag) = split /\|/, ticks_between('tick', $from, $to);
+note "tick during the long runs: $runs runs, $distinct slots of $slots, max lag $lag ms";
+cmp_ok($runs, '>=', $slots - 1,
+	"the every-second job ran during the long runs ($runs of $slots slots)");
+is($distinct, $runs, 'no slot ran twice');
+cmp_ok($lag, '<', 1000, "each started within 1 s of its slot (max lag $lag ms)");
+cmp_ok($lag, '>=', 0, 'lag measured');
+ok($max_workers >= 3 && $max_workers <= 4,
+	"the pool grew beyond two workers, up to schedlock.max_workers ($max_workers)");
+is($node->safe_psql('app', $long_q), '2', 'the long runs are still in progress');
+
+# after the long runs, the pool shrinks back to schedlock.workers
+is(wait_for(q{SELECT count(*) FROM schedlock.job_runs WHERE status = 'succeeded'
+	AND job_id IN (SELECT job_id FROM schedlock.jobs WHERE job_name LIKE 'long%')}, '2', 30),
+	'2', 'both long runs finished');
+is(wait_for($workers_q, '2', 90), '2', 'the pool shrank back to two idle workers');
+$node->safe_psql('app', q{SELECT alter_job('tick', enabled => false)});
+
+# per-role cap: alice's five long jobs run at most two at a time
+$node->append_conf('postgresql.conf', "schedlock.max_runs_per_role = 2");
+$node->reload;
+$node->safe_psql('app', q{
+	CREATE ROLE alice LOGIN;
+	CREATE ROLE bob LOGIN;
+	CREATE TABLE bob_ticks (at timestamptz);
+	GRANT INSERT ON bob_ticks TO bob;
+	GRANT EXECUTE ON FUNCTION
+		schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name),
+		run_job(text)
+	  TO alice, bob});
+$node->safe_psql('app', q{
+	SET ROLE bob;
+	SELECT schedule_job('bob_tick', '1 second',
+						'INSERT INTO bob_ticks VALUES (clock_timestamp())')});
+$node->safe_psql('app', q{
+	SET ROLE alice;
+	SELECT schedule_job('a' || i, '0 0 1 1 *', 'SELECT pg_sleep(15)')
+	  FROM generate_series(1, 5) i});
+sleep 2;
+$node->safe_psql('app', q{
+	SET ROLE alice;
+	SELECT run_job('a' || i) FROM generate_series(1, 5) i});
+my $alice_q = q{SELECT count(*) FROM pg_stat_activity
+	WHERE backend_type = 'schedlock worker' AND query = 'SELECT pg_sleep(15)'};
+is(wait_for($alice_q, '2', 10), '2', "two of alice's runs are in progress");
+$from = $node->safe_psql('app', 'SELECT clock_timestamp()');
+my $max_alice = 0;
+$t0 = time;
+while (time - $t0 < 10)
+{
+	my $n = $node->safe_psql('app', $alice_q);
+	$max_alice = $n if $n > $max_alice;
+	sleep 0.25;
+}
+$to = $node->safe_psql('app', 'SELECT clock_timestamp()');
+is($max_alice, 2, 'alice never had more than schedlock.max_runs_per_role (2) runs at once');
+($runs, $distinct, $slots, $lag) = split /\|/, ticks_between('bob_tick', $from, $to);
+note "bob_tick while alice's jobs run: $runs runs, $distinct slots of $slots, max lag $lag ms";
+cmp_ok($runs, '>=', $slots - 1,
+	"bob's every-second job ran meanwhile ($runs of $slots slots)");
+cmp_ok($lag, '<', 1000, "each started within 1 s of its slot (max lag $lag ms)");
+cmp_ok($lag, '>=', 0, 'lag measured');
+# alice's deferred runs start as earlier ones end
+is(wait_for(q{SELECT count(*) FROM schedlock.job_runs
+	WHERE status = 'succeeded' AND owner = 'alice'::regrole}, '5', 60),
+	'5', "all five of alice's runs ran in the end");
+
+$node->stop;
+done_testing();
