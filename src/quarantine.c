@@ -194,12 +194,19 @@ charge_job(int64 job_id, ErrorData *error)
 								  "          OPERATOR(pg_catalog.>) j.dispatch_error_at) "
 								  "  THEN 1 "
 								  "  ELSE j.dispatch_errors OPERATOR(pg_catalog.+) 1 END, "
-								  "  j.job_name "
+								  "  j.job_name, j.quarantine_reason IS NOT NULL "
 								  "FROM schedlock.jobs j "
 								  "WHERE j.job_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF j",
 								  1, jtypes, jvalues, NULL, false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not read job " INT64_FORMAT, job_id);
-		if (SPI_processed == 1)
+		/*
+		 * Another worker may have claimed the job between this one's abort
+		 * and this transaction, and quarantined it meanwhile: it stays as it
+		 * was quarantined.
+		 */
+		if (SPI_processed == 1 &&
+			!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+										SPI_tuptable->tupdesc, 3, &isnull)))
 		{
 			Oid			utypes[5] = {INT8OID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID};
 			Datum		uvalues[5];
