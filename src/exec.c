@@ -365,9 +365,12 @@ schedlock_exec_toplevel(const char *command, Oid user, int timeout_ms,
 	 */
 	ResetAllOptions();
 	StartTransactionCommand();
+	/* dropping temporary objects deletes catalog rows: needs a snapshot */
+	PushActiveSnapshot(GetTransactionSnapshot());
 	SetUserIdAndSecContext(user, save_sec | SECURITY_LOCAL_USERID_CHANGE);
 	finish_job_transaction();
 	SetUserIdAndSecContext(save_uid, save_sec);
+	PopActiveSnapshot();
 	CommitTransactionCommand();
 	MemoryContextSwitchTo(cxt);
 	pgstat_report_stat(false);
