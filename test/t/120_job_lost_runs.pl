@@ -22,6 +22,9 @@ $node->init;
 $node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
 $node->append_conf('postgresql.conf', "max_worker_processes = 32");
 $node->append_conf('postgresql.conf', "schedlock.workers = 1");
+# no pool growth: a worker above schedlock.max_workers is stopped when
+# schedlock.workers is lowered, which is the case (a) needs
+$node->append_conf('postgresql.conf', "schedlock.max_workers = 1");
 $node->start;
 $node->safe_psql('postgres', 'CREATE DATABASE app');
 $node->safe_psql('app', 'CREATE EXTENSION schedlock');

@@ -18,6 +18,8 @@ $node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
 $node->append_conf('postgresql.conf', "max_worker_processes = 32");
 # one worker: the one cancelled is the one that runs every job
 $node->append_conf('postgresql.conf', "schedlock.workers = 1");
+# no pool growth: the worker under test is the database's only one
+$node->append_conf('postgresql.conf', "schedlock.max_workers = 1");
 $node->start;
 $node->safe_psql('postgres', 'CREATE DATABASE app');
 $node->safe_psql('app', 'CREATE EXTENSION schedlock');
