@@ -1,6 +1,6 @@
 --
 -- schedlock_import_pg_cron: its SQL surface.  The import itself runs
--- against a real pg_cron in test/t/110_import_pg_cron.pl and
+-- against a real pg_cron in test/t/130_import_pg_cron.pl and
 -- test/security/207_import_pg_cron.pl; this server has no pg_cron.
 --
 -- not executable by PUBLIC

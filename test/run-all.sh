@@ -63,7 +63,7 @@ case " $SL_ONLY " in
 		esac
 		;;
 esac
-# pg_cron for the import of its jobs (test/t/110_import_pg_cron.pl and
+# pg_cron for the import of its jobs (test/t/130_import_pg_cron.pl and
 # test/security/207_import_pg_cron.pl)
 PGCRON_PACKAGES=""
 case " $SL_ONLY " in

@@ -1,4 +1,4 @@
-# 110_import_pg_cron.pl: schedlock_import_pg_cron() against a real pg_cron
+# 130_import_pg_cron.pl: schedlock_import_pg_cron() against a real pg_cron
 # (Debian's postgresql-NN-cron, preloaded beside schedlock, its jobs in
 # database "app").  Realistic jobs of every kind the import must handle:
 # named and unnamed, inactive, of another role, of a role since dropped, of

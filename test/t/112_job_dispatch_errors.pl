@@ -1,4 +1,4 @@
-# 110_job_dispatch_errors.pl: an error in a worker's own bookkeeping of a job
+# 112_job_dispatch_errors.pl: an error in a worker's own bookkeeping of a job
 # (not in the job's command) does not end the worker.  The worker aborts the
 # transaction, logs the error with its SQLSTATE and goes on with the other
 # jobs; a job that breaks dispatch 3 times in a row is quarantined: disabled,
