@@ -59,8 +59,11 @@ checkpoint_timeout = '30min'"
 
 mkdir -p "$B/s" "$B/c"
 chown "$SL_SERVER_USER" "$B/s" "$B/c" 2>/dev/null
+# every job of a workload belongs to one role: no per-role cap, so that the
+# figures for N workers are N workers at work
 sl_cluster_start "$B/s" "$DURABLE
-schedlock.workers = 2" || exit 2
+schedlock.workers = 2
+schedlock.max_runs_per_role = 0" || exit 2
 S_HOST=$PGHOST S_PORT=$PGPORT
 
 # pg_cron_start MODE : (re)start the pg_cron cluster; MODE libpq or bgw
