@@ -989,32 +989,6 @@ wait_until(TimestampTz start)
 }
 
 /*
- * claimed_early
- *		Whether the job just claimed is an atomic SQL job whose slot lies
- *		after the start of this transaction: its command would see a now()
- *		before its scheduled_for (a '0 0 * * *' job yesterday's date).  Then
- *		the claim is rolled back (nothing of it is kept), *pos is set back
- *		to before, and the worker sleeps until the slot: the next claim's
- *		transaction starts on it.  A claim made early keeps its use for
- *		NOTIFY and non-atomic jobs, whose commands do not run in it.
- */
-static bool
-claimed_early(ClaimedJob *job, TimestampTz slot, ClaimPosition *pos,
-			  ClaimPosition before)
-{
-	if (job->channel != NULL || !job->atomic ||
-		slot <= GetCurrentTransactionStartTimestamp())
-		return false;
-	SPI_finish();
-	PopActiveSnapshot();
-	AbortCurrentTransaction();
-	MemoryContextSwitchTo(run_cxt);
-	*pos = before;
-	wait_until(slot);
-	return true;
-}
-
-/*
  * notify_job
  *		Record a NOTIFY job's run as pending, with its claim deadline, and
  *		queue the notification (sent when the transaction commits).
@@ -1063,7 +1037,6 @@ dispatch_one(ClaimPosition *pos)
 	int64		run_id;
 	Oid			user;
 	ErrorData  *error = NULL;
-	ClaimPosition before = *pos;
 	SchedlockQuery *q;
 
 	schedlock_pool_release_role(MySlot);
@@ -1076,9 +1049,6 @@ dispatch_one(ClaimPosition *pos)
 		end_tx();
 		return false;
 	}
-	/* its next_run_at: the slot, when it is a slot that is due */
-	if (claimed_early(&job, pos->next_run_at, pos, before))
-		return true;
 	/* its role reached schedlock.max_runs_per_role meanwhile: leave it */
 	if (job.channel == NULL && !schedlock_pool_take_role(MySlot, job.owner))
 	{
@@ -1091,9 +1061,6 @@ dispatch_one(ClaimPosition *pos)
 		end_tx();
 		return true;
 	}
-	if (claimed_early(&job, plan.scheduled_for, pos, before))
-		return true;
-
 	if (job.channel != NULL)
 	{
 		ClaimPosition batch = *pos;
@@ -1129,7 +1096,20 @@ dispatch_one(ClaimPosition *pos)
 
 	if (job.atomic)
 	{
-		wait_until(start);
+		/*
+		 * Claimed before its instant: the claim commits first, and the job
+		 * runs in a transaction that starts on the instant, so that its now()
+		 * is not before its slot.  Only the claim's commit is added, and it
+		 * is made while waiting for the instant.
+		 */
+		if (start > GetCurrentTransactionStartTimestamp())
+		{
+			end_tx();
+			wait_until(start);
+			begin_tx("schedlock: running a job");
+		}
+		else
+			wait_until(start);
 		set_running_job(job.job_id);
 		pgstat_report_activity(STATE_RUNNING, job.command);
 		job_cancel_begin();
