@@ -231,39 +231,8 @@ COMMENT ON FUNCTION schedlock.paused_reason() IS
 REVOKE ALL ON FUNCTION schedlock.paused_reason() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION schedlock.paused_reason() TO PUBLIC;
 
-CREATE OR REPLACE VIEW schedlock.job_status WITH (security_invoker = true) AS
-SELECT j.job_id,
-	   j.job_name,
-	   j.owner,
-	   j.schedule,
-	   COALESCE(j.timezone,
-						   pg_catalog.current_setting('schedlock.timezone')) AS timezone,
-	   j.enabled,
-	   j.next_run_at,
-	   l.status AS last_status,
-	   l.scheduled_for AS last_scheduled_for,
-	   l.finished_at AS last_finished_at,
-	   l.sqlstate AS last_sqlstate,
-	   l.message AS last_message,
-	   j.consecutive_failures,
-	   COALESCE(r.worker_pid, schedlock.job_worker_pid(j.job_id)) AS running_pid,
-	   (SELECT schedlock.paused_reason()) AS paused_reason
-  FROM schedlock.jobs j
-  LEFT JOIN LATERAL (SELECT x.status, x.scheduled_for, x.finished_at, x.sqlstate, x.message
-					   FROM schedlock.job_runs x
-					  WHERE x.job_id OPERATOR(pg_catalog.=) j.job_id
-						AND x.status NOT IN ('queued', 'pending', 'running')
-					  ORDER BY x.run_id DESC
-					  LIMIT 1) l ON true
-  LEFT JOIN LATERAL (SELECT x.worker_pid
-					   FROM schedlock.job_runs x
-					  WHERE x.job_id OPERATOR(pg_catalog.=) j.job_id
-						AND x.status OPERATOR(pg_catalog.=) 'running'
-					  ORDER BY x.run_id DESC
-					  LIMIT 1) r ON true;
-
-COMMENT ON VIEW schedlock.job_status IS
-	'per job: schedule, time zone, next run, last finished run and its error, consecutive failures, pid running it now, why it is paused (a copy)';
+-- schedlock.job_status shows paused_reason() (and a quarantine): its one
+-- definition in 1.1 is in the dispatch section below
 
 CREATE FUNCTION @extschema@.schedlock_adopt_jobs()
 RETURNS bigint
@@ -391,7 +360,8 @@ COMMENT ON COLUMN schedlock.jobs.dispatch_error_at IS
 COMMENT ON COLUMN schedlock.jobs.quarantine_reason IS
 	'why the workers disabled the job (quarantine), or NULL; alter_job(..., enabled => true) clears it';
 
--- paused_reason also says why a job is quarantined
+-- job_status gains paused_reason: why the jobs of a copy are paused
+-- (paused_reason(), above), or why the job is quarantined
 CREATE OR REPLACE VIEW schedlock.job_status WITH (security_invoker = true) AS
 SELECT j.job_id,
 	   j.job_name,
