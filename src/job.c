@@ -261,6 +261,8 @@ check_timing(const JobDef *def)
 static void
 validate_job(const char *job_name, JobDef *def, SchedlockCronSchedule *sched)
 {
+	SchedlockMisfire misfire;
+
 	if (def->schedule == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -325,10 +327,7 @@ validate_job(const char *job_name, JobDef *def, SchedlockCronSchedule *sched)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("max_attempts must be at least 1")));
 	check_timing(def);
-	if (def->misfire == NULL ||
-		(strcmp(def->misfire, "run_once") != 0 &&
-		 strcmp(def->misfire, "skip") != 0 &&
-		 strcmp(def->misfire, "run_all") != 0))
+	if (!schedlock_misfire_parse(def->misfire, &misfire))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("misfire must be one of run_once, skip and run_all"),
@@ -480,6 +479,8 @@ schedlock_schedule_job(PG_FUNCTION_ARGS)
 	int			save_nestlevel;
 	bool		isnull;
 	int64		job_id;
+	int32		manual_pending;
+	TimestampTz next_run_at;
 
 	check_writable("schedule_job");
 	memset(&def, 0, sizeof(def));
@@ -535,9 +536,8 @@ schedlock_schedule_job(PG_FUNCTION_ARGS)
 							  "  reboot = EXCLUDED.reboot, next_slot = EXCLUDED.next_slot, "
 							  "  retry_slot = NULL, retry_attempt = NULL, retry_at = NULL, "
 							  "  %s"
-							  "  next_run_at = LEAST(EXCLUDED.next_slot, "
-							  "    CASE WHEN j.manual_pending OPERATOR(pg_catalog.>) 0 THEN $17 END) "
-							  "RETURNING job_id",
+							  "  next_run_at = EXCLUDED.next_slot "
+							  "RETURNING job_id, manual_pending",
 									   schedlock_jobs_have_quarantine() ?
 									   "dispatch_errors = 0, dispatch_error_at = NULL, "
 									   "quarantine_reason = NULL, " : ""),
@@ -546,6 +546,13 @@ schedlock_schedule_job(PG_FUNCTION_ARGS)
 		elog(ERROR, "could not write job \"%s\"", job_name);
 	job_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 										 SPI_tuptable->tupdesc, 1, &isnull));
+	manual_pending = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
+												 SPI_tuptable->tupdesc, 2, &isnull));
+	/* next_run_at is the slot, unless run_job() calls of the job are queued */
+	if (schedlock_rule_next_run_at(has_slot, slot, false, 0, manual_pending,
+								   now, &next_run_at) != has_slot ||
+		(has_slot && next_run_at != slot))
+		schedlock_recompute_next_run(job_id, now);
 	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
 	SPI_finish();
 

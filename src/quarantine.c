@@ -28,7 +28,8 @@
  *	  records a run, so the workers' claim needs no column of its own and
  *	  works unchanged on the tables of release 1.0;
  *	- the job is held back (next_run_at) for 1 s, then 2 s, so that the
- *	  loop goes on with the other jobs instead of taking it again at once;
+ *	  loop goes on with the other jobs instead of taking it again at once
+ *	  (schedlock_rule_dispatch_hold, rules.c);
  *	- at SCHEDLOCK_QUARANTINE_BREAKS errors in a row the job is quarantined:
  *	  disabled, with the reason in jobs.quarantine_reason, which
  *	  schedlock.job_status shows as paused_reason.  alter_job(...,
@@ -96,22 +97,6 @@ schedlock_jobs_have_quarantine(void)
 
 	return OidIsValid(relid) &&
 		get_attnum(relid, "quarantine_reason") != InvalidAttrNumber;
-}
-
-/*
- * schedlock_quarantine_hold_ms
- *		The rule for a job whose dispatch failed: after its breaks-th error
- *		in a row, how long to hold it back (milliseconds), or -1 when it is
- *		to be quarantined.  Pure: no PostgreSQL state.
- */
-int
-schedlock_quarantine_hold_ms(int breaks)
-{
-	if (breaks >= SCHEDLOCK_QUARANTINE_BREAKS)
-		return -1;
-	if (breaks < 1)
-		breaks = 1;
-	return 1000 << Min(breaks - 1, 10);
 }
 
 /*
@@ -184,7 +169,10 @@ charge_job(int64 job_id, ErrorData *error)
 		Datum		jvalues[1] = {Int64GetDatum(job_id)};
 		bool		isnull;
 		int			breaks;
-		int			hold_ms;
+		bool		held;
+		TimestampTz hold_until;
+		Datum		next_run_at;
+		bool		next_null;
 		char	   *job_name;
 
 		if (SPI_execute_with_args("SELECT CASE WHEN EXISTS ("
@@ -194,7 +182,8 @@ charge_job(int64 job_id, ErrorData *error)
 								  "          OPERATOR(pg_catalog.>) j.dispatch_error_at) "
 								  "  THEN 1 "
 								  "  ELSE j.dispatch_errors OPERATOR(pg_catalog.+) 1 END, "
-								  "  j.job_name, j.quarantine_reason IS NOT NULL "
+								  "  j.job_name, j.quarantine_reason IS NOT NULL, "
+								  "  j.next_run_at "
 								  "FROM schedlock.jobs j "
 								  "WHERE j.job_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF j",
 								  1, jtypes, jvalues, NULL, false, 0) != SPI_OK_SELECT)
@@ -208,14 +197,18 @@ charge_job(int64 job_id, ErrorData *error)
 			!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
 										SPI_tuptable->tupdesc, 3, &isnull)))
 		{
-			Oid			utypes[5] = {INT8OID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID};
+			Oid			utypes[5] = {INT8OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID};
 			Datum		uvalues[5];
 			char		unulls[5] = {' ', ' ', ' ', ' ', ' '};
 
 			breaks = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
 												 SPI_tuptable->tupdesc, 1, &isnull));
 			job_name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-			hold_ms = schedlock_quarantine_hold_ms(breaks);
+			next_run_at = SPI_getbinval(SPI_tuptable->vals[0],
+										SPI_tuptable->tupdesc, 4, &next_null);
+			held = schedlock_rule_dispatch_hold(breaks, now, !next_null,
+												next_null ? 0 : DatumGetTimestampTz(next_run_at),
+												&hold_until);
 			ereport(LOG,
 					(errmsg("schedlock job \"%s\" broke dispatch (SQLSTATE %s), %d of %d times in a row",
 							job_name, state, breaks, SCHEDLOCK_QUARANTINE_BREAKS)));
@@ -223,8 +216,8 @@ charge_job(int64 job_id, ErrorData *error)
 			uvalues[0] = Int64GetDatum(job_id);
 			uvalues[1] = Int32GetDatum(breaks);
 			uvalues[2] = TimestampTzGetDatum(now);
-			uvalues[3] = Int32GetDatum(Max(hold_ms, 0));
-			if (hold_ms < 0)
+			uvalues[3] = TimestampTzGetDatum(hold_until);
+			if (!held)
 				uvalues[4] = CStringGetTextDatum(psprintf("quarantined: dispatch of the job failed %d times in a row; last error %s: %s. alter_job(..., enabled => true) releases it.",
 														  breaks, state, message));
 			else
@@ -233,13 +226,11 @@ charge_job(int64 job_id, ErrorData *error)
 									  "  dispatch_error_at = $3, "
 									  "  enabled = enabled AND $5 IS NULL, "
 									  "  quarantine_reason = $5, "
-									  "  next_run_at = GREATEST(next_run_at, "
-									  "    $3 OPERATOR(pg_catalog.+) "
-									  "    pg_catalog.make_interval(secs => $4 OPERATOR(pg_catalog./) 1000.0)) "
+									  "  next_run_at = $4 "
 									  "WHERE job_id OPERATOR(pg_catalog.=) $1",
 									  5, utypes, uvalues, unulls, false, 0) != SPI_OK_UPDATE)
 				elog(ERROR, "could not record a dispatch error of job " INT64_FORMAT, job_id);
-			if (hold_ms < 0)
+			if (!held)
 				ereport(WARNING,
 						(errmsg("schedlock job \"%s\" quarantined: its dispatch failed %d times in a row",
 								job_name, breaks),

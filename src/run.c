@@ -62,23 +62,95 @@ PGDLLEXPORT Datum schedlock_finish_run(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_job_worker_pid(PG_FUNCTION_ARGS);
 
 /*
+ * read_job_timing
+ *		Read and lock (FOR NO KEY UPDATE, as an UPDATE of the row would) the
+ *		job's max_attempts, retry_delay in seconds (as EXTRACT(epoch FROM
+ *		...)), next slot, pending retry time and count of queued run_job()
+ *		calls, into SPI_tuptable (columns 1 to 5).  False when the job does
+ *		not exist (any more).  Caller is connected to SPI.
+ */
+static bool
+read_job_timing(int64 job_id)
+{
+	static SchedlockQuery q = {
+		"SELECT max_attempts, "
+		"  pg_catalog.date_part('epoch', retry_delay)::pg_catalog.float8, "
+		"  next_slot, retry_at, manual_pending "
+		"FROM schedlock.jobs WHERE job_id OPERATOR(pg_catalog.=) $1 "
+		"FOR NO KEY UPDATE",
+		1, {INT8OID}
+	};
+	Datum		values[1] = {Int64GetDatum(job_id)};
+
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read job " INT64_FORMAT, job_id);
+	return SPI_processed == 1;
+}
+
+/*
+ * timing_column
+ *		Column n of the row read_job_timing read; *isnull says if NULL.
+ */
+static Datum
+timing_column(int n, bool *isnull)
+{
+	return SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, n, isnull);
+}
+
+/*
+ * timing_next_run_at
+ *		The next_run_at of the row read_job_timing read, with its pending
+ *		retry replaced by the given one when has_retry is not -1 (0: none,
+ *		1: retry_at), by schedlock_rule_next_run_at.  False when it has none
+ *		(NULL).
+ */
+static bool
+timing_next_run_at(int has_retry, TimestampTz retry_at, TimestampTz now,
+				   TimestampTz *next_run_at)
+{
+	bool		slot_null;
+	bool		retry_null;
+	bool		manual_null;
+	Datum		slot = timing_column(3, &slot_null);
+	Datum		old_retry = timing_column(4, &retry_null);
+	Datum		manual = timing_column(5, &manual_null);
+
+	if (has_retry < 0)
+	{
+		has_retry = !retry_null;
+		retry_at = retry_null ? 0 : DatumGetTimestampTz(old_retry);
+	}
+	return schedlock_rule_next_run_at(!slot_null,
+									  slot_null ? 0 : DatumGetTimestampTz(slot),
+									  has_retry != 0, retry_at,
+									  manual_null ? 0 : DatumGetInt32(manual),
+									  now, next_run_at);
+}
+
+/*
  * schedlock_recompute_next_run
  *		Set the job's next_run_at from its next slot, pending retry and
- *		queued run_job() calls.  Caller is connected to SPI.
+ *		queued run_job() calls (schedlock_rule_next_run_at).  Caller is
+ *		connected to SPI.
  */
 void
 schedlock_recompute_next_run(int64 job_id, TimestampTz now)
 {
 	static SchedlockQuery q = {
-		"UPDATE schedlock.jobs "
-		"SET next_run_at = LEAST(next_slot, retry_at, "
-		"  CASE WHEN manual_pending OPERATOR(pg_catalog.>) 0 THEN $2 END) "
+		"UPDATE schedlock.jobs SET next_run_at = $2 "
 		"WHERE job_id OPERATOR(pg_catalog.=) $1",
 		2, {INT8OID, TIMESTAMPTZOID}
 	};
-	Datum		values[2] = {Int64GetDatum(job_id), TimestampTzGetDatum(now)};
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
+	TimestampTz next_run_at;
 
-	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_UPDATE)
+	if (!read_job_timing(job_id))
+		return;
+	values[0] = Int64GetDatum(job_id);
+	nulls[1] = timing_next_run_at(-1, 0, now, &next_run_at) ? ' ' : 'n';
+	values[1] = TimestampTzGetDatum(next_run_at);
+	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update the next run of job " INT64_FORMAT, job_id);
 }
 
@@ -86,12 +158,9 @@ schedlock_recompute_next_run(int64 job_id, TimestampTz now)
  * schedlock_run_failed
  *		Count a failed (or timed out, or lost) attempt of a slot and, while
  *		attempts are left, schedule the next one after an exponential
- *		backoff: retry_delay * 2^(attempt - 1), with retry_delay taken as
- *		at least SCHEDLOCK_MIN_RETRY_DELAY_SECS and the result as at most
- *		SCHEDLOCK_MAX_RETRY_DELAY_SECS (so that retry_delay 0 makes no
- *		retry storm, and a row of release 1.0 with a huge retry_delay
- *		cannot overflow).  attempt 0 means "no retry" (runs asked for with
- *		run_job).  Caller is connected to SPI.
+ *		backoff (schedlock_rule_retry, rules.c), and set the job's
+ *		next_run_at.  attempt 0 means "no retry" (runs asked for with
+ *		run_job: schedlock_rule_failed_attempt).  Caller is connected to SPI.
  */
 void
 schedlock_run_failed(int64 job_id, TimestampTz scheduled_for, int32 attempt,
@@ -100,31 +169,44 @@ schedlock_run_failed(int64 job_id, TimestampTz scheduled_for, int32 attempt,
 	static SchedlockQuery q = {
 		"UPDATE schedlock.jobs SET "
 		"  consecutive_failures = consecutive_failures OPERATOR(pg_catalog.+) 1, "
-		"  retry_slot = CASE WHEN $3 OPERATOR(pg_catalog.>) 0 "
-		"    AND $3 OPERATOR(pg_catalog.<) max_attempts THEN $2 ELSE retry_slot END, "
-		"  retry_attempt = CASE WHEN $3 OPERATOR(pg_catalog.>) 0 "
-		"    AND $3 OPERATOR(pg_catalog.<) max_attempts "
-		"    THEN $3 OPERATOR(pg_catalog.+) 1 ELSE retry_attempt END, "
-		"  retry_at = CASE WHEN $3 OPERATOR(pg_catalog.>) 0 "
-		"    AND $3 OPERATOR(pg_catalog.<) max_attempts "
-		"    THEN $4 OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => LEAST("
-		"      GREATEST(pg_catalog.date_part('epoch', retry_delay), "
-		CppAsString2(SCHEDLOCK_MIN_RETRY_DELAY_SECS) ") OPERATOR(pg_catalog.*) "
-		"      pg_catalog.power(2, LEAST($3 OPERATOR(pg_catalog.-) 1, 20)::pg_catalog.float8), "
-		CppAsString2(SCHEDLOCK_MAX_RETRY_DELAY_SECS) ")) "
-		"    ELSE retry_at END "
+		"  retry_slot = CASE WHEN $2 THEN $3 ELSE retry_slot END, "
+		"  retry_attempt = CASE WHEN $2 THEN $4 ELSE retry_attempt END, "
+		"  retry_at = CASE WHEN $2 THEN $5 ELSE retry_at END, "
+		"  next_run_at = $6 "
 		"WHERE job_id OPERATOR(pg_catalog.=) $1",
-		4, {INT8OID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID}
+		6, {INT8OID, BOOLOID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID,
+		TIMESTAMPTZOID}
 	};
-	Datum		values[4];
+	Datum		values[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	bool		isnull;
+	Datum		d;
+	int32		max_attempts;
+	double		retry_delay;
+	bool		retried;
+	int32		next_attempt = 0;
+	TimestampTz retry_at = 0;
+	TimestampTz next_run_at;
+
+	if (!read_job_timing(job_id))
+		return;
+	d = timing_column(1, &isnull);
+	max_attempts = isnull ? 0 : DatumGetInt32(d);
+	d = timing_column(2, &isnull);
+	retry_delay = isnull ? 0 : DatumGetFloat8(d);
+	retried = schedlock_rule_retry(attempt, max_attempts, retry_delay, now,
+								   &next_attempt, &retry_at);
 
 	values[0] = Int64GetDatum(job_id);
-	values[1] = TimestampTzGetDatum(scheduled_for);
-	values[2] = Int32GetDatum(attempt);
-	values[3] = TimestampTzGetDatum(now);
-	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_UPDATE)
+	values[1] = BoolGetDatum(retried);
+	values[2] = TimestampTzGetDatum(scheduled_for);
+	values[3] = Int32GetDatum(next_attempt);
+	values[4] = TimestampTzGetDatum(retry_at);
+	nulls[5] = timing_next_run_at(retried ? 1 : -1, retry_at, now,
+								  &next_run_at) ? ' ' : 'n';
+	values[5] = TimestampTzGetDatum(next_run_at);
+	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record a failure of job " INT64_FORMAT, job_id);
-	schedlock_recompute_next_run(job_id, now);
 }
 
 /*
@@ -418,8 +500,7 @@ schedlock_finish_run(PG_FUNCTION_ARGS)
 							  "  finished_at = $4, deadline = NULL, message = $3 "
 							  "WHERE run_id OPERATOR(pg_catalog.=) $1 "
 							  "  AND status OPERATOR(pg_catalog.=) 'running' "
-							  "RETURNING job_id, scheduled_for, "
-							  "  CASE WHEN manual THEN 0 ELSE attempt END",
+							  "RETURNING job_id, scheduled_for, attempt, manual",
 							  4, types, values, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not finish run " INT64_FORMAT, run_id);
 	finished = (SPI_processed == 1);
@@ -431,12 +512,15 @@ schedlock_finish_run(PG_FUNCTION_ARGS)
 		int64		job_id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
 		TimestampTz slot = DatumGetTimestampTz(SPI_getbinval(tup, desc, 2, &isnull));
 		int32		attempt = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+		bool		manual = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
 
 		if (succeeded)
 			schedlock_run_succeeded(job_id);
 		else
 		{
-			schedlock_run_failed(job_id, slot, attempt, now);
+			schedlock_run_failed(job_id, slot,
+								 schedlock_rule_failed_attempt(manual, attempt),
+								 now);
 			schedlock_wake_workers_at_commit();
 		}
 	}

@@ -22,6 +22,8 @@
 #include "storage/lwlock.h"
 #include "utils/timestamp.h"
 
+#include "rules.h"
+
 /* Pending "extension created here" requests the launcher can queue. */
 #define SCHEDLOCK_MAX_PROBES		16
 
@@ -46,9 +48,6 @@
 #define SCHEDLOCK_POOL_IDLE_MS			30000
 #define SCHEDLOCK_POOL_EXTRA_DELAY_MS	3
 
-/* run_all catches up at most this many missed slots of a job. */
-#define SCHEDLOCK_RUN_ALL_LIMIT		100
-
 /* Deadline of a NOTIFY run without a timeout of its own, in seconds. */
 #define SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT	300
 
@@ -61,20 +60,14 @@
 #define SCHEDLOCK_MAX_PAYLOAD_LENGTH	65536
 
 /*
- * Bounds of a job's timeout and retry delay, in seconds, so that no
- * deadline or retry time can leave the range of timestamptz.  A timeout is
- * at least 1 ms and at most 24 days (statement_timeout takes at most
- * INT_MAX ms, 24.8 days); the effective delay before retry n is
- * retry_delay * 2^(n - 1), but at least SCHEDLOCK_MIN_RETRY_DELAY_SECS *
- * 2^(n - 1) and at most SCHEDLOCK_MAX_RETRY_DELAY_SECS, the longest
- * retry_delay accepted.  Intervals are measured as EXTRACT(epoch FROM ...).
+ * Bounds of a job's timeout, in seconds, so that no deadline can leave the
+ * range of timestamptz: at least 1 ms and at most 24 days
+ * (statement_timeout takes at most INT_MAX ms, 24.8 days).  The bounds of
+ * retry_delay, the run_all limit and the quarantine's count are the
+ * scheduling rules' (rules.h).  Intervals are measured as EXTRACT(epoch
+ * FROM ...).
  */
 #define SCHEDLOCK_MAX_TIMEOUT_SECS		2073600	/* 24 days */
-#define SCHEDLOCK_MIN_RETRY_DELAY_SECS	1
-#define SCHEDLOCK_MAX_RETRY_DELAY_SECS	86400
-
-/* Dispatch errors in a row after which a job is quarantined (quarantine.c). */
-#define SCHEDLOCK_QUARANTINE_BREAKS		3
 
 /*
  * One per-database worker.  The launcher reserves a slot (in_use, dboid,
@@ -175,7 +168,6 @@ extern PGDLLEXPORT void schedlock_worker_main(Datum arg);
 /* quarantine.c */
 extern void schedlock_dispatch_blame(int64 job_id);
 extern bool schedlock_jobs_have_quarantine(void);
-extern int	schedlock_quarantine_hold_ms(int breaks);
 extern void schedlock_worker_recover(MemoryContext cxt);
 
 /* exec.c */

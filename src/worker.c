@@ -122,9 +122,6 @@
 #define PRUNE_BATCH_ROWS	1000
 #define PRUNE_MAX_BATCHES	10
 
-/* Iterations allowed when counting missed slots for run_all. */
-#define MISFIRE_MAX_ITERATIONS	1000000
-
 /*
  * An idle worker looks for lost runs at most this often, and sleeps at most
  * this long while a SQL run of its database is in progress.
@@ -313,7 +310,7 @@ extension_present(void)
 /*
  * close_runs_failed
  *		For every row returned by the last SPI statement (job_id,
- *		scheduled_for, attempt-or-0), count a failure and schedule its
+ *		scheduled_for, attempt, manual), count a failure and schedule its
  *		retry.  Inside a transaction, connected to SPI.
  */
 static void
@@ -329,8 +326,10 @@ close_runs_failed(TimestampTz now)
 		int64		job_id = DatumGetInt64(SPI_getbinval(tuptable->vals[i], tuptable->tupdesc, 1, &isnull));
 		TimestampTz slot = DatumGetTimestampTz(SPI_getbinval(tuptable->vals[i], tuptable->tupdesc, 2, &isnull));
 		int32		attempt = DatumGetInt32(SPI_getbinval(tuptable->vals[i], tuptable->tupdesc, 3, &isnull));
+		bool		manual = DatumGetBool(SPI_getbinval(tuptable->vals[i], tuptable->tupdesc, 4, &isnull));
 
-		schedlock_run_failed(job_id, slot, attempt, now);
+		schedlock_run_failed(job_id, slot,
+							 schedlock_rule_failed_attempt(manual, attempt), now);
 	}
 }
 
@@ -366,8 +365,7 @@ close_lost_runs(void)
 		"    WHERE x.status OPERATOR(pg_catalog.=) 'running' "
 		"      AND x.claimed_at IS NULL AND " RUNNER_GONE("x")
 		"    FOR UPDATE SKIP LOCKED) "
-		"RETURNING r.job_id, r.scheduled_for, "
-		"  CASE WHEN r.manual THEN 0 ELSE r.attempt END",
+		"RETURNING r.job_id, r.scheduled_for, r.attempt, r.manual",
 		4, {TIMESTAMPTZOID, OIDOID, TEXTOID, INT4OID}
 	};
 	TimestampTz now = GetCurrentTimestamp();
@@ -518,76 +516,55 @@ read_claimed_job(ClaimedJob *job)
 	job->failures = DatumGetInt32(col(tup, desc, 21, &isnull));
 }
 
+/* A job's schedule and time zone, for job_next_slot. */
+typedef struct JobSchedule
+{
+	SchedlockCronSchedule sched;
+	pg_tz	   *tz;
+} JobSchedule;
+
+/*
+ * job_next_slot
+ *		SchedlockNextSlotFn of the slot rule: the next slot of the job's
+ *		schedule (a JobSchedule) strictly after an instant, in its time zone,
+ *		from the cron engine.
+ */
+static bool
+job_next_slot(const void *arg, SchedlockTime after, SchedlockTime *next)
+{
+	const JobSchedule *js = arg;
+
+	return schedlock_cron_next_time(&js->sched, after, js->tz, next);
+}
+
 /*
  * plan_slot
  *		Decide what to do about the job's due slot next_slot, under its
- *		misfire policy, and advance next_slot.
+ *		misfire policy, and advance next_slot (schedlock_rule_due_slot).
  */
 static void
 plan_slot(ClaimedJob *job, TimestampTz now, ClaimPlan *plan)
 {
-	SchedlockCronSchedule sched;
-	pg_tz	   *tz;
-	TimestampTz s = job->next_slot;
-	TimestampTz n1;
+	JobSchedule js;
+	SchedlockMisfire misfire;
+	SchedlockSlotPlan slot;
 
-	plan->kind = PLAN_RUN;
-	plan->scheduled_for = s;
+	plan->scheduled_for = job->next_slot;
 	plan->attempt = 1;
 
-	schedlock_cron_parse_or_error(job->schedule, &sched);
-	tz = schedlock_cron_lookup_timezone(job->timezone);
-	if (job->reboot || schedlock_cron_is_reboot(&sched))
-	{
-		job->has_next_slot = false;
-		return;
-	}
-	if (!schedlock_cron_next_time(&sched, s, tz, &n1) || n1 > now)
-	{
-		/* on time: the only due slot */
-		job->has_next_slot = schedlock_cron_next_time(&sched, s, tz, &job->next_slot);
-		return;
-	}
-
-	/* misfire: at least two slots are due */
-	if (strcmp(job->misfire, "run_all") == 0)
-	{
-		TimestampTz ring[SCHEDLOCK_RUN_ALL_LIMIT];
-		int			count = 0;
-		TimestampTz t = s;
-		int			iterations = 0;
-
-		while (t <= now && iterations++ < MISFIRE_MAX_ITERATIONS)
-		{
-			ring[count % SCHEDLOCK_RUN_ALL_LIMIT] = t;
-			count++;
-			if (!schedlock_cron_next_time(&sched, t, tz, &t))
-				break;
-		}
-		if (count <= SCHEDLOCK_RUN_ALL_LIMIT)
-		{
-			job->next_slot = n1;
-			return;
-		}
-		/* too many: drop the oldest, keep the newest LIMIT slots */
-		plan->kind = PLAN_SKIP;
-		plan->message = psprintf("misfire run_all: %d missed slots, only the latest %d are run",
-								 count, SCHEDLOCK_RUN_ALL_LIMIT);
-		if (iterations >= MISFIRE_MAX_ITERATIONS)
-			job->has_next_slot = schedlock_cron_next_time(&sched, now, tz, &job->next_slot);
-		else
-			job->next_slot = ring[count % SCHEDLOCK_RUN_ALL_LIMIT];
-		return;
-	}
-
-	job->has_next_slot = schedlock_cron_next_time(&sched, now, tz, &job->next_slot);
-	if (strcmp(job->misfire, "skip") == 0)
-	{
-		plan->kind = PLAN_SKIP;
-		plan->message = "missed slot skipped (misfire skip)";
-	}
-	else
-		plan->message = "catch-up run for missed slots (misfire run_once)";
+	schedlock_cron_parse_or_error(job->schedule, &js.sched);
+	js.tz = schedlock_cron_lookup_timezone(job->timezone);
+	/* a misfire policy written by hand that is none of them is run_once */
+	(void) schedlock_misfire_parse(job->misfire, &misfire);
+	schedlock_rule_due_slot(job->next_slot, now, misfire,
+							job->reboot || schedlock_cron_is_reboot(&js.sched),
+							job_next_slot, &js, &slot);
+	plan->kind = (slot.action == SCHEDLOCK_SLOT_SKIP) ? PLAN_SKIP : PLAN_RUN;
+	if (slot.message[0] != '\0')
+		plan->message = MemoryContextStrdup(run_cxt, slot.message);
+	job->has_next_slot = slot.has_next;
+	if (slot.has_next)
+		job->next_slot = slot.next;
 }
 
 /*
@@ -646,7 +623,7 @@ plan_claim(ClaimedJob *job, TimestampTz now, ClaimPlan *plan)
 /*
  * save_job_state
  *		Write the advanced next_slot, retry and queue state of the job and
- *		its next_run_at, computed as schedlock_recompute_next_run() does.
+ *		its next_run_at (schedlock_rule_next_run_at).
  */
 static void
 save_job_state(ClaimedJob *job, TimestampTz now)
@@ -655,9 +632,7 @@ save_job_state(ClaimedJob *job, TimestampTz now)
 	static SchedlockQuery q = {
 		"UPDATE schedlock.jobs SET next_slot = $2, "
 		"  retry_slot = $3, retry_attempt = $4, retry_at = $5, "
-		"  manual_pending = $6, "
-		"  next_run_at = LEAST($2, $5, "
-		"    CASE WHEN $6 OPERATOR(pg_catalog.>) 0 THEN $7 END) "
+		"  manual_pending = $6, next_run_at = $7 "
 		"WHERE ctid OPERATOR(pg_catalog.=) $8 "
 		"  AND job_id OPERATOR(pg_catalog.=) $1",
 		8, {INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID,
@@ -665,6 +640,7 @@ save_job_state(ClaimedJob *job, TimestampTz now)
 	};
 	Datum		values[8];
 	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	TimestampTz next_run_at;
 
 	values[0] = Int64GetDatum(job->job_id);
 	values[1] = TimestampTzGetDatum(job->next_slot);
@@ -675,7 +651,11 @@ save_job_state(ClaimedJob *job, TimestampTz now)
 	if (!job->has_retry)
 		nulls[2] = nulls[3] = nulls[4] = 'n';
 	values[5] = Int32GetDatum(job->manual_pending);
-	values[6] = TimestampTzGetDatum(now);
+	nulls[6] = schedlock_rule_next_run_at(job->has_next_slot, job->next_slot,
+										  job->has_retry, job->retry_at,
+										  job->manual_pending, now,
+										  &next_run_at) ? ' ' : 'n';
+	values[6] = TimestampTzGetDatum(next_run_at);
 	values[7] = PointerGetDatum(&job->ctid);
 	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE ||
 		SPI_processed != 1)
@@ -819,7 +799,9 @@ record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 				(errmsg("schedlock job \"%s\" run " INT64_FORMAT " failed: %s",
 						job->job_name, run_id, error->message ? error->message : "")));
 		schedlock_run_failed(job->job_id, plan->scheduled_for,
-							 plan->manual_run_id ? 0 : plan->attempt, now);
+							 schedlock_rule_failed_attempt(plan->manual_run_id != 0,
+														   plan->attempt),
+							 now);
 	}
 	else if (job->failures != 0)
 		schedlock_run_succeeded(job->job_id);
@@ -961,10 +943,15 @@ settle_claim(ClaimedJob *job, ClaimPlan *plan, TimestampTz horizon)
 	plan_claim(job, horizon, plan);
 	save_job_state(job, horizon);
 
-	if (plan->kind == PLAN_RUN && run_in_progress(job->job_id))
+	if (plan->kind == PLAN_RUN)
 	{
-		plan->kind = PLAN_SKIP;
-		plan->message = "the previous run was still in progress (overlap)";
+		const char *overlap = schedlock_rule_overlap(run_in_progress(job->job_id));
+
+		if (overlap != NULL)
+		{
+			plan->kind = PLAN_SKIP;
+			plan->message = overlap;
+		}
 	}
 	now = GetCurrentTimestamp();
 	if (plan->kind == PLAN_SKIP)
@@ -1164,8 +1151,7 @@ expire_runs(void)
 		"      AND x.deadline OPERATOR(pg_catalog.<=) $1 "
 		"    ORDER BY x.deadline LIMIT " CppAsString2(EXPIRE_BATCH_ROWS)
 		"    FOR UPDATE SKIP LOCKED) "
-		"RETURNING r.job_id, r.scheduled_for, "
-		"  CASE WHEN r.manual THEN 0 ELSE r.attempt END",
+		"RETURNING r.job_id, r.scheduled_for, r.attempt, r.manual",
 		1, {TIMESTAMPTZOID}
 	};
 	TimestampTz now = GetCurrentTimestamp();
