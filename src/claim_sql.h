@@ -3,12 +3,13 @@
  * claim_sql.h
  *	  The dispatch workers' claim statements, as SQL text.
  *
- * worker.c prepares and runs these statements.  They live in a header of
- * their own, which includes nothing and needs nothing of PostgreSQL, so
- * that the isolation spec test/isolation/specs/job_claim.spec races exactly
- * the statements the workers run: test/isolation/fill-specs.sh compiles a
- * program that prints them and puts them into the spec before it runs.  A
- * change here is therefore a change of what that spec tests.
+ * jobstore.c prepares and runs these statements for the workers
+ * (worker.c).  They live in a header of their own, which includes nothing
+ * and needs nothing of PostgreSQL, so that the isolation spec
+ * test/isolation/specs/job_claim.spec races exactly the statements the
+ * workers run: test/isolation/fill-specs.sh compiles a program that prints
+ * them and puts them into the spec before it runs.  A change here is
+ * therefore a change of what that spec tests.
  *
  * The claim statement: the earliest due job nobody else holds, after the
  * position ($2, $3) in the order of jobs_due_idx, as of $1.

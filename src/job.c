@@ -17,6 +17,9 @@
  * transaction commits.  None of them is executable by PUBLIC (release 1.1):
  * a DBA grants them to the roles that may occupy the workers.
  *
+ * The statements on the scheduler's tables are jobstore.c's; the rules for
+ * a job's next_run_at are rules.c's.
+ *
  * While they act as the extension owner, search_path is pinned (see
  * schedlock_begin_as_owner) and every operator is written
  * OPERATOR(pg_catalog.x); the checks made before the switch look nothing up
@@ -54,6 +57,7 @@
 #include "utils/timestamp.h"
 
 #include "cron_pg.h"
+#include "jobstore.h"
 #include "schedlock.h"
 #include "scheduler.h"
 
@@ -84,24 +88,6 @@ enum
 	ARG_ENABLED,
 	ARG_RUN_AS
 };
-
-/* A job's definition, as given or as stored. */
-typedef struct JobDef
-{
-	char	   *schedule;
-	char	   *command;		/* NULL for a NOTIFY job */
-	char	   *channel;		/* NULL for an SQL job */
-	Datum		payload;		/* jsonb; valid when has_payload */
-	bool		has_payload;
-	char	   *timezone;		/* never NULL once resolved */
-	Interval   *timeout;		/* NULL: none */
-	int32		max_attempts;
-	Interval   *retry_delay;
-	char	   *misfire;
-	bool		atomic;
-	bool		enabled;
-	Oid			run_as;			/* InvalidOid: the owner */
-} JobDef;
 
 /*
  * schedlock_check_command
@@ -420,39 +406,6 @@ check_writable(const char *fname)
 }
 
 /*
- * def_params
- *		Fill SPI parameters $3 .. $14 from a definition (see the queries).
- */
-static void
-def_params(const JobDef *def, Datum *values, char *nulls)
-{
-	values[2] = CStringGetTextDatum(def->schedule);
-	values[3] = def->command ? CStringGetTextDatum(def->command) : (Datum) 0;
-	nulls[3] = def->command ? ' ' : 'n';
-	values[4] = def->channel ? CStringGetTextDatum(def->channel) : (Datum) 0;
-	nulls[4] = def->channel ? ' ' : 'n';
-	values[5] = def->has_payload ? def->payload : (Datum) 0;
-	nulls[5] = def->has_payload ? ' ' : 'n';
-	values[6] = CStringGetTextDatum(def->timezone);
-	values[7] = def->timeout ? IntervalPGetDatum(def->timeout) : (Datum) 0;
-	nulls[7] = def->timeout ? ' ' : 'n';
-	values[8] = Int32GetDatum(def->max_attempts);
-	values[9] = IntervalPGetDatum(def->retry_delay);
-	values[10] = CStringGetTextDatum(def->misfire);
-	values[11] = BoolGetDatum(def->atomic);
-	values[12] = BoolGetDatum(def->enabled);
-	values[13] = ObjectIdGetDatum(def->run_as);
-	nulls[13] = OidIsValid(def->run_as) ? ' ' : 'n';
-}
-
-/* Types of the parameters of the write queries, $1 .. $17. */
-static Oid	write_types[17] = {
-	TEXTOID, REGROLEOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID,
-	INTERVALOID, INT4OID, INTERVALOID, TEXTOID, BOOLOID, BOOLOID, REGROLEOID,
-	BOOLOID, TIMESTAMPTZOID, TIMESTAMPTZOID
-};
-
-/*
  * schedlock_schedule_job
  *		SQL: schedule_job(job_name, schedule, command, notify_channel,
  *		payload, timezone, timeout, max_attempts, retry_delay, misfire,
@@ -471,13 +424,10 @@ schedlock_schedule_job(PG_FUNCTION_ARGS)
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz slot = 0;
 	bool		has_slot;
-	Datum		values[17];
-	char		nulls[17];
 	Oid			caller = GetUserId();
 	Oid			save_uid;
 	int			save_sec;
 	int			save_nestlevel;
-	bool		isnull;
 	int64		job_id;
 	int32		manual_pending;
 	TimestampTz next_run_at;
@@ -506,48 +456,11 @@ schedlock_schedule_job(PG_FUNCTION_ARGS)
 	validate_job(job_name, &def, &sched);
 	has_slot = first_slot(&sched, def.timezone, now, &slot);
 
-	memset(nulls, ' ', sizeof(nulls));
-	values[0] = CStringGetTextDatum(job_name);
-	values[1] = ObjectIdGetDatum(caller);
-	def_params(&def, values, nulls);
-	values[14] = BoolGetDatum(schedlock_cron_is_reboot(&sched));
-	values[15] = TimestampTzGetDatum(slot);
-	nulls[15] = has_slot ? ' ' : 'n';
-	values[16] = TimestampTzGetDatum(now);
-
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
-	/* the upsert releases a quarantine (on the tables of 1.1) */
-	if (SPI_execute_with_args(psprintf("INSERT INTO schedlock.jobs AS j (job_name, owner, "
-							  "  schedule, command, notify_channel, payload, timezone, "
-							  "  timeout, max_attempts, retry_delay, misfire, atomic, "
-							  "  enabled, run_as, reboot, next_slot, next_run_at) "
-							  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
-							  "  $12, $13, $14, $15, $16, $16) "
-							  "ON CONFLICT (owner, job_name) DO UPDATE SET "
-							  "  schedule = EXCLUDED.schedule, command = EXCLUDED.command, "
-							  "  notify_channel = EXCLUDED.notify_channel, "
-							  "  payload = EXCLUDED.payload, timezone = EXCLUDED.timezone, "
-							  "  timeout = EXCLUDED.timeout, "
-							  "  max_attempts = EXCLUDED.max_attempts, "
-							  "  retry_delay = EXCLUDED.retry_delay, "
-							  "  misfire = EXCLUDED.misfire, atomic = EXCLUDED.atomic, "
-							  "  enabled = EXCLUDED.enabled, run_as = EXCLUDED.run_as, "
-							  "  reboot = EXCLUDED.reboot, next_slot = EXCLUDED.next_slot, "
-							  "  retry_slot = NULL, retry_attempt = NULL, retry_at = NULL, "
-							  "  %s"
-							  "  next_run_at = EXCLUDED.next_slot "
-							  "RETURNING job_id, manual_pending",
-									   schedlock_jobs_have_quarantine() ?
-									   "dispatch_errors = 0, dispatch_error_at = NULL, "
-									   "quarantine_reason = NULL, " : ""),
-							  17, write_types, values, nulls, false, 0) != SPI_OK_INSERT_RETURNING ||
-		SPI_processed != 1)
-		elog(ERROR, "could not write job \"%s\"", job_name);
-	job_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-										 SPI_tuptable->tupdesc, 1, &isnull));
-	manual_pending = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
-												 SPI_tuptable->tupdesc, 2, &isnull));
+	job_id = schedlock_upsert_job(job_name, caller, &def,
+								  schedlock_cron_is_reboot(&sched), has_slot,
+								  slot, &manual_pending);
 	/* next_run_at is the slot, unless run_job() calls of the job are queued */
 	if (schedlock_rule_next_run_at(has_slot, slot, false, 0, manual_pending,
 								   now, &next_run_at) != has_slot ||
@@ -558,52 +471,6 @@ schedlock_schedule_job(PG_FUNCTION_ARGS)
 
 	schedlock_wake_workers_at_commit();
 	PG_RETURN_INT64(job_id);
-}
-
-/*
- * find_job
- *		Look up the caller's job by name and lock its row; a superuser may
- *		also name another role's job when only one role has a job of that
- *		name.  Raises 42704 when there is none.  Caller is connected to SPI
- *		and runs as the extension owner; caller is the calling role.
- *		Leaves the row in SPI_tuptable.
- */
-static int64
-find_job(const char *job_name, Oid caller, const char *columns)
-{
-	Oid			types[2] = {TEXTOID, REGROLEOID};
-	Datum		values[2];
-	char	   *query;
-	bool		isnull;
-
-	values[0] = CStringGetTextDatum(job_name);
-	values[1] = ObjectIdGetDatum(caller);
-	query = psprintf("SELECT job_id, %s FROM schedlock.jobs "
-					 "WHERE job_name OPERATOR(pg_catalog.=) $1 "
-					 "  AND owner OPERATOR(pg_catalog.=) $2 FOR UPDATE", columns);
-	if (SPI_execute_with_args(query, 2, types, values, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read job \"%s\"", job_name);
-	if (SPI_processed == 0 && superuser_arg(caller))
-	{
-		query = psprintf("SELECT job_id, %s FROM schedlock.jobs "
-						 "WHERE job_name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-						 columns);
-		if (SPI_execute_with_args(query, 1, types, values, NULL, false, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not read job \"%s\"", job_name);
-		if (SPI_processed > 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_AMBIGUOUS_PARAMETER),
-					 errmsg("job name \"%s\" is ambiguous", job_name),
-					 errdetail("Several roles have a job of that name."),
-					 errhint("SET ROLE to the job's owner first.")));
-	}
-	if (SPI_processed == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("job \"%s\" does not exist", job_name),
-				 errhint("Jobs are visible only to the role that scheduled them.")));
-	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-									   SPI_tuptable->tupdesc, 1, &isnull));
 }
 
 /*
@@ -697,8 +564,7 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz slot = 0;
 	bool		reslot;
-	Datum		values[17];
-	char		nulls[17];
+	bool		has_slot;
 	Oid			caller = GetUserId();
 	Oid			owner;
 	Oid			save_uid;
@@ -711,7 +577,7 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 	check_writable("alter_job");
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
-	job_id = find_job(job_name, caller,
+	job_id = schedlock_find_job(job_name, caller,
 					  "schedule, command, notify_channel, payload, timezone, "
 					  "timeout, max_attempts, retry_delay, misfire, atomic, "
 					  "enabled, run_as::pg_catalog.oid, owner::pg_catalog.oid");
@@ -748,45 +614,10 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 		strcmp(def.timezone, old.timezone) != 0 ||
 		(def.enabled && !old.enabled);
 
-	memset(nulls, ' ', sizeof(nulls));
-	values[0] = Int64GetDatum(job_id);
-	def_params(&def, values, nulls);
-	values[14] = BoolGetDatum(schedlock_cron_is_reboot(&sched));
-	values[15] = BoolGetDatum(reslot);
-	values[16] = TimestampTzGetDatum(now);
-	if (reslot && first_slot(&sched, def.timezone, now, &slot))
-		values[1] = TimestampTzGetDatum(slot);
-	else
-	{
-		values[1] = (Datum) 0;
-		nulls[1] = 'n';
-	}
-	{
-		Oid			types[17];
-
-		memcpy(types, write_types, sizeof(types));
-		types[0] = INT8OID;
-		types[1] = TIMESTAMPTZOID;
-		types[15] = BOOLOID;
-		/* enabling the job releases a quarantine (on the tables of 1.1) */
-		if (SPI_execute_with_args(psprintf("UPDATE schedlock.jobs SET "
-								  "  schedule = $3, command = $4, notify_channel = $5, "
-								  "  payload = $6, timezone = $7, timeout = $8, "
-								  "  max_attempts = $9, retry_delay = $10, misfire = $11, "
-								  "  atomic = $12, enabled = $13, run_as = $14, reboot = $15, "
-								  "  next_slot = CASE WHEN $16 THEN $2 ELSE next_slot END, "
-								  "  retry_slot = CASE WHEN $16 THEN NULL ELSE retry_slot END, "
-								  "  retry_attempt = CASE WHEN $16 THEN NULL ELSE retry_attempt END, "
-								  "  retry_at = CASE WHEN $16 THEN NULL ELSE retry_at END "
-								  "  %s"
-								  "WHERE job_id OPERATOR(pg_catalog.=) $1",
-										   schedlock_jobs_have_quarantine() ?
-										   ", dispatch_errors = CASE WHEN $13 THEN 0 ELSE dispatch_errors END, "
-										   "  dispatch_error_at = CASE WHEN $13 THEN NULL ELSE dispatch_error_at END, "
-										   "  quarantine_reason = CASE WHEN $13 THEN NULL ELSE quarantine_reason END " : ""),
-								  17, types, values, nulls, false, 0) != SPI_OK_UPDATE)
-			elog(ERROR, "could not update job \"%s\"", job_name);
-	}
+	has_slot = reslot && first_slot(&sched, def.timezone, now, &slot);
+	schedlock_update_job(job_id, job_name, &def,
+						 schedlock_cron_is_reboot(&sched), reslot, has_slot,
+						 slot);
 	schedlock_recompute_next_run(job_id, now);
 	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
 	SPI_finish();
@@ -811,35 +642,21 @@ schedlock_unschedule_job(PG_FUNCTION_ARGS)
 	Oid			save_uid;
 	int			save_sec;
 	int			save_nestlevel;
-	Oid			types[2] = {TEXTOID, REGROLEOID};
-	Datum		values[2];
 	bool		deleted;
 
 	check_writable("unschedule_job");
-	values[0] = CStringGetTextDatum(job_name);
-	values[1] = ObjectIdGetDatum(caller);
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
-	if (SPI_execute_with_args("DELETE FROM schedlock.jobs "
-							  "WHERE job_name OPERATOR(pg_catalog.=) $1 "
-							  "  AND owner OPERATOR(pg_catalog.=) $2",
-							  2, types, values, NULL, false, 0) != SPI_OK_DELETE)
-		elog(ERROR, "could not delete job \"%s\"", job_name);
-	deleted = (SPI_processed > 0);
+	deleted = schedlock_delete_job(job_name, caller);
 	if (!deleted && superuser_arg(caller))
 	{
 		MemoryContext oldcxt = CurrentMemoryContext;
 
 		PG_TRY();
 		{
-			int64		job_id = find_job(job_name, caller, "1");
-			Oid			t1[1] = {INT8OID};
-			Datum		v1[1] = {Int64GetDatum(job_id)};
+			int64		job_id = schedlock_find_job(job_name, caller, "1");
 
-			if (SPI_execute_with_args("DELETE FROM schedlock.jobs "
-									  "WHERE job_id OPERATOR(pg_catalog.=) $1",
-									  1, t1, v1, NULL, false, 0) != SPI_OK_DELETE)
-				elog(ERROR, "could not delete job \"%s\"", job_name);
+			schedlock_delete_job_id(job_id, job_name);
 			deleted = true;
 		}
 		PG_CATCH();
@@ -880,8 +697,6 @@ schedlock_run_job(PG_FUNCTION_ARGS)
 	Oid			save_uid;
 	int			save_sec;
 	int			save_nestlevel;
-	Oid			types[2] = {INT8OID, TIMESTAMPTZOID};
-	Datum		values[2];
 	TimestampTz now = GetCurrentTimestamp();
 	int64		job_id;
 	int64		run_id;
@@ -890,29 +705,14 @@ schedlock_run_job(PG_FUNCTION_ARGS)
 	check_writable("run_job");
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
-	job_id = find_job(job_name, caller, "enabled");
+	job_id = schedlock_find_job(job_name, caller, "enabled");
 	if (!DatumGetBool(column_datum(2, &isnull)))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("job \"%s\" is disabled", job_name),
 				 errhint("Enable it with alter_job(job_name => '%s', enabled => true).",
 						 job_name)));
-	values[0] = Int64GetDatum(job_id);
-	values[1] = TimestampTzGetDatum(now);
-	if (SPI_execute_with_args("INSERT INTO schedlock.job_runs (job_id, owner, "
-							  "  scheduled_for, attempt, manual, status) "
-							  "SELECT job_id, owner, $2, 1, true, 'queued' "
-							  "  FROM schedlock.jobs WHERE job_id OPERATOR(pg_catalog.=) $1 "
-							  "RETURNING run_id",
-							  2, types, values, NULL, false, 0) != SPI_OK_INSERT_RETURNING ||
-		SPI_processed != 1)
-		elog(ERROR, "could not queue a run of job \"%s\"", job_name);
-	run_id = DatumGetInt64(column_datum(1, &isnull));
-	if (SPI_execute_with_args("UPDATE schedlock.jobs "
-							  "SET manual_pending = manual_pending OPERATOR(pg_catalog.+) 1 "
-							  "WHERE job_id OPERATOR(pg_catalog.=) $1",
-							  1, types, values, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not queue a run of job \"%s\"", job_name);
+	run_id = schedlock_queue_run(job_id, job_name, now);
 	schedlock_recompute_next_run(job_id, now);
 	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
 	SPI_finish();

@@ -24,7 +24,8 @@
  *	  could not be recorded) is closed as failed;
  *	- its count of dispatch errors in a row (jobs.dispatch_errors) goes up,
  *	  or starts again at 1 when a run of the job was recorded since its
- *	  last one (jobs.dispatch_error_at): a dispatch that commits always
+ *	  last one (jobs.dispatch_error_at; schedlock_rule_dispatch_breaks,
+ *	  rules.c): a dispatch that commits always
  *	  records a run, so the workers' claim needs no column of its own and
  *	  works unchanged on the tables of release 1.0;
  *	- the job is held back (next_run_at) for 1 s, then 2 s, so that the
@@ -64,6 +65,7 @@
 #include "utils/timeout.h"
 #include "utils/timestamp.h"
 
+#include "jobstore.h"
 #include "scheduler.h"
 
 /* How long the worker waits after an error it could not charge to a job. */
@@ -139,8 +141,6 @@ charge_job(int64 job_id, ErrorData *error)
 	/* unpack_sql_state returns a static buffer that ereport reuses */
 	const char *state = pstrdup(unpack_sql_state(error->sqlerrcode));
 	const char *message = error->message ? error->message : "unknown error";
-	Oid			types[4] = {TIMESTAMPTZOID, TEXTOID, TEXTOID, INT4OID};
-	Datum		values[4];
 	int			nestlevel;
 
 	SetCurrentStatementStartTimestamp();
@@ -150,86 +150,38 @@ charge_job(int64 job_id, ErrorData *error)
 	pgstat_report_activity(STATE_RUNNING, "schedlock: recording a dispatch error");
 	nestlevel = schedlock_trusted_path_begin();
 
-	values[0] = TimestampTzGetDatum(now);
-	values[1] = CStringGetTextDatum(state);
-	values[2] = CStringGetTextDatum(psprintf("the worker could not record this run: %s", message));
-	values[3] = Int32GetDatum(MyProcPid);
-	if (SPI_execute_with_args("UPDATE schedlock.job_runs SET status = 'failed', "
-							  "  finished_at = $1, sqlstate = $2, message = $3, "
-							  "  deadline = NULL "
-							  "WHERE status OPERATOR(pg_catalog.=) 'running' "
-							  "  AND worker_pid OPERATOR(pg_catalog.=) $4 "
-							  "  AND claimed_at IS NULL",
-							  4, types, values, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not close the runs of a failed dispatch");
+	schedlock_fail_dispatch_runs(now, state,
+								 psprintf("the worker could not record this run: %s", message));
 
 	if (job_id != 0 && schedlock_jobs_have_quarantine())
 	{
-		Oid			jtypes[1] = {INT8OID};
-		Datum		jvalues[1] = {Int64GetDatum(job_id)};
-		bool		isnull;
 		int			breaks;
 		bool		held;
 		TimestampTz hold_until;
-		Datum		next_run_at;
-		bool		next_null;
+		bool		run_since;
+		int32		errors;
+		bool		has_next;
+		TimestampTz next_run_at;
 		char	   *job_name;
 
-		if (SPI_execute_with_args("SELECT CASE WHEN EXISTS ("
-								  "    SELECT 1 FROM schedlock.job_runs r "
-								  "    WHERE r.job_id OPERATOR(pg_catalog.=) j.job_id "
-								  "      AND GREATEST(r.started_at, r.finished_at) "
-								  "          OPERATOR(pg_catalog.>) j.dispatch_error_at) "
-								  "  THEN 1 "
-								  "  ELSE j.dispatch_errors OPERATOR(pg_catalog.+) 1 END, "
-								  "  j.job_name, j.quarantine_reason IS NOT NULL, "
-								  "  j.next_run_at "
-								  "FROM schedlock.jobs j "
-								  "WHERE j.job_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF j",
-								  1, jtypes, jvalues, NULL, false, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not read job " INT64_FORMAT, job_id);
 		/*
 		 * Another worker may have claimed the job between this one's abort
 		 * and this transaction, and quarantined it meanwhile: it stays as it
 		 * was quarantined.
 		 */
-		if (SPI_processed == 1 &&
-			!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
-										SPI_tuptable->tupdesc, 3, &isnull)))
+		if (schedlock_read_dispatch_errors(job_id, &run_since, &errors,
+										   &job_name, &has_next, &next_run_at))
 		{
-			Oid			utypes[5] = {INT8OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID};
-			Datum		uvalues[5];
-			char		unulls[5] = {' ', ' ', ' ', ' ', ' '};
-
-			breaks = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
-												 SPI_tuptable->tupdesc, 1, &isnull));
-			job_name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-			next_run_at = SPI_getbinval(SPI_tuptable->vals[0],
-										SPI_tuptable->tupdesc, 4, &next_null);
-			held = schedlock_rule_dispatch_hold(breaks, now, !next_null,
-												next_null ? 0 : DatumGetTimestampTz(next_run_at),
-												&hold_until);
+			breaks = schedlock_rule_dispatch_breaks(run_since, errors);
+			held = schedlock_rule_dispatch_hold(breaks, now, has_next,
+												next_run_at, &hold_until);
 			ereport(LOG,
 					(errmsg("schedlock job \"%s\" broke dispatch (SQLSTATE %s), %d of %d times in a row",
 							job_name, state, breaks, SCHEDLOCK_QUARANTINE_BREAKS)));
-
-			uvalues[0] = Int64GetDatum(job_id);
-			uvalues[1] = Int32GetDatum(breaks);
-			uvalues[2] = TimestampTzGetDatum(now);
-			uvalues[3] = TimestampTzGetDatum(hold_until);
-			if (!held)
-				uvalues[4] = CStringGetTextDatum(psprintf("quarantined: dispatch of the job failed %d times in a row; last error %s: %s. alter_job(..., enabled => true) releases it.",
-														  breaks, state, message));
-			else
-				unulls[4] = 'n';
-			if (SPI_execute_with_args("UPDATE schedlock.jobs SET dispatch_errors = $2, "
-									  "  dispatch_error_at = $3, "
-									  "  enabled = enabled AND $5 IS NULL, "
-									  "  quarantine_reason = $5, "
-									  "  next_run_at = $4 "
-									  "WHERE job_id OPERATOR(pg_catalog.=) $1",
-									  5, utypes, uvalues, unulls, false, 0) != SPI_OK_UPDATE)
-				elog(ERROR, "could not record a dispatch error of job " INT64_FORMAT, job_id);
+			schedlock_save_dispatch_error(job_id, breaks, now, hold_until,
+										  held ? NULL :
+										  psprintf("quarantined: dispatch of the job failed %d times in a row; last error %s: %s. alter_job(..., enabled => true) releases it.",
+												   breaks, state, message));
 			if (!held)
 				ereport(WARNING,
 						(errmsg("schedlock job \"%s\" quarantined: its dispatch failed %d times in a row",

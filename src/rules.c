@@ -58,6 +58,29 @@ schedlock_misfire_parse(const char *text, SchedlockMisfire *policy)
 }
 
 /*
+ * schedlock_rule_claim_serves
+ *		What a worker that claimed a job at now does first: a queued
+ *		run_job() call (manual_pending > 0), else the pending retry when it
+ *		is due (retry_at <= now), else the next slot when it is due (slot <=
+ *		now), else nothing (the job was claimed as of an instant a little
+ *		ahead, or its row changed).  One claim serves one of them; the next
+ *		claim the next.
+ */
+SchedlockClaimServes
+schedlock_rule_claim_serves(int32_t manual_pending, bool has_retry,
+							SchedlockTime retry_at, bool has_slot,
+							SchedlockTime slot, SchedlockTime now)
+{
+	if (manual_pending > 0)
+		return SCHEDLOCK_SERVES_RUN_JOB;
+	if (has_retry && retry_at <= now)
+		return SCHEDLOCK_SERVES_RETRY;
+	if (has_slot && slot <= now)
+		return SCHEDLOCK_SERVES_SLOT;
+	return SCHEDLOCK_SERVES_NOTHING;
+}
+
+/*
  * schedlock_rule_due_slot
  *		What to do with a job's due slot (slot <= now) under its misfire
  *		policy, and which slot comes after it (see the file header).
@@ -248,6 +271,24 @@ schedlock_rule_retry(int32_t attempt, int32_t max_attempts,
 	else
 		*retry_at = failed_at + delay;
 	return true;
+}
+
+/*
+ * schedlock_rule_dispatch_breaks
+ *		A job broke dispatch again: its count of dispatch errors in a row,
+ *		this one included.  The count starts again at 1 when a run of the
+ *		job was recorded since its previous error (a dispatch that commits
+ *		always records a run); it stops at INT32_MAX.
+ */
+int
+schedlock_rule_dispatch_breaks(bool run_since_last_error,
+							   int32_t previous_errors)
+{
+	if (run_since_last_error)
+		return 1;
+	if (previous_errors == INT32_MAX)
+		return INT32_MAX;
+	return previous_errors + 1;
 }
 
 /*

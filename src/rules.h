@@ -88,6 +88,23 @@ typedef struct SchedlockSlotPlan
 	char		message[128];	/* why, for the run's row; "" when none */
 } SchedlockSlotPlan;
 
+/* What a claim of a due job serves (schedlock_rule_claim_serves). */
+typedef enum SchedlockClaimServes
+{
+	SCHEDLOCK_SERVES_NOTHING = 0,	/* nothing is due after all */
+	SCHEDLOCK_SERVES_RUN_JOB,	/* a queued run_job() call */
+	SCHEDLOCK_SERVES_RETRY,		/* the pending retry */
+	SCHEDLOCK_SERVES_SLOT		/* the due slot (schedlock_rule_due_slot) */
+} SchedlockClaimServes;
+
+/* What a claim of the job serves at now. */
+extern SchedlockClaimServes schedlock_rule_claim_serves(int32_t manual_pending,
+														bool has_retry,
+														SchedlockTime retry_at,
+														bool has_slot,
+														SchedlockTime slot,
+														SchedlockTime now);
+
 /* Parse a misfire policy; false (and *policy run_once) when unknown. */
 extern bool schedlock_misfire_parse(const char *text, SchedlockMisfire *policy);
 
@@ -121,6 +138,10 @@ extern bool schedlock_rule_retry(int32_t attempt, int32_t max_attempts,
 								 SchedlockTime failed_at,
 								 int32_t *next_attempt,
 								 SchedlockTime *retry_at);
+
+/* Dispatch errors in a row, counting one more. */
+extern int	schedlock_rule_dispatch_breaks(bool run_since_last_error,
+										   int32_t previous_errors);
 
 /* How long a job that broke dispatch breaks times in a row is held, ms. */
 extern int	schedlock_quarantine_hold_ms(int breaks);

@@ -1,9 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * run.c
- *	  Run bookkeeping shared by the workers and the SQL API, and the SQL
- *	  functions applications use for NOTIFY jobs: schedlock_claim_run and
- *	  schedlock_finish_run.
+ *	  The SQL functions applications use for NOTIFY jobs:
+ *	  schedlock_claim_run, schedlock_claim_run_payload and
+ *	  schedlock_finish_run; and the switch to the extension owner the SQL
+ *	  API writes the scheduler's tables as.  The run bookkeeping they share
+ *	  with the workers (failures, retries, next_run_at) and their
+ *	  statements are in jobstore.c.
  *
  * A run row moves through these states (docs/scheduler.md draws them):
  *
@@ -48,6 +51,7 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
+#include "jobstore.h"
 #include "schedlock.h"
 #include "scheduler.h"
 
@@ -60,174 +64,6 @@ PGDLLEXPORT Datum schedlock_claim_run(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_claim_run_payload(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_finish_run(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_job_worker_pid(PG_FUNCTION_ARGS);
-
-/*
- * read_job_timing
- *		Read and lock (FOR NO KEY UPDATE, as an UPDATE of the row would) the
- *		job's max_attempts, retry_delay in seconds (as EXTRACT(epoch FROM
- *		...)), next slot, pending retry time and count of queued run_job()
- *		calls, into SPI_tuptable (columns 1 to 5).  False when the job does
- *		not exist (any more).  Caller is connected to SPI.
- */
-static bool
-read_job_timing(int64 job_id)
-{
-	static SchedlockQuery q = {
-		"SELECT max_attempts, "
-		"  pg_catalog.date_part('epoch', retry_delay)::pg_catalog.float8, "
-		"  next_slot, retry_at, manual_pending "
-		"FROM schedlock.jobs WHERE job_id OPERATOR(pg_catalog.=) $1 "
-		"FOR NO KEY UPDATE",
-		1, {INT8OID}
-	};
-	Datum		values[1] = {Int64GetDatum(job_id)};
-
-	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read job " INT64_FORMAT, job_id);
-	return SPI_processed == 1;
-}
-
-/*
- * timing_column
- *		Column n of the row read_job_timing read; *isnull says if NULL.
- */
-static Datum
-timing_column(int n, bool *isnull)
-{
-	return SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, n, isnull);
-}
-
-/*
- * timing_next_run_at
- *		The next_run_at of the row read_job_timing read, with its pending
- *		retry replaced by the given one when has_retry is not -1 (0: none,
- *		1: retry_at), by schedlock_rule_next_run_at.  False when it has none
- *		(NULL).
- */
-static bool
-timing_next_run_at(int has_retry, TimestampTz retry_at, TimestampTz now,
-				   TimestampTz *next_run_at)
-{
-	bool		slot_null;
-	bool		retry_null;
-	bool		manual_null;
-	Datum		slot = timing_column(3, &slot_null);
-	Datum		old_retry = timing_column(4, &retry_null);
-	Datum		manual = timing_column(5, &manual_null);
-
-	if (has_retry < 0)
-	{
-		has_retry = !retry_null;
-		retry_at = retry_null ? 0 : DatumGetTimestampTz(old_retry);
-	}
-	return schedlock_rule_next_run_at(!slot_null,
-									  slot_null ? 0 : DatumGetTimestampTz(slot),
-									  has_retry != 0, retry_at,
-									  manual_null ? 0 : DatumGetInt32(manual),
-									  now, next_run_at);
-}
-
-/*
- * schedlock_recompute_next_run
- *		Set the job's next_run_at from its next slot, pending retry and
- *		queued run_job() calls (schedlock_rule_next_run_at).  Caller is
- *		connected to SPI.
- */
-void
-schedlock_recompute_next_run(int64 job_id, TimestampTz now)
-{
-	static SchedlockQuery q = {
-		"UPDATE schedlock.jobs SET next_run_at = $2 "
-		"WHERE job_id OPERATOR(pg_catalog.=) $1",
-		2, {INT8OID, TIMESTAMPTZOID}
-	};
-	Datum		values[2];
-	char		nulls[2] = {' ', ' '};
-	TimestampTz next_run_at;
-
-	if (!read_job_timing(job_id))
-		return;
-	values[0] = Int64GetDatum(job_id);
-	nulls[1] = timing_next_run_at(-1, 0, now, &next_run_at) ? ' ' : 'n';
-	values[1] = TimestampTzGetDatum(next_run_at);
-	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not update the next run of job " INT64_FORMAT, job_id);
-}
-
-/*
- * schedlock_run_failed
- *		Count a failed (or timed out, or lost) attempt of a slot and, while
- *		attempts are left, schedule the next one after an exponential
- *		backoff (schedlock_rule_retry, rules.c), and set the job's
- *		next_run_at.  attempt 0 means "no retry" (runs asked for with
- *		run_job: schedlock_rule_failed_attempt).  Caller is connected to SPI.
- */
-void
-schedlock_run_failed(int64 job_id, TimestampTz scheduled_for, int32 attempt,
-					 TimestampTz now)
-{
-	static SchedlockQuery q = {
-		"UPDATE schedlock.jobs SET "
-		"  consecutive_failures = consecutive_failures OPERATOR(pg_catalog.+) 1, "
-		"  retry_slot = CASE WHEN $2 THEN $3 ELSE retry_slot END, "
-		"  retry_attempt = CASE WHEN $2 THEN $4 ELSE retry_attempt END, "
-		"  retry_at = CASE WHEN $2 THEN $5 ELSE retry_at END, "
-		"  next_run_at = $6 "
-		"WHERE job_id OPERATOR(pg_catalog.=) $1",
-		6, {INT8OID, BOOLOID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID,
-		TIMESTAMPTZOID}
-	};
-	Datum		values[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
-	bool		isnull;
-	Datum		d;
-	int32		max_attempts;
-	double		retry_delay;
-	bool		retried;
-	int32		next_attempt = 0;
-	TimestampTz retry_at = 0;
-	TimestampTz next_run_at;
-
-	if (!read_job_timing(job_id))
-		return;
-	d = timing_column(1, &isnull);
-	max_attempts = isnull ? 0 : DatumGetInt32(d);
-	d = timing_column(2, &isnull);
-	retry_delay = isnull ? 0 : DatumGetFloat8(d);
-	retried = schedlock_rule_retry(attempt, max_attempts, retry_delay, now,
-								   &next_attempt, &retry_at);
-
-	values[0] = Int64GetDatum(job_id);
-	values[1] = BoolGetDatum(retried);
-	values[2] = TimestampTzGetDatum(scheduled_for);
-	values[3] = Int32GetDatum(next_attempt);
-	values[4] = TimestampTzGetDatum(retry_at);
-	nulls[5] = timing_next_run_at(retried ? 1 : -1, retry_at, now,
-								  &next_run_at) ? ' ' : 'n';
-	values[5] = TimestampTzGetDatum(next_run_at);
-	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not record a failure of job " INT64_FORMAT, job_id);
-}
-
-/*
- * schedlock_run_succeeded
- *		Reset the job's count of consecutive failures.  Caller is connected
- *		to SPI.
- */
-void
-schedlock_run_succeeded(int64 job_id)
-{
-	static SchedlockQuery q = {
-		"UPDATE schedlock.jobs SET consecutive_failures = 0 "
-		"WHERE job_id OPERATOR(pg_catalog.=) $1 "
-		"  AND consecutive_failures OPERATOR(pg_catalog.<>) 0",
-		1, {INT8OID}
-	};
-	Datum		values[1] = {Int64GetDatum(job_id)};
-
-	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not record a success of job " INT64_FORMAT, job_id);
-}
 
 /*
  * schedlock_extension_owner
@@ -269,22 +105,8 @@ schedlock_extension_owner(void)
 static void
 check_run_access(int64 run_id, Oid caller)
 {
-	Oid			types[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(run_id)};
-	Oid			owner = InvalidOid;
+	Oid			owner = schedlock_run_owner(run_id);
 
-	if (SPI_execute_with_args("SELECT owner::pg_catalog.oid FROM schedlock.job_runs "
-							  "WHERE run_id OPERATOR(pg_catalog.=) $1",
-							  1, types, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read run " INT64_FORMAT, run_id);
-	if (SPI_processed == 1)
-	{
-		bool		isnull;
-
-		owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-											   SPI_tuptable->tupdesc, 1,
-											   &isnull));
-	}
 	if (!OidIsValid(owner) || !has_privs_of_role(caller, owner))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -349,9 +171,6 @@ claim_run(FunctionCallInfo fcinfo, Datum *payload, bool *payload_null)
 {
 	int64		run_id = run_id_arg(fcinfo);
 	char	   *claimed_by = PG_ARGISNULL(1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(1));
-	Oid			types[4] = {INT8OID, TEXTOID, TIMESTAMPTZOID, INT4OID};
-	Datum		values[4];
-	char		nulls[4] = {' ', ' ', ' ', ' '};
 	Oid			save_uid;
 	int			save_sec;
 	int			save_nestlevel;
@@ -366,42 +185,9 @@ claim_run(FunctionCallInfo fcinfo, Datum *payload, bool *payload_null)
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
 	check_run_access(run_id, save_uid);
-	values[0] = Int64GetDatum(run_id);
-	values[1] = claimed_by ? CStringGetTextDatum(claimed_by) : (Datum) 0;
-	if (claimed_by == NULL)
-		nulls[1] = 'n';
-	values[2] = TimestampTzGetDatum(GetCurrentTimestamp());
-	values[3] = Int32GetDatum(MyProcPid);
-	if (SPI_execute_with_args("UPDATE schedlock.job_runs r SET status = 'running', "
-							  "  claimed_by = $2, claimed_at = $3, started_at = $3, "
-							  "  worker_pid = $4, "
-							  "  deadline = $3 OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => "
-							  "    CASE WHEN j.timeout IS NULL THEN "
-							  CppAsString2(SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT)
-							  "    ELSE LEAST(pg_catalog.date_part('epoch', j.timeout), "
-							  CppAsString2(SCHEDLOCK_MAX_TIMEOUT_SECS) ") END) "
-							  "FROM schedlock.jobs j "
-							  "WHERE r.run_id OPERATOR(pg_catalog.=) $1 "
-							  "  AND r.status OPERATOR(pg_catalog.=) 'pending' "
-							  "  AND j.job_id OPERATOR(pg_catalog.=) r.job_id "
-							  "RETURNING j.payload",
-							  4, types, values, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
-		elog(ERROR, "could not claim run " INT64_FORMAT, run_id);
-	claimed = (SPI_processed == 1);
-	if (payload != NULL)
-	{
-		*payload_null = true;
-		if (claimed)
-		{
-			Datum		d = SPI_getbinval(SPI_tuptable->vals[0],
-										  SPI_tuptable->tupdesc, 1,
+	claimed = schedlock_claim_pending_run(run_id, claimed_by,
+										  GetCurrentTimestamp(), payload,
 										  payload_null);
-
-			/* copied out of SPI memory, into the caller's context */
-			if (!*payload_null)
-				*payload = SPI_datumTransfer(d, false, -1);
-		}
-	}
 	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
 	SPI_finish();
 
@@ -466,9 +252,6 @@ schedlock_finish_run(PG_FUNCTION_ARGS)
 	int64		run_id = run_id_arg(fcinfo);
 	bool		succeeded;
 	char	   *message = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
-	Oid			types[4] = {INT8OID, BOOLOID, TEXTOID, TIMESTAMPTZOID};
-	Datum		values[4];
-	char		nulls[4] = {' ', ' ', ' ', ' '};
 	Oid			save_uid;
 	int			save_sec;
 	int			save_nestlevel;
@@ -489,41 +272,10 @@ schedlock_finish_run(PG_FUNCTION_ARGS)
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
 	check_run_access(run_id, save_uid);
-	values[0] = Int64GetDatum(run_id);
-	values[1] = BoolGetDatum(succeeded);
-	values[2] = message ? CStringGetTextDatum(message) : (Datum) 0;
-	if (message == NULL)
-		nulls[2] = 'n';
-	values[3] = TimestampTzGetDatum(now);
-	if (SPI_execute_with_args("UPDATE schedlock.job_runs SET "
-							  "  status = CASE WHEN $2 THEN 'succeeded' ELSE 'failed' END, "
-							  "  finished_at = $4, deadline = NULL, message = $3 "
-							  "WHERE run_id OPERATOR(pg_catalog.=) $1 "
-							  "  AND status OPERATOR(pg_catalog.=) 'running' "
-							  "RETURNING job_id, scheduled_for, attempt, manual",
-							  4, types, values, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
-		elog(ERROR, "could not finish run " INT64_FORMAT, run_id);
-	finished = (SPI_processed == 1);
-	if (finished)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[0];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		int64		job_id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-		TimestampTz slot = DatumGetTimestampTz(SPI_getbinval(tup, desc, 2, &isnull));
-		int32		attempt = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
-		bool		manual = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
-
-		if (succeeded)
-			schedlock_run_succeeded(job_id);
-		else
-		{
-			schedlock_run_failed(job_id, slot,
-								 schedlock_rule_failed_attempt(manual, attempt),
-								 now);
-			schedlock_wake_workers_at_commit();
-		}
-	}
+	finished = schedlock_finish_running_run(run_id, succeeded, message, now);
+	/* a failure may be retried: the workers look again at commit */
+	if (finished && !succeeded)
+		schedlock_wake_workers_at_commit();
 	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
 	SPI_finish();
 

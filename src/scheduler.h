@@ -5,7 +5,9 @@
  *	  memory state (shmem.c), the launcher (launcher.c), the per-database
  *	  workers (worker.c), command execution (exec.c), the SQL API (job.c),
  *	  run bookkeeping (run.c), workers stepping aside for DBA statements
- *	  (stepaside.c) and copies of a database (home.c).
+ *	  (stepaside.c) and copies of a database (home.c).  The scheduling
+ *	  rules have their own header (rules.h, plain C), and so have the
+ *	  statements on the scheduler's tables (jobstore.h).
  *
  * IDENTIFICATION
  *	  src/scheduler.h
@@ -188,10 +190,6 @@ extern ErrorData *schedlock_check_job_role(Oid owner, Oid run_as,
 										   MemoryContext cxt);
 
 /* run.c */
-extern void schedlock_run_failed(int64 job_id, TimestampTz scheduled_for,
-								 int32 attempt, TimestampTz now);
-extern void schedlock_run_succeeded(int64 job_id);
-extern void schedlock_recompute_next_run(int64 job_id, TimestampTz now);
 extern Oid	schedlock_extension_owner(void);
 
 /*

@@ -50,6 +50,9 @@
  * schedlock.max_runs_per_role runs in progress are left due, unclaimed,
  * until one of them ends.
  *
+ * The worker asks the scheduling rules (rules.c) what to do and runs the
+ * statements of jobstore.c on the scheduler's tables; it holds neither.
+ *
  * The worker's own statements run with search_path pinned to pg_catalog
  * (schedlock_trusted_path_begin, query.c), whatever the database, a role
  * or a job set; a job runs with the session's ordinary search_path, and
@@ -61,8 +64,6 @@
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
-
-#include <math.h>
 
 #include "access/xact.h"
 #include "access/xlog.h"
@@ -82,8 +83,8 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "claim_sql.h"
 #include "cron_pg.h"
+#include "jobstore.h"
 #include "schedlock.h"
 #include "scheduler.h"
 
@@ -112,14 +113,13 @@
 #define WORKER_NOTIFY_BATCH	200
 
 /*
- * Overdue NOTIFY runs closed per transaction, and transactions per pass; a
- * pass that leaves overdue runs behind is followed by another at once.
+ * Transactions of overdue NOTIFY runs closed per pass (EXPIRE_BATCH_ROWS
+ * each, jobstore.h); a pass that leaves overdue runs behind is followed by
+ * another at once.
  */
-#define EXPIRE_BATCH_ROWS	100
 #define EXPIRE_MAX_BATCHES	10
 
-/* Rows deleted per history pruning batch, and batches per pass. */
-#define PRUNE_BATCH_ROWS	1000
+/* History pruning batches per pass (PRUNE_BATCH_ROWS each, jobstore.h). */
 #define PRUNE_MAX_BATCHES	10
 
 /*
@@ -127,27 +127,6 @@
  * this long while a SQL run of its database is in progress.
  */
 #define LOST_CHECK_MS	1000
-
-/*
- * Whether the worker that ran a SQL run marked running (job_runs row r) is
- * gone.  Its worker is the backend of this database ($2) and of the
- * worker's type ($3) with pid r.worker_pid that started no later than the
- * run (r.started_at): a process with the same pid that started after the
- * run began is another one that got the pid again (the worker ended, or the
- * server restarted), and at the instant the run started no other process
- * could have that pid.  A run recorded on another timeline ($4) ran on the
- * server before a failover.  The backends are read from the backend status
- * table (pg_stat_get_activity; the worker's own statements run as a
- * superuser, which sees every field), once per transaction.
- */
-#define RUNNER_GONE(r) \
-	"(" r ".worker_pid IS NULL OR " r ".started_at IS NULL " \
-	" OR COALESCE(" r ".timeline OPERATOR(pg_catalog.<>) $4, true) " \
-	" OR NOT EXISTS (SELECT 1 " \
-	"   FROM pg_catalog.pg_stat_get_activity(" r ".worker_pid) a " \
-	"   WHERE a.datid OPERATOR(pg_catalog.=) $2 " \
-	"     AND a.backend_type OPERATOR(pg_catalog.=) $3 " \
-	"     AND a.backend_start OPERATOR(pg_catalog.<=) " r ".started_at)) "
 
 /* This worker's slot in shared memory. */
 static SchedlockWorkerSlot *MySlot = NULL;
@@ -157,51 +136,6 @@ static MemoryContext run_cxt = NULL;
 
 /* Whether a cancel now cancels the job's statement (see worker_sigint). */
 static volatile sig_atomic_t job_cancel_allowed = false;
-
-/* A claimed job, copied out of SPI memory into run_cxt. */
-typedef struct ClaimedJob
-{
-	int64		job_id;
-	char	   *job_name;
-	Oid			owner;
-	char	   *schedule;
-	char	   *command;		/* NULL for a NOTIFY job */
-	char	   *channel;
-	char	   *payload;		/* jsonb as text, or NULL */
-	char	   *timezone;
-	int			timeout_ms;		/* 0: none */
-	char	   *misfire;
-	bool		atomic;
-	Oid			run_as;			/* InvalidOid: owner */
-	bool		reboot;
-	bool		has_next_slot;
-	TimestampTz next_slot;
-	bool		has_retry;
-	TimestampTz retry_slot;
-	int32		retry_attempt;
-	TimestampTz retry_at;
-	int32		manual_pending;
-	ItemPointerData ctid;		/* the locked row version */
-	int32		failures;		/* consecutive_failures */
-} ClaimedJob;
-
-/* What the claim decided to do with the job. */
-typedef enum PlanKind
-{
-	PLAN_NOTHING,				/* nothing due after all */
-	PLAN_RUN,					/* run (scheduled_for, attempt) */
-	PLAN_SKIP					/* record (scheduled_for) as skipped */
-} PlanKind;
-
-typedef struct ClaimPlan
-{
-	PlanKind	kind;
-	TimestampTz scheduled_for;
-	int32		attempt;
-	TimestampTz due_at;			/* may not start before: slot or retry_at */
-	int64		manual_run_id;	/* the queued run_job() run, or 0 */
-	const char *message;		/* why, for catch-up and skipped rows */
-} ClaimPlan;
 
 /*
  * worker_detach
@@ -308,84 +242,6 @@ extension_present(void)
 }
 
 /*
- * close_runs_failed
- *		For every row returned by the last SPI statement (job_id,
- *		scheduled_for, attempt, manual), count a failure and schedule its
- *		retry.  Inside a transaction, connected to SPI.
- */
-static void
-close_runs_failed(TimestampTz now)
-{
-	SPITupleTable *tuptable = SPI_tuptable;
-	uint64		n = SPI_processed;
-	uint64		i;
-
-	for (i = 0; i < n; i++)
-	{
-		bool		isnull;
-		int64		job_id = DatumGetInt64(SPI_getbinval(tuptable->vals[i], tuptable->tupdesc, 1, &isnull));
-		TimestampTz slot = DatumGetTimestampTz(SPI_getbinval(tuptable->vals[i], tuptable->tupdesc, 2, &isnull));
-		int32		attempt = DatumGetInt32(SPI_getbinval(tuptable->vals[i], tuptable->tupdesc, 3, &isnull));
-		bool		manual = DatumGetBool(SPI_getbinval(tuptable->vals[i], tuptable->tupdesc, 4, &isnull));
-
-		schedlock_run_failed(job_id, slot,
-							 schedlock_rule_failed_attempt(manual, attempt), now);
-	}
-}
-
-/*
- * runner_args
- *		Fill values[1..3] with the parameters $2..$4 of RUNNER_GONE: this
- *		database, the workers' backend type and the current timeline.
- */
-static void
-runner_args(Datum *values)
-{
-	values[1] = ObjectIdGetDatum(MyDatabaseId);
-	values[2] = CStringGetTextDatum(MyBgworkerEntry->bgw_type);
-	values[3] = Int32GetDatum((int32) GetWALInsertionTimeLine());
-}
-
-/*
- * close_lost_runs
- *		Close as lost the SQL runs marked running whose worker is gone (see
- *		RUNNER_GONE), and retry them per policy.  Returns how many it
- *		closed.  In a transaction, connected to SPI.
- */
-static uint64
-close_lost_runs(void)
-{
-	static SchedlockQuery q = {
-		"UPDATE schedlock.job_runs r SET status = 'lost', "
-		"  finished_at = $1, "
-		"  message = 'the worker running it ended before the run finished "
-		"(it was stopped or terminated, or the server crashed, restarted or failed over)' "
-		"WHERE r.run_id OPERATOR(pg_catalog.=) ANY ("
-		"    SELECT x.run_id FROM schedlock.job_runs x "
-		"    WHERE x.status OPERATOR(pg_catalog.=) 'running' "
-		"      AND x.claimed_at IS NULL AND " RUNNER_GONE("x")
-		"    FOR UPDATE SKIP LOCKED) "
-		"RETURNING r.job_id, r.scheduled_for, r.attempt, r.manual",
-		4, {TIMESTAMPTZOID, OIDOID, TEXTOID, INT4OID}
-	};
-	TimestampTz now = GetCurrentTimestamp();
-	Datum		values[4];
-	uint64		closed;
-
-	values[0] = TimestampTzGetDatum(now);
-	runner_args(values);
-	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
-		elog(ERROR, "could not close lost runs");
-	closed = SPI_processed;
-	if (closed > 0)
-		ereport(LOG,
-				(errmsg("schedlock closed %llu lost job runs",
-						(unsigned long long) closed)));
-	close_runs_failed(now);
-	return closed;
-}
-
-/*
  * check_lost_runs
  *		Between passes, at most once every LOST_CHECK_MS (*last_check):
  *		close lost runs and set *watch to whether a SQL run of the database
@@ -399,12 +255,6 @@ close_lost_runs(void)
 static void
 check_lost_runs(TimestampTz *last_check, bool *watch)
 {
-	static SchedlockQuery q = {
-		"SELECT 1 FROM schedlock.job_runs "
-		"WHERE status OPERATOR(pg_catalog.=) 'running' AND claimed_at IS NULL "
-		"LIMIT 1",
-		0, {InvalidOid}
-	};
 	TimestampTz now = GetCurrentTimestamp();
 
 	/* too soon: the sleep ends in time for the next check */
@@ -415,10 +265,8 @@ check_lost_runs(TimestampTz *last_check, bool *watch)
 	}
 	*last_check = now;
 	begin_tx("schedlock: closing lost runs");
-	(void) close_lost_runs();
-	if (schedlock_query_run(&q, NULL, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not look for runs in progress");
-	*watch = SPI_processed > 0;
+	(void) schedlock_close_lost_runs();
+	*watch = schedlock_sql_runs_in_progress();
 	end_tx();
 }
 
@@ -430,90 +278,21 @@ static void
 startup_work(bool fire_reboot)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	Oid			types[1] = {TIMESTAMPTZOID};
-	Datum		values[1];
-	int			nestlevel;
 
 	begin_tx("schedlock: closing lost runs");
-	(void) close_lost_runs();
-	nestlevel = schedlock_trusted_path_begin();
-	values[0] = TimestampTzGetDatum(now);
+	(void) schedlock_close_lost_runs();
 	if (fire_reboot)
 	{
 		/* after pg_upgrade or a restore the jobs' roles may be unrecorded */
 		(void) schedlock_sync_job_roles();
-		if (SPI_execute_with_args("UPDATE schedlock.jobs SET next_slot = $1, "
-								  "  next_run_at = LEAST($1, next_run_at) "
-								  "WHERE reboot AND enabled",
-								  1, types, values, NULL, false, 0) != SPI_OK_UPDATE)
-			elog(ERROR, "could not fire @reboot jobs");
+		schedlock_fire_reboot_jobs(now);
 	}
-	schedlock_trusted_path_end(nestlevel);
 	/* no interrupt between the commit and the record: @reboot fires once */
 	HOLD_INTERRUPTS();
 	end_tx();
 	if (fire_reboot)
 		schedlock_reboot_done(MyDatabaseId);
 	RESUME_INTERRUPTS();
-}
-
-/* Fetchers for the claim query's columns. */
-static char *
-col_text(HeapTuple tup, TupleDesc desc, int n)
-{
-	char	   *v = SPI_getvalue(tup, desc, n);
-
-	return v ? MemoryContextStrdup(run_cxt, v) : NULL;
-}
-
-static Datum
-col(HeapTuple tup, TupleDesc desc, int n, bool *isnull)
-{
-	return SPI_getbinval(tup, desc, n, isnull);
-}
-
-/*
- * read_claimed_job
- *		Copy the claimed row out of SPI memory.
- */
-static void
-read_claimed_job(ClaimedJob *job)
-{
-	HeapTuple	tup = SPI_tuptable->vals[0];
-	TupleDesc	desc = SPI_tuptable->tupdesc;
-	bool		isnull;
-	Datum		d;
-
-	job->job_id = DatumGetInt64(col(tup, desc, 1, &isnull));
-	job->job_name = col_text(tup, desc, 2);
-	job->owner = DatumGetObjectId(col(tup, desc, 3, &isnull));
-	job->schedule = col_text(tup, desc, 4);
-	job->command = col_text(tup, desc, 5);
-	job->channel = col_text(tup, desc, 6);
-	job->payload = col_text(tup, desc, 7);
-	job->timezone = col_text(tup, desc, 8);
-	d = col(tup, desc, 9, &isnull);
-	/* whole milliseconds, rounded up: a timeout never becomes "none" */
-	job->timeout_ms = isnull ? 0 : (int) Min(ceil(DatumGetFloat8(d)), (double) INT_MAX);
-	job->misfire = col_text(tup, desc, 10);
-	job->atomic = DatumGetBool(col(tup, desc, 11, &isnull));
-	d = col(tup, desc, 12, &isnull);
-	job->run_as = isnull ? InvalidOid : DatumGetObjectId(d);
-	job->reboot = DatumGetBool(col(tup, desc, 13, &isnull));
-	d = col(tup, desc, 14, &isnull);
-	job->has_next_slot = !isnull;
-	job->next_slot = isnull ? 0 : DatumGetTimestampTz(d);
-	d = col(tup, desc, 15, &isnull);
-	job->has_retry = !isnull;
-	job->retry_slot = isnull ? 0 : DatumGetTimestampTz(d);
-	d = col(tup, desc, 16, &isnull);
-	job->retry_attempt = isnull ? 1 : DatumGetInt32(d);
-	d = col(tup, desc, 17, &isnull);
-	job->retry_at = isnull ? 0 : DatumGetTimestampTz(d);
-	job->manual_pending = DatumGetInt32(col(tup, desc, 18, &isnull));
-	/* 19: next_run_at, read by claim_job */
-	ItemPointerCopy((ItemPointer) DatumGetPointer(col(tup, desc, 20, &isnull)), &job->ctid);
-	job->failures = DatumGetInt32(col(tup, desc, 21, &isnull));
 }
 
 /* A job's schedule and time zone, for job_next_slot. */
@@ -569,42 +348,37 @@ plan_slot(ClaimedJob *job, TimestampTz now, ClaimPlan *plan)
 
 /*
  * plan_claim
- *		Decide what to do with the claimed job: a queued run_job() call
- *		first, then a due retry, then the due slot.
+ *		Decide what to do with the claimed job (schedlock_rule_claim_serves:
+ *		a queued run_job() call first, then a due retry, then the due slot).
  */
 static void
 plan_claim(ClaimedJob *job, TimestampTz now, ClaimPlan *plan)
 {
+	SchedlockClaimServes serves;
+
 	memset(plan, 0, sizeof(*plan));
 	plan->kind = PLAN_NOTHING;
 
-	if (job->manual_pending > 0)
+	serves = schedlock_rule_claim_serves(job->manual_pending, job->has_retry,
+										 job->retry_at, job->has_next_slot,
+										 job->next_slot, now);
+	if (serves == SCHEDLOCK_SERVES_RUN_JOB)
 	{
-		static SchedlockQuery q = {
-			"SELECT run_id, scheduled_for FROM schedlock.job_runs "
-			"WHERE job_id OPERATOR(pg_catalog.=) $1 "
-			"  AND status OPERATOR(pg_catalog.=) 'queued' "
-			"ORDER BY run_id LIMIT 1",
-			1, {INT8OID}
-		};
-		Datum		values[1] = {Int64GetDatum(job->job_id)};
-
-		if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not read queued runs");
 		job->manual_pending--;
-		if (SPI_processed == 1)
+		if (schedlock_next_queued_run(job->job_id, &plan->manual_run_id,
+									  &plan->scheduled_for))
 		{
-			bool		isnull;
-
 			plan->kind = PLAN_RUN;
-			plan->manual_run_id = DatumGetInt64(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-			plan->scheduled_for = DatumGetTimestampTz(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 			plan->attempt = 1;
 			return;
 		}
+		/* no queued run is left after all: the count was off */
 		job->manual_pending = 0;
+		serves = schedlock_rule_claim_serves(0, job->has_retry, job->retry_at,
+											 job->has_next_slot,
+											 job->next_slot, now);
 	}
-	if (job->has_retry && job->retry_at <= now)
+	if (serves == SCHEDLOCK_SERVES_RETRY)
 	{
 		plan->kind = PLAN_RUN;
 		plan->scheduled_for = job->retry_slot;
@@ -613,198 +387,11 @@ plan_claim(ClaimedJob *job, TimestampTz now, ClaimPlan *plan)
 		job->has_retry = false;
 		return;
 	}
-	if (job->has_next_slot && job->next_slot <= now)
+	if (serves == SCHEDLOCK_SERVES_SLOT)
 	{
 		plan_slot(job, now, plan);
 		plan->due_at = plan->scheduled_for;
 	}
-}
-
-/*
- * save_job_state
- *		Write the advanced next_slot, retry and queue state of the job and
- *		its next_run_at (schedlock_rule_next_run_at).
- */
-static void
-save_job_state(ClaimedJob *job, TimestampTz now)
-{
-	/* the row this transaction has locked: found by its ctid, no index */
-	static SchedlockQuery q = {
-		"UPDATE schedlock.jobs SET next_slot = $2, "
-		"  retry_slot = $3, retry_attempt = $4, retry_at = $5, "
-		"  manual_pending = $6, next_run_at = $7 "
-		"WHERE ctid OPERATOR(pg_catalog.=) $8 "
-		"  AND job_id OPERATOR(pg_catalog.=) $1",
-		8, {INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID,
-		INT4OID, TIMESTAMPTZOID, TIDOID}
-	};
-	Datum		values[8];
-	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
-	TimestampTz next_run_at;
-
-	values[0] = Int64GetDatum(job->job_id);
-	values[1] = TimestampTzGetDatum(job->next_slot);
-	nulls[1] = job->has_next_slot ? ' ' : 'n';
-	values[2] = TimestampTzGetDatum(job->retry_slot);
-	values[3] = Int32GetDatum(job->retry_attempt);
-	values[4] = TimestampTzGetDatum(job->retry_at);
-	if (!job->has_retry)
-		nulls[2] = nulls[3] = nulls[4] = 'n';
-	values[5] = Int32GetDatum(job->manual_pending);
-	nulls[6] = schedlock_rule_next_run_at(job->has_next_slot, job->next_slot,
-										  job->has_retry, job->retry_at,
-										  job->manual_pending, now,
-										  &next_run_at) ? ' ' : 'n';
-	values[6] = TimestampTzGetDatum(next_run_at);
-	values[7] = PointerGetDatum(&job->ctid);
-	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE ||
-		SPI_processed != 1)
-		elog(ERROR, "could not advance job " INT64_FORMAT, job->job_id);
-}
-
-/*
- * run_in_progress
- *		Whether a run of the job is pending or running (overlap); a run
- *		whose worker is gone is not (close_lost_runs closes it).
- */
-static bool
-run_in_progress(int64 job_id)
-{
-	static SchedlockQuery q = {
-		"SELECT 1 FROM schedlock.job_runs x "
-		"WHERE x.job_id OPERATOR(pg_catalog.=) $1 "
-		"  AND x.status OPERATOR(pg_catalog.=) ANY ('{pending,running}') "
-		"  AND NOT (x.status OPERATOR(pg_catalog.=) 'running' "
-		"    AND x.claimed_at IS NULL AND " RUNNER_GONE("x") ") "
-		"LIMIT 1",
-		4, {INT8OID, OIDOID, TEXTOID, INT4OID}
-	};
-	Datum		values[4];
-	bool		found;
-
-	values[0] = Int64GetDatum(job_id);
-	runner_args(values);
-
-	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not look for runs in progress");
-	found = SPI_processed > 0;
-	SPI_freetuptable(SPI_tuptable);
-	return found;
-}
-
-/*
- * record_run
- *		Insert the run's row (or turn the queued run_job() row into it) with
- *		the given status.  Returns the run id, or 0 when the slot's attempt
- *		exists already (the unique key refused it).
- */
-static int64
-record_run(ClaimedJob *job, ClaimPlan *plan, const char *status,
-		   TimestampTz now, TimestampTz deadline, bool has_deadline)
-{
-	static SchedlockQuery update_queued = {
-		"UPDATE schedlock.job_runs SET status = $5, "
-		"  started_at = CASE WHEN $5 OPERATOR(pg_catalog.=) 'skipped' "
-		"    THEN NULL ELSE $6 END, "
-		"  finished_at = CASE WHEN $5 OPERATOR(pg_catalog.=) 'skipped' "
-		"    THEN $6 END, "
-		"  worker_pid = $7, timeline = $8, message = $9, deadline = $10 "
-		"WHERE run_id OPERATOR(pg_catalog.=) $1 "
-		"  AND status OPERATOR(pg_catalog.=) 'queued' "
-		"RETURNING run_id",
-		10, {INT8OID, REGROLEOID, TIMESTAMPTZOID, INT4OID, TEXTOID,
-		TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, TIMESTAMPTZOID}
-	};
-	static SchedlockQuery insert = {
-		"INSERT INTO schedlock.job_runs (job_id, owner, "
-		"  scheduled_for, attempt, status, started_at, "
-		"  finished_at, worker_pid, timeline, message, deadline) "
-		"VALUES ($1, $2, $3, $4, $5, "
-		"  CASE WHEN $5 OPERATOR(pg_catalog.=) 'skipped' THEN NULL ELSE $6 END, "
-		"  CASE WHEN $5 OPERATOR(pg_catalog.=) 'skipped' THEN $6 END, "
-		"  $7, $8, $9, $10) "
-		"ON CONFLICT (job_id, scheduled_for, attempt) DO NOTHING "
-		"RETURNING run_id",
-		10, {INT8OID, REGROLEOID, TIMESTAMPTZOID, INT4OID, TEXTOID,
-		TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, TIMESTAMPTZOID}
-	};
-	Datum		values[10];
-	char		nulls[10];
-	bool		isnull;
-	bool		finished = (strcmp(status, "skipped") == 0);
-	int			rc;
-	int64		run_id;
-
-	memset(nulls, ' ', sizeof(nulls));
-	values[0] = Int64GetDatum(plan->manual_run_id ? plan->manual_run_id : job->job_id);
-	values[1] = ObjectIdGetDatum(job->owner);
-	values[2] = TimestampTzGetDatum(plan->scheduled_for);
-	values[3] = Int32GetDatum(plan->attempt);
-	values[4] = CStringGetTextDatum(status);
-	values[5] = TimestampTzGetDatum(now);
-	values[6] = Int32GetDatum(finished ? 0 : MyProcPid);
-	nulls[6] = finished ? 'n' : ' ';
-	values[7] = Int32GetDatum((int32) GetWALInsertionTimeLine());
-	values[8] = plan->message ? CStringGetTextDatum(plan->message) : (Datum) 0;
-	nulls[8] = plan->message ? ' ' : 'n';
-	values[9] = TimestampTzGetDatum(deadline);
-	nulls[9] = has_deadline ? ' ' : 'n';
-
-	rc = schedlock_query_run(plan->manual_run_id ? &update_queued : &insert,
-							 values, nulls, false, 0);
-	if (rc != SPI_OK_INSERT_RETURNING && rc != SPI_OK_UPDATE_RETURNING)
-		elog(ERROR, "could not record a run of job " INT64_FORMAT, job->job_id);
-	if (SPI_processed != 1)
-		return 0;
-	run_id = DatumGetInt64(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_freetuptable(SPI_tuptable);
-	return run_id;
-}
-
-/*
- * record_outcome
- *		Close a run as succeeded or failed and update the job's failure
- *		count and retry.  Connected to SPI, in a transaction.
- */
-static void
-record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
-			   ErrorData *error)
-{
-	static SchedlockQuery q = {
-		"UPDATE schedlock.job_runs SET status = $2, "
-		"  finished_at = $3, sqlstate = $4, "
-		"  message = COALESCE($5, message) "
-		"WHERE run_id OPERATOR(pg_catalog.=) $1",
-		5, {INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID}
-	};
-	TimestampTz now = GetCurrentTimestamp();
-	Datum		values[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
-
-	values[0] = Int64GetDatum(run_id);
-	values[1] = CStringGetTextDatum(error ? "failed" : "succeeded");
-	values[2] = TimestampTzGetDatum(now);
-	if (error)
-	{
-		values[3] = CStringGetTextDatum(unpack_sql_state(error->sqlerrcode));
-		values[4] = CStringGetTextDatum(error->message ? error->message : "unknown error");
-	}
-	else
-		nulls[3] = nulls[4] = 'n';
-	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not record the outcome of run " INT64_FORMAT, run_id);
-	if (error)
-	{
-		ereport(LOG,
-				(errmsg("schedlock job \"%s\" run " INT64_FORMAT " failed: %s",
-						job->job_name, run_id, error->message ? error->message : "")));
-		schedlock_run_failed(job->job_id, plan->scheduled_for,
-							 schedlock_rule_failed_attempt(plan->manual_run_id != 0,
-														   plan->attempt),
-							 now);
-	}
-	else if (job->failures != 0)
-		schedlock_run_succeeded(job->job_id);
 }
 
 /*
@@ -836,94 +423,25 @@ notify_run(ClaimedJob *job, ClaimPlan *plan, int64 run_id)
 	SPI_freetuptable(SPI_tuptable);
 }
 
-/* The claim statements: see claim_sql.h. */
-static SchedlockQuery claim_query = {
-	SCHEDLOCK_CLAIM_SQL,
-	3, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}
-};
-
-/* The same, for NOTIFY jobs only: see dispatch_one. */
-static SchedlockQuery claim_notify_query = {
-	SCHEDLOCK_CLAIM_NOTIFY_SQL,
-	3, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}
-};
-
-/*
- * The same, leaving out the SQL jobs of the roles $4 that have
- * schedlock.max_runs_per_role runs in progress: see claim_query_now.
- */
-static SchedlockQuery claim_capped_query = {
-	SCHEDLOCK_CLAIM_CAPPED_SQL,
-	4, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDARRAYOID}
-};
-
-/* $4 of claim_capped_query, set by claim_query_now. */
-static Datum capped_roles;
-
-/* Where a pass's next claim scan starts; see claim_query. */
-typedef struct ClaimPosition
-{
-	TimestampTz next_run_at;
-	int64		job_id;
-} ClaimPosition;
-
-/*
- * claim_job
- *		Run claim query q from position *pos as of now; on success read the
- *		claimed job into *job, move *pos to it and return true.  In a
- *		transaction, connected to SPI.
- */
-static bool
-claim_job(SchedlockQuery *q, ClaimPosition *pos, TimestampTz now,
-		  ClaimedJob *job)
-{
-	Datum		values[4];
-	bool		isnull;
-
-	values[0] = TimestampTzGetDatum(now);
-	values[1] = TimestampTzGetDatum(pos->next_run_at);
-	values[2] = Int64GetDatum(pos->job_id);
-	values[3] = capped_roles;	/* used by claim_capped_query only */
-	schedlock_dispatch_blame(0);
-	if (schedlock_query_run(q, values, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not claim due jobs");
-	if (SPI_processed == 0)
-		return false;
-	read_claimed_job(job);
-	/* an error from here on is charged to this job (quarantine.c) */
-	schedlock_dispatch_blame(job->job_id);
-	pos->job_id = job->job_id;
-	pos->next_run_at = DatumGetTimestampTz(col(SPI_tuptable->vals[0],
-											   SPI_tuptable->tupdesc, 19,
-											   &isnull));
-	SPI_freetuptable(SPI_tuptable);
-	return true;
-}
-
 /*
  * claim_query_now
- *		The claim query to use now: claim_query, or claim_capped_query when
- *		some roles have schedlock.max_runs_per_role runs in progress (their
- *		SQL jobs stay due, unlocked, for the workers to claim when a place
- *		is free).  Called in run_cxt, outside a transaction.
+ *		The claim statement to use now: SCHEDLOCK_CLAIM_ANY, or
+ *		SCHEDLOCK_CLAIM_CAPPED when some roles have
+ *		schedlock.max_runs_per_role runs in progress (their SQL jobs stay
+ *		due, unlocked, for the workers to claim when a place is free).
+ *		Called in run_cxt, outside a transaction.
  */
-static SchedlockQuery *
+static SchedlockClaimKind
 claim_query_now(void)
 {
 	Oid			roles[SCHEDLOCK_MAX_WORKERS_PER_DB];
-	Datum		elems[SCHEDLOCK_MAX_WORKERS_PER_DB];
 	int			n;
-	int			i;
 
 	n = schedlock_pool_capped_roles(MySlot, roles, lengthof(roles));
 	if (n == 0)
-		return &claim_query;
-	for (i = 0; i < n; i++)
-		elems[i] = ObjectIdGetDatum(roles[i]);
-	capped_roles = PointerGetDatum(construct_array(elems, n, OIDOID,
-												   sizeof(Oid), true,
-												   TYPALIGN_INT));
-	return &claim_capped_query;
+		return SCHEDLOCK_CLAIM_ANY;
+	schedlock_claim_cap_roles(roles, n);
+	return SCHEDLOCK_CLAIM_CAPPED;
 }
 
 /*
@@ -941,11 +459,11 @@ settle_claim(ClaimedJob *job, ClaimPlan *plan, TimestampTz horizon)
 	TimestampTz now;
 
 	plan_claim(job, horizon, plan);
-	save_job_state(job, horizon);
+	schedlock_save_job_state(job, horizon);
 
 	if (plan->kind == PLAN_RUN)
 	{
-		const char *overlap = schedlock_rule_overlap(run_in_progress(job->job_id));
+		const char *overlap = schedlock_rule_overlap(schedlock_run_in_progress(job->job_id));
 
 		if (overlap != NULL)
 		{
@@ -955,7 +473,7 @@ settle_claim(ClaimedJob *job, ClaimPlan *plan, TimestampTz horizon)
 	}
 	now = GetCurrentTimestamp();
 	if (plan->kind == PLAN_SKIP)
-		(void) record_run(job, plan, "skipped", now, 0, false);
+		(void) schedlock_record_run(job, plan, "skipped", now, 0, false);
 	return Max(now, plan->due_at);
 }
 
@@ -992,12 +510,12 @@ notify_job(ClaimedJob *job, ClaimPlan *plan, TimestampTz now)
 	/* a job whose role cannot log in is not notified: its run fails */
 	if (error != NULL)
 	{
-		run_id = record_run(job, plan, "running", now, 0, false);
+		run_id = schedlock_record_run(job, plan, "running", now, 0, false);
 		if (run_id != 0)
-			record_outcome(job, plan, run_id, error);
+			schedlock_record_outcome(job, plan, run_id, error);
 		return;
 	}
-	run_id = record_run(job, plan, "pending", now, deadline, true);
+	run_id = schedlock_record_run(job, plan, "pending", now, deadline, true);
 	if (run_id != 0)
 		notify_run(job, plan, run_id);
 }
@@ -1024,14 +542,14 @@ dispatch_one(ClaimPosition *pos)
 	int64		run_id;
 	Oid			user;
 	ErrorData  *error = NULL;
-	SchedlockQuery *q;
+	SchedlockClaimKind q;
 
 	schedlock_pool_release_role(MySlot);
 	q = claim_query_now();
 	begin_tx("schedlock: claiming due jobs");
 	horizon = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 										  WORKER_CLAIM_LEAD_MS);
-	if (!claim_job(q, pos, horizon, &job))
+	if (!schedlock_claim_job(q, pos, horizon, &job, run_cxt))
 	{
 		end_tx();
 		return false;
@@ -1059,7 +577,8 @@ dispatch_one(ClaimPosition *pos)
 		 */
 		notify_job(&job, &plan, start);
 		while (n++ < WORKER_NOTIFY_BATCH &&
-			   claim_job(&claim_notify_query, &batch, start, &job))
+			   schedlock_claim_job(SCHEDLOCK_CLAIM_NOTIFY, &batch, start, &job,
+								   run_cxt))
 		{
 			(void) settle_claim(&job, &plan, start);
 			if (plan.kind == PLAN_RUN)
@@ -1071,7 +590,7 @@ dispatch_one(ClaimPosition *pos)
 	}
 
 	/* started_at is the instant the command starts, after wait_until */
-	run_id = record_run(&job, &plan, "running", start, 0, false);
+	run_id = schedlock_record_run(&job, &plan, "running", start, 0, false);
 	if (run_id == 0)
 	{
 		end_tx();
@@ -1105,7 +624,7 @@ dispatch_one(ClaimPosition *pos)
 			MemoryContextSwitchTo(run_cxt);
 		job_cancel_end();
 		set_running_job(0);
-		record_outcome(&job, &plan, run_id, error);
+		schedlock_record_outcome(&job, &plan, run_id, error);
 		end_tx();
 		schedlock_exec_discard_job_state();
 		return true;
@@ -1125,7 +644,7 @@ dispatch_one(ClaimPosition *pos)
 	}
 	set_running_job(0);
 	begin_tx("schedlock: recording a run");
-	record_outcome(&job, &plan, run_id, error);
+	schedlock_record_outcome(&job, &plan, run_id, error);
 	end_tx();
 	return true;
 }
@@ -1139,30 +658,10 @@ dispatch_one(ClaimPosition *pos)
 static uint64
 expire_runs(void)
 {
-	static SchedlockQuery q = {
-		"UPDATE schedlock.job_runs r SET status = 'timed_out', "
-		"  finished_at = $1, deadline = NULL, "
-		"  message = CASE WHEN r.status OPERATOR(pg_catalog.=) 'pending' "
-		"    THEN 'not claimed within the timeout' "
-		"    ELSE 'not finished within the timeout' END "
-		"WHERE r.run_id OPERATOR(pg_catalog.=) ANY ("
-		"    SELECT x.run_id FROM schedlock.job_runs x "
-		"    WHERE x.status OPERATOR(pg_catalog.=) ANY ('{pending,running}') "
-		"      AND x.deadline OPERATOR(pg_catalog.<=) $1 "
-		"    ORDER BY x.deadline LIMIT " CppAsString2(EXPIRE_BATCH_ROWS)
-		"    FOR UPDATE SKIP LOCKED) "
-		"RETURNING r.job_id, r.scheduled_for, r.attempt, r.manual",
-		1, {TIMESTAMPTZOID}
-	};
-	TimestampTz now = GetCurrentTimestamp();
-	Datum		values[1] = {TimestampTzGetDatum(now)};
 	uint64		closed;
 
 	begin_tx("schedlock: closing overdue runs");
-	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
-		elog(ERROR, "could not close overdue runs");
-	closed = SPI_processed;
-	close_runs_failed(now);
+	closed = schedlock_expire_runs(GetCurrentTimestamp());
 	end_tx();
 	return closed;
 }
@@ -1176,35 +675,18 @@ static void
 prune_history(TimestampTz *last_prune)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	Oid			types[2] = {TIMESTAMPTZOID, INT4OID};
-	Datum		values[2];
 	int			batch;
 
 	if (schedlock_history_retention <= 0 ||
 		!TimestampDifferenceExceeds(*last_prune, now, 60 * 1000))
 		return;
 	*last_prune = now;
-	values[0] = TimestampTzGetDatum(now);
-	values[1] = Int32GetDatum(schedlock_history_retention);
 	for (batch = 0; batch < PRUNE_MAX_BATCHES; batch++)
 	{
 		uint64		deleted;
-		int			nestlevel;
 
 		begin_tx("schedlock: pruning run history");
-		nestlevel = schedlock_trusted_path_begin();
-		if (SPI_execute_with_args("DELETE FROM schedlock.job_runs "
-								  "WHERE run_id OPERATOR(pg_catalog.=) ANY ("
-								  "  SELECT run_id FROM schedlock.job_runs "
-								  "  WHERE finished_at OPERATOR(pg_catalog.<) "
-								  "    ($1 OPERATOR(pg_catalog.-) "
-								  "     pg_catalog.make_interval(mins => $2)) "
-								  "  ORDER BY finished_at LIMIT "
-								  CppAsString2(PRUNE_BATCH_ROWS) ")",
-								  2, types, values, NULL, false, 0) != SPI_OK_DELETE)
-			elog(ERROR, "could not prune run history");
-		deleted = SPI_processed;
-		schedlock_trusted_path_end(nestlevel);
+		deleted = schedlock_prune_runs(now, schedlock_history_retention);
 		end_tx();
 		if (deleted < PRUNE_BATCH_ROWS)
 			break;
@@ -1224,29 +706,13 @@ prune_history(TimestampTz *last_prune)
 static long
 sleep_time(bool claimed)
 {
-	static SchedlockQuery q = {
-		"SELECT LEAST("
-		"  (SELECT pg_catalog.min(next_run_at) FROM schedlock.jobs "
-		"    WHERE enabled AND next_run_at OPERATOR(pg_catalog.>) $1), "
-		"  (SELECT pg_catalog.min(deadline) FROM schedlock.job_runs "
-		"    WHERE status OPERATOR(pg_catalog.=) ANY ('{pending,running}') "
-		"      AND deadline OPERATOR(pg_catalog.>) $1))",
-		1, {TIMESTAMPTZOID}
-	};
 	TimestampTz now = GetCurrentTimestamp();
-	Datum		values[1] = {TimestampTzGetDatum(now)};
 	long		ms = SCHEDLOCK_MAX_SLEEP_MS;
-	bool		isnull;
-	Datum		d;
+	TimestampTz next;
 
 	begin_tx("schedlock: computing the next wakeup");
-	if (schedlock_query_run(&q, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not compute the next wakeup");
-	d = col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	if (!isnull)
+	if (schedlock_next_wakeup(now, &next))
 	{
-		TimestampTz next = DatumGetTimestampTz(d);
-
 		ms = (long) Min((next - now) / 1000 + 1 - WORKER_CLAIM_LEAD_MS,
 						(int64) SCHEDLOCK_MAX_SLEEP_MS);
 		if (ms <= 0)

@@ -7,7 +7,7 @@
 # A spec may name a statement of the C source as @NAME@, where NAME is a
 # macro of src/claim_sql.h (e.g. @SCHEDLOCK_CLAIM_SQL@).  For every
 # TREE/test/isolation/specs/*.spec this compiles a program that prints the
-# macro -- so the text is exactly what the compiler gives worker.c -- and
+# macro -- so the text is exactly what the compiler gives jobstore.c -- and
 # replaces @NAME@ with it, in place.  TREE is a scratch copy of the source
 # tree (test/run-all.sh passes its own); the committed specs keep their
 # placeholders, and a spec run without this step fails on them.  Exits

@@ -336,6 +336,44 @@ test_overlap(void)
 }
 
 /*
+ * test_claim_serves
+ *		A claim serves a queued run_job() call, then a due retry, then a due
+ *		slot.
+ */
+static void
+test_claim_serves(void)
+{
+	static const struct
+	{
+		const char *what;
+		int32_t		manual;
+		bool		has_retry;
+		SchedlockTime retry_at;
+		bool		has_slot;
+		SchedlockTime slot;
+		SchedlockTime now;
+		SchedlockClaimServes expected;
+	}			cases[] = {
+		{"run_job() first", 1, true, 10, true, 10, 50, SCHEDLOCK_SERVES_RUN_JOB},
+		{"run_job() even when nothing else is due", 3, false, 0, false, 0, 50, SCHEDLOCK_SERVES_RUN_JOB},
+		{"a due retry before a due slot", 0, true, 40, true, 30, 50, SCHEDLOCK_SERVES_RETRY},
+		{"a retry due exactly now", 0, true, 50, true, 30, 50, SCHEDLOCK_SERVES_RETRY},
+		{"a retry 1 us ahead waits: the slot", 0, true, 51, true, 30, 50, SCHEDLOCK_SERVES_SLOT},
+		{"a slot due exactly now", 0, false, 0, true, 50, 50, SCHEDLOCK_SERVES_SLOT},
+		{"nothing due yet", 0, true, 60, true, 70, 50, SCHEDLOCK_SERVES_NOTHING},
+		{"no slot, no retry", 0, false, 0, false, 0, 50, SCHEDLOCK_SERVES_NOTHING},
+		{"negative queue counts as none", -1, false, 0, true, 10, 50, SCHEDLOCK_SERVES_SLOT},
+	};
+	int			i;
+
+	for (i = 0; i < (int) (sizeof(cases) / sizeof(cases[0])); i++)
+		check(schedlock_rule_claim_serves(cases[i].manual, cases[i].has_retry,
+										  cases[i].retry_at, cases[i].has_slot,
+										  cases[i].slot, cases[i].now) == cases[i].expected,
+			  cases[i].what);
+}
+
+/*
  * test_next_run_at
  *		The earliest of next slot, retry and queued run_job() calls.
  */
@@ -511,6 +549,11 @@ test_quarantine(void)
 	};
 	int			i;
 
+	check(schedlock_rule_dispatch_breaks(false, 0) == 1, "first dispatch error: 1 in a row");
+	check(schedlock_rule_dispatch_breaks(false, 2) == 3, "third dispatch error in a row: 3");
+	check(schedlock_rule_dispatch_breaks(true, 2) == 1, "a run recorded since: 1 again");
+	check(schedlock_rule_dispatch_breaks(false, INT32_MAX) == INT32_MAX,
+		  "the count of dispatch errors stops at its largest");
 	for (i = 0; i < (int) (sizeof(holds) / sizeof(holds[0])); i++)
 	{
 		char		what[80];
@@ -542,6 +585,7 @@ main(void)
 	test_slot_lists();
 	test_misfire_names();
 	test_overlap();
+	test_claim_serves();
 	test_next_run_at();
 	test_retry();
 	test_quarantine();

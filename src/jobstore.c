@@ -1,0 +1,1317 @@
+/*-------------------------------------------------------------------------
+ *
+ * jobstore.c
+ *	  The statements the scheduler runs on its tables, schedlock.jobs and
+ *	  schedlock.job_runs: claiming a due job and advancing it, recording
+ *	  runs and their outcome, failures and retries, lost and overdue runs,
+ *	  history pruning, the next wakeup, and the run bookkeeping of the SQL
+ *	  API (run.c).
+ *
+ * The callers decide; this file only reads and writes.  What a job does
+ * next (its next slot, retry, next_run_at) is worked out by the scheduling
+ * rules (rules.c) from what is read here, and written back here.  The
+ * worker's claim statements are the text of claim_sql.h (which
+ * test/isolation/fill-specs.sh puts into the job_claim spec).
+ *
+ * Every function expects to be called in a transaction, connected to SPI,
+ * as a role that may write the scheduler's tables (a worker's bootstrap
+ * superuser, or the extension owner in the SQL API: see run.c).  Every
+ * statement names its tables with their schema and its operators as
+ * OPERATOR(pg_catalog.x).
+ *
+ * IDENTIFICATION
+ *	  src/jobstore.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/xlog.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "claim_sql.h"
+#include "jobstore.h"
+#include "schedlock.h"
+#include "scheduler.h"
+
+/*
+ * Whether the worker that ran a SQL run marked running (job_runs row r) is
+ * gone.  Its worker is the backend of this database ($2) and of the
+ * worker's type ($3) with pid r.worker_pid that started no later than the
+ * run (r.started_at): a process with the same pid that started after the
+ * run began is another one that got the pid again (the worker ended, or the
+ * server restarted), and at the instant the run started no other process
+ * could have that pid.  A run recorded on another timeline ($4) ran on the
+ * server before a failover.  The backends are read from the backend status
+ * table (pg_stat_get_activity; the worker's own statements run as a
+ * superuser, which sees every field), once per transaction.
+ */
+#define RUNNER_GONE(r) \
+	"(" r ".worker_pid IS NULL OR " r ".started_at IS NULL " \
+	" OR COALESCE(" r ".timeline OPERATOR(pg_catalog.<>) $4, true) " \
+	" OR NOT EXISTS (SELECT 1 " \
+	"   FROM pg_catalog.pg_stat_get_activity(" r ".worker_pid) a " \
+	"   WHERE a.datid OPERATOR(pg_catalog.=) $2 " \
+	"     AND a.backend_type OPERATOR(pg_catalog.=) $3 " \
+	"     AND a.backend_start OPERATOR(pg_catalog.<=) " r ".started_at)) "
+
+
+/* Fetchers for the claim statement's columns. */
+static char *
+col_text(HeapTuple tup, TupleDesc desc, int n, MemoryContext cxt)
+{
+	char	   *v = SPI_getvalue(tup, desc, n);
+
+	return v ? MemoryContextStrdup(cxt, v) : NULL;
+}
+
+static Datum
+col(HeapTuple tup, TupleDesc desc, int n, bool *isnull)
+{
+	return SPI_getbinval(tup, desc, n, isnull);
+}
+
+/*
+ * read_claimed_job
+ *		Copy the claimed row out of SPI memory, into cxt.
+ */
+static void
+read_claimed_job(ClaimedJob *job, MemoryContext cxt)
+{
+	HeapTuple	tup = SPI_tuptable->vals[0];
+	TupleDesc	desc = SPI_tuptable->tupdesc;
+	bool		isnull;
+	Datum		d;
+
+	job->job_id = DatumGetInt64(col(tup, desc, 1, &isnull));
+	job->job_name = col_text(tup, desc, 2, cxt);
+	job->owner = DatumGetObjectId(col(tup, desc, 3, &isnull));
+	job->schedule = col_text(tup, desc, 4, cxt);
+	job->command = col_text(tup, desc, 5, cxt);
+	job->channel = col_text(tup, desc, 6, cxt);
+	job->payload = col_text(tup, desc, 7, cxt);
+	job->timezone = col_text(tup, desc, 8, cxt);
+	d = col(tup, desc, 9, &isnull);
+	/* whole milliseconds, rounded up: a timeout never becomes "none" */
+	job->timeout_ms = isnull ? 0 : (int) Min(ceil(DatumGetFloat8(d)), (double) INT_MAX);
+	job->misfire = col_text(tup, desc, 10, cxt);
+	job->atomic = DatumGetBool(col(tup, desc, 11, &isnull));
+	d = col(tup, desc, 12, &isnull);
+	job->run_as = isnull ? InvalidOid : DatumGetObjectId(d);
+	job->reboot = DatumGetBool(col(tup, desc, 13, &isnull));
+	d = col(tup, desc, 14, &isnull);
+	job->has_next_slot = !isnull;
+	job->next_slot = isnull ? 0 : DatumGetTimestampTz(d);
+	d = col(tup, desc, 15, &isnull);
+	job->has_retry = !isnull;
+	job->retry_slot = isnull ? 0 : DatumGetTimestampTz(d);
+	d = col(tup, desc, 16, &isnull);
+	job->retry_attempt = isnull ? 1 : DatumGetInt32(d);
+	d = col(tup, desc, 17, &isnull);
+	job->retry_at = isnull ? 0 : DatumGetTimestampTz(d);
+	job->manual_pending = DatumGetInt32(col(tup, desc, 18, &isnull));
+	/* 19: next_run_at, read by schedlock_claim_job */
+	ItemPointerCopy((ItemPointer) DatumGetPointer(col(tup, desc, 20, &isnull)), &job->ctid);
+	job->failures = DatumGetInt32(col(tup, desc, 21, &isnull));
+}
+
+/* The claim statements: see claim_sql.h. */
+static SchedlockQuery claim_query = {
+	SCHEDLOCK_CLAIM_SQL,
+	3, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}
+};
+
+/* The same, for NOTIFY jobs only: see dispatch_one in worker.c. */
+static SchedlockQuery claim_notify_query = {
+	SCHEDLOCK_CLAIM_NOTIFY_SQL,
+	3, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}
+};
+
+/*
+ * The same, leaving out the SQL jobs of the roles $4 that have
+ * schedlock.max_runs_per_role runs in progress: see schedlock_claim_cap_roles.
+ */
+static SchedlockQuery claim_capped_query = {
+	SCHEDLOCK_CLAIM_CAPPED_SQL,
+	4, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDARRAYOID}
+};
+
+/* $4 of claim_capped_query, set by schedlock_claim_cap_roles. */
+static Datum capped_roles;
+
+/*
+ * schedlock_claim_cap_roles
+ *		Set the roles (n > 0) whose SQL jobs SCHEDLOCK_CLAIM_CAPPED leaves
+ *		out: they have schedlock.max_runs_per_role runs in progress.  The
+ *		array is made in CurrentMemoryContext, which must outlive the
+ *		claims that use it (the worker's run memory).
+ */
+void
+schedlock_claim_cap_roles(const Oid *roles, int n)
+{
+	Datum		elems[SCHEDLOCK_MAX_WORKERS_PER_DB];
+	int			i;
+
+	Assert(n > 0 && n <= SCHEDLOCK_MAX_WORKERS_PER_DB);
+	for (i = 0; i < n; i++)
+		elems[i] = ObjectIdGetDatum(roles[i]);
+	capped_roles = PointerGetDatum(construct_array(elems, n, OIDOID,
+												   sizeof(Oid), true,
+												   TYPALIGN_INT));
+}
+
+/*
+ * schedlock_claim_job
+ *		Run the claim statement of the given kind from position *pos as of
+ *		now; on success read the claimed job into *job (its strings in cxt),
+ *		move *pos to it and return true.  In a transaction, connected to
+ *		SPI.
+ */
+bool
+schedlock_claim_job(SchedlockClaimKind kind, ClaimPosition *pos,
+					TimestampTz now, ClaimedJob *job, MemoryContext cxt)
+{
+	SchedlockQuery *q = (kind == SCHEDLOCK_CLAIM_NOTIFY) ? &claim_notify_query :
+		(kind == SCHEDLOCK_CLAIM_CAPPED) ? &claim_capped_query : &claim_query;
+	Datum		values[4];
+	bool		isnull;
+
+	values[0] = TimestampTzGetDatum(now);
+	values[1] = TimestampTzGetDatum(pos->next_run_at);
+	values[2] = Int64GetDatum(pos->job_id);
+	values[3] = capped_roles;	/* used by claim_capped_query only */
+	schedlock_dispatch_blame(0);
+	if (schedlock_query_run(q, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not claim due jobs");
+	if (SPI_processed == 0)
+		return false;
+	read_claimed_job(job, cxt);
+	/* an error from here on is charged to this job (quarantine.c) */
+	schedlock_dispatch_blame(job->job_id);
+	pos->job_id = job->job_id;
+	pos->next_run_at = DatumGetTimestampTz(col(SPI_tuptable->vals[0],
+											   SPI_tuptable->tupdesc, 19,
+											   &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	return true;
+}
+
+/*
+ * close_runs_failed
+ *		For every row returned by the last SPI statement (job_id,
+ *		scheduled_for, attempt, manual), count a failure and schedule its
+ *		retry.  Inside a transaction, connected to SPI.
+ */
+static void
+close_runs_failed(TimestampTz now)
+{
+	SPITupleTable *tuptable = SPI_tuptable;
+	uint64		n = SPI_processed;
+	uint64		i;
+
+	for (i = 0; i < n; i++)
+	{
+		bool		isnull;
+		int64		job_id = DatumGetInt64(SPI_getbinval(tuptable->vals[i], tuptable->tupdesc, 1, &isnull));
+		TimestampTz slot = DatumGetTimestampTz(SPI_getbinval(tuptable->vals[i], tuptable->tupdesc, 2, &isnull));
+		int32		attempt = DatumGetInt32(SPI_getbinval(tuptable->vals[i], tuptable->tupdesc, 3, &isnull));
+		bool		manual = DatumGetBool(SPI_getbinval(tuptable->vals[i], tuptable->tupdesc, 4, &isnull));
+
+		schedlock_run_failed(job_id, slot,
+							 schedlock_rule_failed_attempt(manual, attempt), now);
+	}
+}
+
+/*
+ * runner_args
+ *		Fill values[1..3] with the parameters $2..$4 of RUNNER_GONE: this
+ *		database, the workers' backend type and the current timeline.
+ */
+static void
+runner_args(Datum *values)
+{
+	values[1] = ObjectIdGetDatum(MyDatabaseId);
+	values[2] = CStringGetTextDatum(MyBgworkerEntry->bgw_type);
+	values[3] = Int32GetDatum((int32) GetWALInsertionTimeLine());
+}
+
+/*
+ * schedlock_close_lost_runs
+ *		Close as lost the SQL runs marked running whose worker is gone (see
+ *		RUNNER_GONE), and retry them per policy.  Returns how many it
+ *		closed.  In a transaction, connected to SPI.
+ */
+uint64
+schedlock_close_lost_runs(void)
+{
+	static SchedlockQuery q = {
+		"UPDATE schedlock.job_runs r SET status = 'lost', "
+		"  finished_at = $1, "
+		"  message = 'the worker running it ended before the run finished "
+		"(it was stopped or terminated, or the server crashed, restarted or failed over)' "
+		"WHERE r.run_id OPERATOR(pg_catalog.=) ANY ("
+		"    SELECT x.run_id FROM schedlock.job_runs x "
+		"    WHERE x.status OPERATOR(pg_catalog.=) 'running' "
+		"      AND x.claimed_at IS NULL AND " RUNNER_GONE("x")
+		"    FOR UPDATE SKIP LOCKED) "
+		"RETURNING r.job_id, r.scheduled_for, r.attempt, r.manual",
+		4, {TIMESTAMPTZOID, OIDOID, TEXTOID, INT4OID}
+	};
+	TimestampTz now = GetCurrentTimestamp();
+	Datum		values[4];
+	uint64		closed;
+
+	values[0] = TimestampTzGetDatum(now);
+	runner_args(values);
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not close lost runs");
+	closed = SPI_processed;
+	if (closed > 0)
+		ereport(LOG,
+				(errmsg("schedlock closed %llu lost job runs",
+						(unsigned long long) closed)));
+	close_runs_failed(now);
+	return closed;
+}
+
+/*
+ * schedlock_sql_runs_in_progress
+ *		Whether a SQL run of the database is marked running (by a worker:
+ *		not claimed by an application).  In a transaction, connected to
+ *		SPI.
+ */
+bool
+schedlock_sql_runs_in_progress(void)
+{
+	static SchedlockQuery q = {
+		"SELECT 1 FROM schedlock.job_runs "
+		"WHERE status OPERATOR(pg_catalog.=) 'running' AND claimed_at IS NULL "
+		"LIMIT 1",
+		0, {InvalidOid}
+	};
+
+	if (schedlock_query_run(&q, NULL, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look for runs in progress");
+	return SPI_processed > 0;
+}
+
+/*
+ * schedlock_fire_reboot_jobs
+ *		Make every enabled @reboot job due now.  In a transaction, connected
+ *		to SPI.
+ */
+void
+schedlock_fire_reboot_jobs(TimestampTz now)
+{
+	Oid			types[1] = {TIMESTAMPTZOID};
+	Datum		values[1];
+	int			nestlevel;
+
+	nestlevel = schedlock_trusted_path_begin();
+	values[0] = TimestampTzGetDatum(now);
+	if (SPI_execute_with_args("UPDATE schedlock.jobs SET next_slot = $1, "
+							  "  next_run_at = LEAST($1, next_run_at) "
+							  "WHERE reboot AND enabled",
+							  1, types, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not fire @reboot jobs");
+	schedlock_trusted_path_end(nestlevel);
+}
+
+/*
+ * schedlock_next_queued_run
+ *		The oldest queued run_job() run of the job: its run id and
+ *		scheduled_for.  False when there is none.  In a transaction,
+ *		connected to SPI.
+ */
+bool
+schedlock_next_queued_run(int64 job_id, int64 *run_id,
+						  TimestampTz *scheduled_for)
+{
+	static SchedlockQuery q = {
+		"SELECT run_id, scheduled_for FROM schedlock.job_runs "
+		"WHERE job_id OPERATOR(pg_catalog.=) $1 "
+		"  AND status OPERATOR(pg_catalog.=) 'queued' "
+		"ORDER BY run_id LIMIT 1",
+		1, {INT8OID}
+	};
+	Datum		values[1] = {Int64GetDatum(job_id)};
+	bool		isnull;
+
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read queued runs");
+	if (SPI_processed != 1)
+		return false;
+	*run_id = DatumGetInt64(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	*scheduled_for = DatumGetTimestampTz(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	return true;
+}
+
+/*
+ * schedlock_expire_runs
+ *		Close NOTIFY runs not claimed, or not finished, by their deadline
+ *		(at or before now) as timed out, and retry them per policy: at most
+ *		EXPIRE_BATCH_ROWS.  Returns how many it closed.  In a transaction,
+ *		connected to SPI.
+ */
+uint64
+schedlock_expire_runs(TimestampTz now)
+{
+	static SchedlockQuery q = {
+		"UPDATE schedlock.job_runs r SET status = 'timed_out', "
+		"  finished_at = $1, deadline = NULL, "
+		"  message = CASE WHEN r.status OPERATOR(pg_catalog.=) 'pending' "
+		"    THEN 'not claimed within the timeout' "
+		"    ELSE 'not finished within the timeout' END "
+		"WHERE r.run_id OPERATOR(pg_catalog.=) ANY ("
+		"    SELECT x.run_id FROM schedlock.job_runs x "
+		"    WHERE x.status OPERATOR(pg_catalog.=) ANY ('{pending,running}') "
+		"      AND x.deadline OPERATOR(pg_catalog.<=) $1 "
+		"    ORDER BY x.deadline LIMIT " CppAsString2(EXPIRE_BATCH_ROWS)
+		"    FOR UPDATE SKIP LOCKED) "
+		"RETURNING r.job_id, r.scheduled_for, r.attempt, r.manual",
+		1, {TIMESTAMPTZOID}
+	};
+	Datum		values[1] = {TimestampTzGetDatum(now)};
+	uint64		closed;
+
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not close overdue runs");
+	closed = SPI_processed;
+	close_runs_failed(now);
+	return closed;
+}
+
+/*
+ * schedlock_prune_runs
+ *		Delete at most PRUNE_BATCH_ROWS runs that finished more than
+ *		retention_mins minutes before now.  Returns how many it deleted.
+ *		In a transaction, connected to SPI.
+ */
+uint64
+schedlock_prune_runs(TimestampTz now, int retention_mins)
+{
+	Oid			types[2] = {TIMESTAMPTZOID, INT4OID};
+	Datum		values[2];
+	uint64		deleted;
+	int			nestlevel;
+
+	values[0] = TimestampTzGetDatum(now);
+	values[1] = Int32GetDatum(retention_mins);
+	nestlevel = schedlock_trusted_path_begin();
+	if (SPI_execute_with_args("DELETE FROM schedlock.job_runs "
+							  "WHERE run_id OPERATOR(pg_catalog.=) ANY ("
+							  "  SELECT run_id FROM schedlock.job_runs "
+							  "  WHERE finished_at OPERATOR(pg_catalog.<) "
+							  "    ($1 OPERATOR(pg_catalog.-) "
+							  "     pg_catalog.make_interval(mins => $2)) "
+							  "  ORDER BY finished_at LIMIT "
+							  CppAsString2(PRUNE_BATCH_ROWS) ")",
+							  2, types, values, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not prune run history");
+	deleted = SPI_processed;
+	schedlock_trusted_path_end(nestlevel);
+	return deleted;
+}
+
+/*
+ * schedlock_next_wakeup
+ *		The earliest next_run_at of an enabled job, or deadline of a run in
+ *		progress, after now; false when there is none.  In a transaction,
+ *		connected to SPI.
+ */
+bool
+schedlock_next_wakeup(TimestampTz now, TimestampTz *next)
+{
+	static SchedlockQuery q = {
+		"SELECT LEAST("
+		"  (SELECT pg_catalog.min(next_run_at) FROM schedlock.jobs "
+		"    WHERE enabled AND next_run_at OPERATOR(pg_catalog.>) $1), "
+		"  (SELECT pg_catalog.min(deadline) FROM schedlock.job_runs "
+		"    WHERE status OPERATOR(pg_catalog.=) ANY ('{pending,running}') "
+		"      AND deadline OPERATOR(pg_catalog.>) $1))",
+		1, {TIMESTAMPTZOID}
+	};
+	Datum		values[1] = {TimestampTzGetDatum(now)};
+	bool		isnull;
+	Datum		d;
+
+	if (schedlock_query_run(&q, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not compute the next wakeup");
+	d = col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (isnull)
+		return false;
+	*next = DatumGetTimestampTz(d);
+	return true;
+}
+
+/*
+ * schedlock_save_job_state
+ *		Write the advanced next_slot, retry and queue state of the job and
+ *		its next_run_at (schedlock_rule_next_run_at).
+ */
+void
+schedlock_save_job_state(ClaimedJob *job, TimestampTz now)
+{
+	/* the row this transaction has locked: found by its ctid, no index */
+	static SchedlockQuery q = {
+		"UPDATE schedlock.jobs SET next_slot = $2, "
+		"  retry_slot = $3, retry_attempt = $4, retry_at = $5, "
+		"  manual_pending = $6, next_run_at = $7 "
+		"WHERE ctid OPERATOR(pg_catalog.=) $8 "
+		"  AND job_id OPERATOR(pg_catalog.=) $1",
+		8, {INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID,
+		INT4OID, TIMESTAMPTZOID, TIDOID}
+	};
+	Datum		values[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	TimestampTz next_run_at;
+
+	values[0] = Int64GetDatum(job->job_id);
+	values[1] = TimestampTzGetDatum(job->next_slot);
+	nulls[1] = job->has_next_slot ? ' ' : 'n';
+	values[2] = TimestampTzGetDatum(job->retry_slot);
+	values[3] = Int32GetDatum(job->retry_attempt);
+	values[4] = TimestampTzGetDatum(job->retry_at);
+	if (!job->has_retry)
+		nulls[2] = nulls[3] = nulls[4] = 'n';
+	values[5] = Int32GetDatum(job->manual_pending);
+	nulls[6] = schedlock_rule_next_run_at(job->has_next_slot, job->next_slot,
+										  job->has_retry, job->retry_at,
+										  job->manual_pending, now,
+										  &next_run_at) ? ' ' : 'n';
+	values[6] = TimestampTzGetDatum(next_run_at);
+	values[7] = PointerGetDatum(&job->ctid);
+	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE ||
+		SPI_processed != 1)
+		elog(ERROR, "could not advance job " INT64_FORMAT, job->job_id);
+}
+
+/*
+ * schedlock_run_in_progress
+ *		Whether a run of the job is pending or running (overlap); a run
+ *		whose worker is gone is not (schedlock_close_lost_runs closes it).
+ */
+bool
+schedlock_run_in_progress(int64 job_id)
+{
+	static SchedlockQuery q = {
+		"SELECT 1 FROM schedlock.job_runs x "
+		"WHERE x.job_id OPERATOR(pg_catalog.=) $1 "
+		"  AND x.status OPERATOR(pg_catalog.=) ANY ('{pending,running}') "
+		"  AND NOT (x.status OPERATOR(pg_catalog.=) 'running' "
+		"    AND x.claimed_at IS NULL AND " RUNNER_GONE("x") ") "
+		"LIMIT 1",
+		4, {INT8OID, OIDOID, TEXTOID, INT4OID}
+	};
+	Datum		values[4];
+	bool		found;
+
+	values[0] = Int64GetDatum(job_id);
+	runner_args(values);
+
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not look for runs in progress");
+	found = SPI_processed > 0;
+	SPI_freetuptable(SPI_tuptable);
+	return found;
+}
+
+/*
+ * schedlock_record_run
+ *		Insert the run's row (or turn the queued run_job() row into it) with
+ *		the given status.  Returns the run id, or 0 when the slot's attempt
+ *		exists already (the unique key refused it).
+ */
+int64
+schedlock_record_run(ClaimedJob *job, ClaimPlan *plan, const char *status,
+					 TimestampTz now, TimestampTz deadline, bool has_deadline)
+{
+	static SchedlockQuery update_queued = {
+		"UPDATE schedlock.job_runs SET status = $5, "
+		"  started_at = CASE WHEN $5 OPERATOR(pg_catalog.=) 'skipped' "
+		"    THEN NULL ELSE $6 END, "
+		"  finished_at = CASE WHEN $5 OPERATOR(pg_catalog.=) 'skipped' "
+		"    THEN $6 END, "
+		"  worker_pid = $7, timeline = $8, message = $9, deadline = $10 "
+		"WHERE run_id OPERATOR(pg_catalog.=) $1 "
+		"  AND status OPERATOR(pg_catalog.=) 'queued' "
+		"RETURNING run_id",
+		10, {INT8OID, REGROLEOID, TIMESTAMPTZOID, INT4OID, TEXTOID,
+		TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, TIMESTAMPTZOID}
+	};
+	static SchedlockQuery insert = {
+		"INSERT INTO schedlock.job_runs (job_id, owner, "
+		"  scheduled_for, attempt, status, started_at, "
+		"  finished_at, worker_pid, timeline, message, deadline) "
+		"VALUES ($1, $2, $3, $4, $5, "
+		"  CASE WHEN $5 OPERATOR(pg_catalog.=) 'skipped' THEN NULL ELSE $6 END, "
+		"  CASE WHEN $5 OPERATOR(pg_catalog.=) 'skipped' THEN $6 END, "
+		"  $7, $8, $9, $10) "
+		"ON CONFLICT (job_id, scheduled_for, attempt) DO NOTHING "
+		"RETURNING run_id",
+		10, {INT8OID, REGROLEOID, TIMESTAMPTZOID, INT4OID, TEXTOID,
+		TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, TIMESTAMPTZOID}
+	};
+	Datum		values[10];
+	char		nulls[10];
+	bool		isnull;
+	bool		finished = (strcmp(status, "skipped") == 0);
+	int			rc;
+	int64		run_id;
+
+	memset(nulls, ' ', sizeof(nulls));
+	values[0] = Int64GetDatum(plan->manual_run_id ? plan->manual_run_id : job->job_id);
+	values[1] = ObjectIdGetDatum(job->owner);
+	values[2] = TimestampTzGetDatum(plan->scheduled_for);
+	values[3] = Int32GetDatum(plan->attempt);
+	values[4] = CStringGetTextDatum(status);
+	values[5] = TimestampTzGetDatum(now);
+	values[6] = Int32GetDatum(finished ? 0 : MyProcPid);
+	nulls[6] = finished ? 'n' : ' ';
+	values[7] = Int32GetDatum((int32) GetWALInsertionTimeLine());
+	values[8] = plan->message ? CStringGetTextDatum(plan->message) : (Datum) 0;
+	nulls[8] = plan->message ? ' ' : 'n';
+	values[9] = TimestampTzGetDatum(deadline);
+	nulls[9] = has_deadline ? ' ' : 'n';
+
+	rc = schedlock_query_run(plan->manual_run_id ? &update_queued : &insert,
+							 values, nulls, false, 0);
+	if (rc != SPI_OK_INSERT_RETURNING && rc != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not record a run of job " INT64_FORMAT, job->job_id);
+	if (SPI_processed != 1)
+		return 0;
+	run_id = DatumGetInt64(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	return run_id;
+}
+
+/*
+ * schedlock_record_outcome
+ *		Close a run as succeeded or failed and update the job's failure
+ *		count and retry.  Connected to SPI, in a transaction.
+ */
+void
+schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
+						 ErrorData *error)
+{
+	static SchedlockQuery q = {
+		"UPDATE schedlock.job_runs SET status = $2, "
+		"  finished_at = $3, sqlstate = $4, "
+		"  message = COALESCE($5, message) "
+		"WHERE run_id OPERATOR(pg_catalog.=) $1",
+		5, {INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID}
+	};
+	TimestampTz now = GetCurrentTimestamp();
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+
+	values[0] = Int64GetDatum(run_id);
+	values[1] = CStringGetTextDatum(error ? "failed" : "succeeded");
+	values[2] = TimestampTzGetDatum(now);
+	if (error)
+	{
+		values[3] = CStringGetTextDatum(unpack_sql_state(error->sqlerrcode));
+		values[4] = CStringGetTextDatum(error->message ? error->message : "unknown error");
+	}
+	else
+		nulls[3] = nulls[4] = 'n';
+	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not record the outcome of run " INT64_FORMAT, run_id);
+	if (error)
+	{
+		ereport(LOG,
+				(errmsg("schedlock job \"%s\" run " INT64_FORMAT " failed: %s",
+						job->job_name, run_id, error->message ? error->message : "")));
+		schedlock_run_failed(job->job_id, plan->scheduled_for,
+							 schedlock_rule_failed_attempt(plan->manual_run_id != 0,
+														   plan->attempt),
+							 now);
+	}
+	else if (job->failures != 0)
+		schedlock_run_succeeded(job->job_id);
+}
+
+/*
+ * read_job_timing
+ *		Read and lock (FOR NO KEY UPDATE, as an UPDATE of the row would) the
+ *		job's max_attempts, retry_delay in seconds (as EXTRACT(epoch FROM
+ *		...)), next slot, pending retry time and count of queued run_job()
+ *		calls, into SPI_tuptable (columns 1 to 5).  False when the job does
+ *		not exist (any more).  Caller is connected to SPI.
+ */
+static bool
+read_job_timing(int64 job_id)
+{
+	static SchedlockQuery q = {
+		"SELECT max_attempts, "
+		"  pg_catalog.date_part('epoch', retry_delay)::pg_catalog.float8, "
+		"  next_slot, retry_at, manual_pending "
+		"FROM schedlock.jobs WHERE job_id OPERATOR(pg_catalog.=) $1 "
+		"FOR NO KEY UPDATE",
+		1, {INT8OID}
+	};
+	Datum		values[1] = {Int64GetDatum(job_id)};
+
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read job " INT64_FORMAT, job_id);
+	return SPI_processed == 1;
+}
+
+/*
+ * timing_column
+ *		Column n of the row read_job_timing read; *isnull says if NULL.
+ */
+static Datum
+timing_column(int n, bool *isnull)
+{
+	return SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, n, isnull);
+}
+
+/*
+ * timing_next_run_at
+ *		The next_run_at of the row read_job_timing read, with its pending
+ *		retry replaced by the given one when has_retry is not -1 (0: none,
+ *		1: retry_at), by schedlock_rule_next_run_at.  False when it has none
+ *		(NULL).
+ */
+static bool
+timing_next_run_at(int has_retry, TimestampTz retry_at, TimestampTz now,
+				   TimestampTz *next_run_at)
+{
+	bool		slot_null;
+	bool		retry_null;
+	bool		manual_null;
+	Datum		slot = timing_column(3, &slot_null);
+	Datum		old_retry = timing_column(4, &retry_null);
+	Datum		manual = timing_column(5, &manual_null);
+
+	if (has_retry < 0)
+	{
+		has_retry = !retry_null;
+		retry_at = retry_null ? 0 : DatumGetTimestampTz(old_retry);
+	}
+	return schedlock_rule_next_run_at(!slot_null,
+									  slot_null ? 0 : DatumGetTimestampTz(slot),
+									  has_retry != 0, retry_at,
+									  manual_null ? 0 : DatumGetInt32(manual),
+									  now, next_run_at);
+}
+
+/*
+ * schedlock_recompute_next_run
+ *		Set the job's next_run_at from its next slot, pending retry and
+ *		queued run_job() calls (schedlock_rule_next_run_at).  Caller is
+ *		connected to SPI.
+ */
+void
+schedlock_recompute_next_run(int64 job_id, TimestampTz now)
+{
+	static SchedlockQuery q = {
+		"UPDATE schedlock.jobs SET next_run_at = $2 "
+		"WHERE job_id OPERATOR(pg_catalog.=) $1",
+		2, {INT8OID, TIMESTAMPTZOID}
+	};
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
+	TimestampTz next_run_at;
+
+	if (!read_job_timing(job_id))
+		return;
+	values[0] = Int64GetDatum(job_id);
+	nulls[1] = timing_next_run_at(-1, 0, now, &next_run_at) ? ' ' : 'n';
+	values[1] = TimestampTzGetDatum(next_run_at);
+	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update the next run of job " INT64_FORMAT, job_id);
+}
+
+/*
+ * schedlock_run_failed
+ *		Count a failed (or timed out, or lost) attempt of a slot and, while
+ *		attempts are left, schedule the next one after an exponential
+ *		backoff (schedlock_rule_retry, rules.c), and set the job's
+ *		next_run_at.  attempt 0 means "no retry" (runs asked for with
+ *		run_job: schedlock_rule_failed_attempt).  Caller is connected to SPI.
+ */
+void
+schedlock_run_failed(int64 job_id, TimestampTz scheduled_for, int32 attempt,
+					 TimestampTz now)
+{
+	static SchedlockQuery q = {
+		"UPDATE schedlock.jobs SET "
+		"  consecutive_failures = consecutive_failures OPERATOR(pg_catalog.+) 1, "
+		"  retry_slot = CASE WHEN $2 THEN $3 ELSE retry_slot END, "
+		"  retry_attempt = CASE WHEN $2 THEN $4 ELSE retry_attempt END, "
+		"  retry_at = CASE WHEN $2 THEN $5 ELSE retry_at END, "
+		"  next_run_at = $6 "
+		"WHERE job_id OPERATOR(pg_catalog.=) $1",
+		6, {INT8OID, BOOLOID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID,
+		TIMESTAMPTZOID}
+	};
+	Datum		values[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	bool		isnull;
+	Datum		d;
+	int32		max_attempts;
+	double		retry_delay;
+	bool		retried;
+	int32		next_attempt = 0;
+	TimestampTz retry_at = 0;
+	TimestampTz next_run_at;
+
+	if (!read_job_timing(job_id))
+		return;
+	d = timing_column(1, &isnull);
+	max_attempts = isnull ? 0 : DatumGetInt32(d);
+	d = timing_column(2, &isnull);
+	retry_delay = isnull ? 0 : DatumGetFloat8(d);
+	retried = schedlock_rule_retry(attempt, max_attempts, retry_delay, now,
+								   &next_attempt, &retry_at);
+
+	values[0] = Int64GetDatum(job_id);
+	values[1] = BoolGetDatum(retried);
+	values[2] = TimestampTzGetDatum(scheduled_for);
+	values[3] = Int32GetDatum(next_attempt);
+	values[4] = TimestampTzGetDatum(retry_at);
+	nulls[5] = timing_next_run_at(retried ? 1 : -1, retry_at, now,
+								  &next_run_at) ? ' ' : 'n';
+	values[5] = TimestampTzGetDatum(next_run_at);
+	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not record a failure of job " INT64_FORMAT, job_id);
+}
+
+/*
+ * schedlock_run_succeeded
+ *		Reset the job's count of consecutive failures.  Caller is connected
+ *		to SPI.
+ */
+void
+schedlock_run_succeeded(int64 job_id)
+{
+	static SchedlockQuery q = {
+		"UPDATE schedlock.jobs SET consecutive_failures = 0 "
+		"WHERE job_id OPERATOR(pg_catalog.=) $1 "
+		"  AND consecutive_failures OPERATOR(pg_catalog.<>) 0",
+		1, {INT8OID}
+	};
+	Datum		values[1] = {Int64GetDatum(job_id)};
+
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not record a success of job " INT64_FORMAT, job_id);
+}
+
+/*
+ * schedlock_run_owner
+ *		The role that owns a run (its job's owner), or InvalidOid when there
+ *		is no such run.
+ */
+Oid
+schedlock_run_owner(int64 run_id)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(run_id)};
+	Oid			owner = InvalidOid;
+
+	if (SPI_execute_with_args("SELECT owner::pg_catalog.oid FROM schedlock.job_runs "
+							  "WHERE run_id OPERATOR(pg_catalog.=) $1",
+							  1, types, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read run " INT64_FORMAT, run_id);
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+
+		owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+											   SPI_tuptable->tupdesc, 1,
+											   &isnull));
+	}
+	return owner;
+}
+
+/*
+ * schedlock_claim_pending_run
+ *		Turn a pending run of a NOTIFY job into running, claimed by
+ *		claimed_by (may be NULL) at now by this backend, with its deadline
+ *		from the job's timeout (at most SCHEDLOCK_MAX_TIMEOUT_SECS, default
+ *		SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT s).  True when this call claimed
+ *		it.  When payload is not NULL, the job's payload is copied there (in
+ *		the caller's memory context; *payload_null when the job has none or
+ *		the claim failed).
+ */
+bool
+schedlock_claim_pending_run(int64 run_id, const char *claimed_by,
+							TimestampTz now, Datum *payload,
+							bool *payload_null)
+{
+	Oid			types[4] = {INT8OID, TEXTOID, TIMESTAMPTZOID, INT4OID};
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	bool		claimed;
+
+	values[0] = Int64GetDatum(run_id);
+	values[1] = claimed_by ? CStringGetTextDatum(claimed_by) : (Datum) 0;
+	if (claimed_by == NULL)
+		nulls[1] = 'n';
+	values[2] = TimestampTzGetDatum(now);
+	values[3] = Int32GetDatum(MyProcPid);
+	if (SPI_execute_with_args("UPDATE schedlock.job_runs r SET status = 'running', "
+							  "  claimed_by = $2, claimed_at = $3, started_at = $3, "
+							  "  worker_pid = $4, "
+							  "  deadline = $3 OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => "
+							  "    CASE WHEN j.timeout IS NULL THEN "
+							  CppAsString2(SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT)
+							  "    ELSE LEAST(pg_catalog.date_part('epoch', j.timeout), "
+							  CppAsString2(SCHEDLOCK_MAX_TIMEOUT_SECS) ") END) "
+							  "FROM schedlock.jobs j "
+							  "WHERE r.run_id OPERATOR(pg_catalog.=) $1 "
+							  "  AND r.status OPERATOR(pg_catalog.=) 'pending' "
+							  "  AND j.job_id OPERATOR(pg_catalog.=) r.job_id "
+							  "RETURNING j.payload",
+							  4, types, values, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not claim run " INT64_FORMAT, run_id);
+	claimed = (SPI_processed == 1);
+	if (payload != NULL)
+	{
+		*payload_null = true;
+		if (claimed)
+		{
+			Datum		d = SPI_getbinval(SPI_tuptable->vals[0],
+										  SPI_tuptable->tupdesc, 1,
+										  payload_null);
+
+			/* copied out of SPI memory, into the caller's context */
+			if (!*payload_null)
+				*payload = SPI_datumTransfer(d, false, -1);
+		}
+	}
+	return claimed;
+}
+
+/*
+ * schedlock_finish_running_run
+ *		Close a running run of a NOTIFY job as succeeded or failed at now,
+ *		with message (may be NULL), and update its job's failure count and
+ *		retry.  False when the run is not running (any more).
+ */
+bool
+schedlock_finish_running_run(int64 run_id, bool succeeded,
+							 const char *message, TimestampTz now)
+{
+	Oid			types[4] = {INT8OID, BOOLOID, TEXTOID, TIMESTAMPTZOID};
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	bool		finished;
+
+	values[0] = Int64GetDatum(run_id);
+	values[1] = BoolGetDatum(succeeded);
+	values[2] = message ? CStringGetTextDatum(message) : (Datum) 0;
+	if (message == NULL)
+		nulls[2] = 'n';
+	values[3] = TimestampTzGetDatum(now);
+	if (SPI_execute_with_args("UPDATE schedlock.job_runs SET "
+							  "  status = CASE WHEN $2 THEN 'succeeded' ELSE 'failed' END, "
+							  "  finished_at = $4, deadline = NULL, message = $3 "
+							  "WHERE run_id OPERATOR(pg_catalog.=) $1 "
+							  "  AND status OPERATOR(pg_catalog.=) 'running' "
+							  "RETURNING job_id, scheduled_for, attempt, manual",
+							  4, types, values, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not finish run " INT64_FORMAT, run_id);
+	finished = (SPI_processed == 1);
+	if (finished)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		int64		job_id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		TimestampTz slot = DatumGetTimestampTz(SPI_getbinval(tup, desc, 2, &isnull));
+		int32		attempt = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+		bool		manual = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
+
+		if (succeeded)
+			schedlock_run_succeeded(job_id);
+		else
+			schedlock_run_failed(job_id, slot,
+								 schedlock_rule_failed_attempt(manual, attempt),
+								 now);
+	}
+	return finished;
+}
+
+/*
+ * schedlock_fail_dispatch_runs
+ *		Close the SQL runs this worker left running (a dispatch that failed
+ *		in the worker's own bookkeeping) as failed at now, with the error's
+ *		SQLSTATE and message.
+ */
+void
+schedlock_fail_dispatch_runs(TimestampTz now, const char *state,
+							 const char *message)
+{
+	Oid			types[4] = {TIMESTAMPTZOID, TEXTOID, TEXTOID, INT4OID};
+	Datum		values[4];
+
+	values[0] = TimestampTzGetDatum(now);
+	values[1] = CStringGetTextDatum(state);
+	values[2] = CStringGetTextDatum(message);
+	values[3] = Int32GetDatum(MyProcPid);
+	if (SPI_execute_with_args("UPDATE schedlock.job_runs SET status = 'failed', "
+							  "  finished_at = $1, sqlstate = $2, message = $3, "
+							  "  deadline = NULL "
+							  "WHERE status OPERATOR(pg_catalog.=) 'running' "
+							  "  AND worker_pid OPERATOR(pg_catalog.=) $4 "
+							  "  AND claimed_at IS NULL",
+							  4, types, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not close the runs of a failed dispatch");
+}
+
+/*
+ * schedlock_read_dispatch_errors
+ *		Lock the job's row and read its dispatch errors in a row (*errors),
+ *		whether a run of it was recorded since the last one (*run_since),
+ *		its name (palloc'd) and next_run_at.  False when the job does not
+ *		exist or is quarantined already.  Needs the quarantine columns of
+ *		release 1.1 (schedlock_jobs_have_quarantine).
+ */
+bool
+schedlock_read_dispatch_errors(int64 job_id, bool *run_since, int32 *errors,
+							   char **job_name, bool *has_next_run_at,
+							   TimestampTz *next_run_at)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(job_id)};
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Datum		d;
+
+	if (SPI_execute_with_args("SELECT EXISTS ("
+							  "    SELECT 1 FROM schedlock.job_runs r "
+							  "    WHERE r.job_id OPERATOR(pg_catalog.=) j.job_id "
+							  "      AND GREATEST(r.started_at, r.finished_at) "
+							  "          OPERATOR(pg_catalog.>) j.dispatch_error_at), "
+							  "  j.dispatch_errors, "
+							  "  j.job_name, j.quarantine_reason IS NOT NULL, "
+							  "  j.next_run_at "
+							  "FROM schedlock.jobs j "
+							  "WHERE j.job_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF j",
+							  1, types, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read job " INT64_FORMAT, job_id);
+	if (SPI_processed != 1)
+		return false;
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	if (DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull)))
+		return false;
+	*run_since = DatumGetBool(SPI_getbinval(tup, desc, 1, &isnull));
+	*errors = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+	*job_name = SPI_getvalue(tup, desc, 3);
+	d = SPI_getbinval(tup, desc, 5, &isnull);
+	*has_next_run_at = !isnull;
+	*next_run_at = isnull ? 0 : DatumGetTimestampTz(d);
+	return true;
+}
+
+/*
+ * schedlock_save_dispatch_error
+ *		Record the job's breaks-th dispatch error in a row, at now: hold it
+ *		until hold_until (its next_run_at), and when reason is not NULL,
+ *		quarantine it (disabled, with the reason).
+ */
+void
+schedlock_save_dispatch_error(int64 job_id, int breaks, TimestampTz now,
+							  TimestampTz hold_until, const char *reason)
+{
+	Oid			types[5] = {INT8OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID};
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+
+	values[0] = Int64GetDatum(job_id);
+	values[1] = Int32GetDatum(breaks);
+	values[2] = TimestampTzGetDatum(now);
+	values[3] = TimestampTzGetDatum(hold_until);
+	if (reason != NULL)
+		values[4] = CStringGetTextDatum(reason);
+	else
+		nulls[4] = 'n';
+	if (SPI_execute_with_args("UPDATE schedlock.jobs SET dispatch_errors = $2, "
+							  "  dispatch_error_at = $3, "
+							  "  enabled = enabled AND $5 IS NULL, "
+							  "  quarantine_reason = $5, "
+							  "  next_run_at = $4 "
+							  "WHERE job_id OPERATOR(pg_catalog.=) $1",
+							  5, types, values, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not record a dispatch error of job " INT64_FORMAT, job_id);
+}
+
+/*
+ * def_params
+ *		Fill SPI parameters $3 .. $14 from a definition (see the queries).
+ */
+static void
+def_params(const JobDef *def, Datum *values, char *nulls)
+{
+	values[2] = CStringGetTextDatum(def->schedule);
+	values[3] = def->command ? CStringGetTextDatum(def->command) : (Datum) 0;
+	nulls[3] = def->command ? ' ' : 'n';
+	values[4] = def->channel ? CStringGetTextDatum(def->channel) : (Datum) 0;
+	nulls[4] = def->channel ? ' ' : 'n';
+	values[5] = def->has_payload ? def->payload : (Datum) 0;
+	nulls[5] = def->has_payload ? ' ' : 'n';
+	values[6] = CStringGetTextDatum(def->timezone);
+	values[7] = def->timeout ? IntervalPGetDatum(def->timeout) : (Datum) 0;
+	nulls[7] = def->timeout ? ' ' : 'n';
+	values[8] = Int32GetDatum(def->max_attempts);
+	values[9] = IntervalPGetDatum(def->retry_delay);
+	values[10] = CStringGetTextDatum(def->misfire);
+	values[11] = BoolGetDatum(def->atomic);
+	values[12] = BoolGetDatum(def->enabled);
+	values[13] = ObjectIdGetDatum(def->run_as);
+	nulls[13] = OidIsValid(def->run_as) ? ' ' : 'n';
+}
+
+/* Types of the parameters of the job write statements, $1 .. $17. */
+static Oid	write_types[17] = {
+	TEXTOID, REGROLEOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID,
+	INTERVALOID, INT4OID, INTERVALOID, TEXTOID, BOOLOID, BOOLOID, REGROLEOID,
+	BOOLOID, TIMESTAMPTZOID, TIMESTAMPTZOID
+};
+
+/*
+ * schedlock_upsert_job
+ *		Create job job_name of role owner from def, or replace the
+ *		definition of the one it has: its next slot (and next_run_at) is
+ *		slot (none unless has_slot), and a pending retry and a quarantine
+ *		are forgotten.  *manual_pending gets the job's queued run_job()
+ *		calls.  Returns the job id.  As the extension owner.
+ */
+int64
+schedlock_upsert_job(const char *job_name, Oid owner, const JobDef *def,
+					 bool reboot, bool has_slot, TimestampTz slot,
+					 int32 *manual_pending)
+{
+	Datum		values[17];
+	char		nulls[17];
+	bool		isnull;
+
+	memset(nulls, ' ', sizeof(nulls));
+	values[0] = CStringGetTextDatum(job_name);
+	values[1] = ObjectIdGetDatum(owner);
+	def_params(def, values, nulls);
+	values[14] = BoolGetDatum(reboot);
+	values[15] = TimestampTzGetDatum(slot);
+	nulls[15] = has_slot ? ' ' : 'n';
+
+	/* the upsert releases a quarantine (on the tables of 1.1) */
+	if (SPI_execute_with_args(psprintf("INSERT INTO schedlock.jobs AS j (job_name, owner, "
+							  "  schedule, command, notify_channel, payload, timezone, "
+							  "  timeout, max_attempts, retry_delay, misfire, atomic, "
+							  "  enabled, run_as, reboot, next_slot, next_run_at) "
+							  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
+							  "  $12, $13, $14, $15, $16, $16) "
+							  "ON CONFLICT (owner, job_name) DO UPDATE SET "
+							  "  schedule = EXCLUDED.schedule, command = EXCLUDED.command, "
+							  "  notify_channel = EXCLUDED.notify_channel, "
+							  "  payload = EXCLUDED.payload, timezone = EXCLUDED.timezone, "
+							  "  timeout = EXCLUDED.timeout, "
+							  "  max_attempts = EXCLUDED.max_attempts, "
+							  "  retry_delay = EXCLUDED.retry_delay, "
+							  "  misfire = EXCLUDED.misfire, atomic = EXCLUDED.atomic, "
+							  "  enabled = EXCLUDED.enabled, run_as = EXCLUDED.run_as, "
+							  "  reboot = EXCLUDED.reboot, next_slot = EXCLUDED.next_slot, "
+							  "  retry_slot = NULL, retry_attempt = NULL, retry_at = NULL, "
+							  "  %s"
+							  "  next_run_at = EXCLUDED.next_slot "
+							  "RETURNING job_id, manual_pending",
+									   schedlock_jobs_have_quarantine() ?
+									   "dispatch_errors = 0, dispatch_error_at = NULL, "
+									   "quarantine_reason = NULL, " : ""),
+							  16, write_types, values, nulls, false, 0) != SPI_OK_INSERT_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not write job \"%s\"", job_name);
+	*manual_pending = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
+												  SPI_tuptable->tupdesc, 2, &isnull));
+	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+									   SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/*
+ * schedlock_update_job
+ *		Write def as the definition of job job_id (named job_name, for the
+ *		message).  When reslot, its next slot becomes slot (none unless
+ *		has_slot) and a pending retry is forgotten; enabling it releases a
+ *		quarantine.  The caller sets next_run_at after
+ *		(schedlock_recompute_next_run).  As the extension owner.
+ */
+void
+schedlock_update_job(int64 job_id, const char *job_name, const JobDef *def,
+					 bool reboot, bool reslot, bool has_slot,
+					 TimestampTz slot)
+{
+	Datum		values[17];
+	char		nulls[17];
+
+	memset(nulls, ' ', sizeof(nulls));
+	values[0] = Int64GetDatum(job_id);
+	def_params(def, values, nulls);
+	values[14] = BoolGetDatum(reboot);
+	values[15] = BoolGetDatum(reslot);
+	if (has_slot)
+		values[1] = TimestampTzGetDatum(slot);
+	else
+	{
+		values[1] = (Datum) 0;
+		nulls[1] = 'n';
+	}
+	{
+		Oid			types[17];
+
+		memcpy(types, write_types, sizeof(types));
+		types[0] = INT8OID;
+		types[1] = TIMESTAMPTZOID;
+		types[15] = BOOLOID;
+		/* enabling the job releases a quarantine (on the tables of 1.1) */
+		if (SPI_execute_with_args(psprintf("UPDATE schedlock.jobs SET "
+								  "  schedule = $3, command = $4, notify_channel = $5, "
+								  "  payload = $6, timezone = $7, timeout = $8, "
+								  "  max_attempts = $9, retry_delay = $10, misfire = $11, "
+								  "  atomic = $12, enabled = $13, run_as = $14, reboot = $15, "
+								  "  next_slot = CASE WHEN $16 THEN $2 ELSE next_slot END, "
+								  "  retry_slot = CASE WHEN $16 THEN NULL ELSE retry_slot END, "
+								  "  retry_attempt = CASE WHEN $16 THEN NULL ELSE retry_attempt END, "
+								  "  retry_at = CASE WHEN $16 THEN NULL ELSE retry_at END "
+								  "  %s"
+								  "WHERE job_id OPERATOR(pg_catalog.=) $1",
+										   schedlock_jobs_have_quarantine() ?
+										   ", dispatch_errors = CASE WHEN $13 THEN 0 ELSE dispatch_errors END, "
+										   "  dispatch_error_at = CASE WHEN $13 THEN NULL ELSE dispatch_error_at END, "
+										   "  quarantine_reason = CASE WHEN $13 THEN NULL ELSE quarantine_reason END " : ""),
+								  16, types, values, nulls, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not update job \"%s\"", job_name);
+	}
+}
+
+/*
+ * schedlock_find_job
+ *		Look up the caller's job by name and lock its row; a superuser may
+ *		also name another role's job when only one role has a job of that
+ *		name.  Raises 42704 when there is none.  Caller is connected to SPI
+ *		and runs as the extension owner; caller is the calling role.
+ *		Leaves the row in SPI_tuptable: job_id, then the given columns.
+ */
+int64
+schedlock_find_job(const char *job_name, Oid caller, const char *columns)
+{
+	Oid			types[2] = {TEXTOID, REGROLEOID};
+	Datum		values[2];
+	char	   *query;
+	bool		isnull;
+
+	values[0] = CStringGetTextDatum(job_name);
+	values[1] = ObjectIdGetDatum(caller);
+	query = psprintf("SELECT job_id, %s FROM schedlock.jobs "
+					 "WHERE job_name OPERATOR(pg_catalog.=) $1 "
+					 "  AND owner OPERATOR(pg_catalog.=) $2 FOR UPDATE", columns);
+	if (SPI_execute_with_args(query, 2, types, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read job \"%s\"", job_name);
+	if (SPI_processed == 0 && superuser_arg(caller))
+	{
+		query = psprintf("SELECT job_id, %s FROM schedlock.jobs "
+						 "WHERE job_name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+						 columns);
+		if (SPI_execute_with_args(query, 1, types, values, NULL, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not read job \"%s\"", job_name);
+		if (SPI_processed > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_AMBIGUOUS_PARAMETER),
+					 errmsg("job name \"%s\" is ambiguous", job_name),
+					 errdetail("Several roles have a job of that name."),
+					 errhint("SET ROLE to the job's owner first.")));
+	}
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("job \"%s\" does not exist", job_name),
+				 errhint("Jobs are visible only to the role that scheduled them.")));
+	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+									   SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/*
+ * schedlock_queue_run
+ *		Queue a run_job() run of job job_id (named job_name, for the
+ *		message) scheduled for now; the caller sets next_run_at after.
+ *		Returns the run id.  As the extension owner.
+ */
+int64
+schedlock_queue_run(int64 job_id, const char *job_name, TimestampTz now)
+{
+	Oid			types[2] = {INT8OID, TIMESTAMPTZOID};
+	Datum		values[2];
+	int64		run_id;
+	bool		isnull;
+
+	values[0] = Int64GetDatum(job_id);
+	values[1] = TimestampTzGetDatum(now);
+	if (SPI_execute_with_args("INSERT INTO schedlock.job_runs (job_id, owner, "
+							  "  scheduled_for, attempt, manual, status) "
+							  "SELECT job_id, owner, $2, 1, true, 'queued' "
+							  "  FROM schedlock.jobs WHERE job_id OPERATOR(pg_catalog.=) $1 "
+							  "RETURNING run_id",
+							  2, types, values, NULL, false, 0) != SPI_OK_INSERT_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not queue a run of job \"%s\"", job_name);
+	run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+										 SPI_tuptable->tupdesc, 1, &isnull));
+	if (SPI_execute_with_args("UPDATE schedlock.jobs "
+							  "SET manual_pending = manual_pending OPERATOR(pg_catalog.+) 1 "
+							  "WHERE job_id OPERATOR(pg_catalog.=) $1",
+							  1, types, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not queue a run of job \"%s\"", job_name);
+	return run_id;
+}
+
+/*
+ * schedlock_delete_job
+ *		Delete role owner's job job_name (and, by cascade, its runs).
+ *		False when it has none.  As the extension owner.
+ */
+bool
+schedlock_delete_job(const char *job_name, Oid owner)
+{
+	Oid			types[2] = {TEXTOID, REGROLEOID};
+	Datum		values[2];
+
+	values[0] = CStringGetTextDatum(job_name);
+	values[1] = ObjectIdGetDatum(owner);
+	if (SPI_execute_with_args("DELETE FROM schedlock.jobs "
+							  "WHERE job_name OPERATOR(pg_catalog.=) $1 "
+							  "  AND owner OPERATOR(pg_catalog.=) $2",
+							  2, types, values, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not delete job \"%s\"", job_name);
+	return SPI_processed > 0;
+}
+
+/*
+ * schedlock_delete_job_id
+ *		Delete job job_id (named job_name, for the message).  As the
+ *		extension owner.
+ */
+void
+schedlock_delete_job_id(int64 job_id, const char *job_name)
+{
+	Oid			t1[1] = {INT8OID};
+	Datum		v1[1] = {Int64GetDatum(job_id)};
+
+	if (SPI_execute_with_args("DELETE FROM schedlock.jobs "
+							  "WHERE job_id OPERATOR(pg_catalog.=) $1",
+							  1, t1, v1, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not delete job \"%s\"", job_name);
+}

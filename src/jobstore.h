@@ -1,0 +1,173 @@
+/*-------------------------------------------------------------------------
+ *
+ * jobstore.h
+ *	  The statements on schedlock.jobs and schedlock.job_runs that the
+ *	  scheduler runs (jobstore.c), and the claimed job they pass around.
+ *
+ * IDENTIFICATION
+ *	  src/jobstore.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SCHEDLOCK_JOBSTORE_H
+#define SCHEDLOCK_JOBSTORE_H
+
+#include "postgres.h"
+
+#include "storage/itemptr.h"
+#include "utils/elog.h"
+#include "utils/palloc.h"
+#include "utils/timestamp.h"
+
+/*
+ * Overdue NOTIFY runs closed per call of schedlock_expire_runs, and rows
+ * deleted per call of schedlock_prune_runs.
+ */
+#define EXPIRE_BATCH_ROWS	100
+#define PRUNE_BATCH_ROWS	1000
+
+/* A claimed job, copied out of SPI memory into the worker's run memory. */
+typedef struct ClaimedJob
+{
+	int64		job_id;
+	char	   *job_name;
+	Oid			owner;
+	char	   *schedule;
+	char	   *command;		/* NULL for a NOTIFY job */
+	char	   *channel;
+	char	   *payload;		/* jsonb as text, or NULL */
+	char	   *timezone;
+	int			timeout_ms;		/* 0: none */
+	char	   *misfire;
+	bool		atomic;
+	Oid			run_as;			/* InvalidOid: owner */
+	bool		reboot;
+	bool		has_next_slot;
+	TimestampTz next_slot;
+	bool		has_retry;
+	TimestampTz retry_slot;
+	int32		retry_attempt;
+	TimestampTz retry_at;
+	int32		manual_pending;
+	ItemPointerData ctid;		/* the locked row version */
+	int32		failures;		/* consecutive_failures */
+} ClaimedJob;
+
+/* What the claim decided to do with the job. */
+typedef enum PlanKind
+{
+	PLAN_NOTHING,				/* nothing due after all */
+	PLAN_RUN,					/* run (scheduled_for, attempt) */
+	PLAN_SKIP					/* record (scheduled_for) as skipped */
+} PlanKind;
+
+typedef struct ClaimPlan
+{
+	PlanKind	kind;
+	TimestampTz scheduled_for;
+	int32		attempt;
+	TimestampTz due_at;			/* may not start before: slot or retry_at */
+	int64		manual_run_id;	/* the queued run_job() run, or 0 */
+	const char *message;		/* why, for catch-up and skipped rows */
+} ClaimPlan;
+
+/* Where a pass's next claim scan starts; see claim_sql.h. */
+typedef struct ClaimPosition
+{
+	TimestampTz next_run_at;
+	int64		job_id;
+} ClaimPosition;
+
+/* A job's definition, as given or as stored. */
+typedef struct JobDef
+{
+	char	   *schedule;
+	char	   *command;		/* NULL for a NOTIFY job */
+	char	   *channel;		/* NULL for an SQL job */
+	Datum		payload;		/* jsonb; valid when has_payload */
+	bool		has_payload;
+	char	   *timezone;		/* never NULL once resolved */
+	Interval   *timeout;		/* NULL: none */
+	int32		max_attempts;
+	Interval   *retry_delay;
+	char	   *misfire;
+	bool		atomic;
+	bool		enabled;
+	Oid			run_as;			/* InvalidOid: the owner */
+} JobDef;
+
+/* Which of the claim statements of claim_sql.h a claim runs. */
+typedef enum SchedlockClaimKind
+{
+	SCHEDLOCK_CLAIM_ANY,		/* SCHEDLOCK_CLAIM_SQL */
+	SCHEDLOCK_CLAIM_NOTIFY,		/* SCHEDLOCK_CLAIM_NOTIFY_SQL */
+	SCHEDLOCK_CLAIM_CAPPED		/* SCHEDLOCK_CLAIM_CAPPED_SQL, with the roles
+								 * of schedlock_claim_cap_roles */
+} SchedlockClaimKind;
+
+/* claiming and advancing a job (the workers) */
+extern void schedlock_claim_cap_roles(const Oid *roles, int n);
+extern bool schedlock_claim_job(SchedlockClaimKind kind, ClaimPosition *pos,
+								TimestampTz now, ClaimedJob *job,
+								MemoryContext cxt);
+extern bool schedlock_next_queued_run(int64 job_id, int64 *run_id,
+									  TimestampTz *scheduled_for);
+extern void schedlock_save_job_state(ClaimedJob *job, TimestampTz now);
+extern bool schedlock_run_in_progress(int64 job_id);
+extern void schedlock_fire_reboot_jobs(TimestampTz now);
+extern bool schedlock_next_wakeup(TimestampTz now, TimestampTz *next);
+
+/* recording runs (the workers) */
+extern int64 schedlock_record_run(ClaimedJob *job, ClaimPlan *plan,
+								  const char *status, TimestampTz now,
+								  TimestampTz deadline, bool has_deadline);
+extern void schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan,
+									 int64 run_id, ErrorData *error);
+extern uint64 schedlock_close_lost_runs(void);
+extern bool schedlock_sql_runs_in_progress(void);
+extern uint64 schedlock_expire_runs(TimestampTz now);
+extern uint64 schedlock_prune_runs(TimestampTz now, int retention_mins);
+
+/* failures, retries and next_run_at (the workers and the SQL API) */
+extern void schedlock_run_failed(int64 job_id, TimestampTz scheduled_for,
+								 int32 attempt, TimestampTz now);
+extern void schedlock_run_succeeded(int64 job_id);
+extern void schedlock_recompute_next_run(int64 job_id, TimestampTz now);
+
+/* runs of NOTIFY jobs claimed and finished by applications (run.c) */
+extern Oid	schedlock_run_owner(int64 run_id);
+extern bool schedlock_claim_pending_run(int64 run_id, const char *claimed_by,
+										TimestampTz now, Datum *payload,
+										bool *payload_null);
+extern bool schedlock_finish_running_run(int64 run_id, bool succeeded,
+										 const char *message,
+										 TimestampTz now);
+
+/* dispatch errors and quarantine (quarantine.c) */
+extern void schedlock_fail_dispatch_runs(TimestampTz now, const char *state,
+										 const char *message);
+extern bool schedlock_read_dispatch_errors(int64 job_id, bool *run_since,
+										   int32 *errors, char **job_name,
+										   bool *has_next_run_at,
+										   TimestampTz *next_run_at);
+extern void schedlock_save_dispatch_error(int64 job_id, int breaks,
+										  TimestampTz now,
+										  TimestampTz hold_until,
+										  const char *reason);
+
+/* the job API (job.c), as the extension owner */
+extern int64 schedlock_upsert_job(const char *job_name, Oid owner,
+								  const JobDef *def, bool reboot,
+								  bool has_slot, TimestampTz slot,
+								  int32 *manual_pending);
+extern void schedlock_update_job(int64 job_id, const char *job_name,
+								 const JobDef *def, bool reboot, bool reslot,
+								 bool has_slot, TimestampTz slot);
+extern int64 schedlock_find_job(const char *job_name, Oid caller,
+								const char *columns);
+extern int64 schedlock_queue_run(int64 job_id, const char *job_name,
+								 TimestampTz now);
+extern bool schedlock_delete_job(const char *job_name, Oid owner);
+extern void schedlock_delete_job_id(int64 job_id, const char *job_name);
+
+#endif							/* SCHEDLOCK_JOBSTORE_H */
