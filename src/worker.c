@@ -1100,9 +1100,12 @@ dispatch_one(ClaimPosition *pos)
 		 * Claimed before its instant: the claim commits first, and the job
 		 * runs in a transaction that starts on the instant, so that its now()
 		 * is not before its slot.  Only the claim's commit is added, and it
-		 * is made while waiting for the instant.
+		 * is made while waiting for the instant.  A job due when the claim's
+		 * transaction started (every job of a burst but the first few) runs
+		 * in that transaction: one commit.  (start, taken after the claim,
+		 * always lies after the transaction's start.)
 		 */
-		if (start > GetCurrentTransactionStartTimestamp())
+		if (plan.due_at > GetCurrentTransactionStartTimestamp())
 		{
 			end_tx();
 			wait_until(start);
