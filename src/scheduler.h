@@ -73,6 +73,14 @@
 #define SCHEDLOCK_MIN_RETRY_DELAY_SECS	1
 #define SCHEDLOCK_MAX_RETRY_DELAY_SECS	86400
 
+/*
+ * One-off jobs (job.c): the schedule they are stored with, which the cron
+ * engine does not accept, and how far ahead an instant (schedule_once's
+ * run_at, alter_job's next_run_at) may lie, in days (100 years).
+ */
+#define SCHEDLOCK_ONCE_SCHEDULE		"@once"
+#define SCHEDLOCK_MAX_AHEAD_DAYS	36525
+
 /* Dispatch errors in a row after which a job is quarantined (quarantine.c). */
 #define SCHEDLOCK_QUARANTINE_BREAKS		3
 
@@ -187,6 +195,7 @@ extern void schedlock_exec_discard_job_state(void);
 
 /* job.c */
 extern void schedlock_check_command(const char *command);
+extern bool schedlock_schedule_is_once(const char *schedule);
 
 /* roles.c */
 extern void schedlock_roles_init(void);

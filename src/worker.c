@@ -535,6 +535,12 @@ plan_slot(ClaimedJob *job, TimestampTz now, ClaimPlan *plan)
 	plan->scheduled_for = s;
 	plan->attempt = 1;
 
+	/* a one-off job (job.c): its one slot runs, however late, and it ends */
+	if (schedlock_schedule_is_once(job->schedule))
+	{
+		job->has_next_slot = false;
+		return;
+	}
 	schedlock_cron_parse_or_error(job->schedule, &sched);
 	tz = schedlock_cron_lookup_timezone(job->timezone);
 	if (job->reboot || schedlock_cron_is_reboot(&sched))
