@@ -4,7 +4,7 @@
 # retried per max_attempts and then ends; a copy of the database does not
 # run it, and adopting the copy after the instant does not either.
 # alter_job(..., next_run_at) moves a real run, after which the schedule
-# goes on.
+# goes on.  ALTER EXTENSION UPDATE from 1.0 keeps the grants of alter_job.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -162,6 +162,35 @@ is($node->safe_psql('app_copy', q{
 	SELECT (SELECT count(*) FROM ticks WHERE job = 'copied'),
 		   (SELECT next_run_at IS NULL FROM schedlock.jobs WHERE job_name = 'copied')}),
 	'0|t', 'adopted after its instant, the one-off job has ended without running');
+
+# --- ALTER EXTENSION UPDATE from 1.0: alter_job gains next_run_at and
+# keeps the EXECUTE privileges a DBA granted on it; 1.0's alter_job works
+# with the library of 1.1 until the update
+$node->safe_psql('postgres', 'CREATE DATABASE old10');
+$node->safe_psql('old10', q{
+	CREATE EXTENSION schedlock VERSION '1.0';
+	CREATE ROLE app_role;
+	GRANT EXECUTE ON FUNCTION alter_job(text, text, text, text, jsonb, text, interval, integer,
+										interval, text, boolean, boolean, name)
+	  TO app_role WITH GRANT OPTION;
+	SELECT schedule_job('old_job', '0 3 * * *', 'SELECT 1', timezone => 'UTC');
+	SELECT alter_job('old_job', enabled => false);});
+is($node->safe_psql('old10', q{SELECT enabled FROM schedlock.jobs WHERE job_name = 'old_job'}),
+	'f', 'alter_job of 1.0 works with the library of 1.1');
+$node->safe_psql('old10', 'ALTER EXTENSION schedlock UPDATE');
+is($node->safe_psql('old10', q{
+	SELECT has_function_privilege('app_role',
+		'alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz)',
+		'EXECUTE WITH GRANT OPTION'),
+		   has_function_privilege('app_role',
+		'schedule_once(text, timestamptz, text, text, jsonb, interval, integer, interval, boolean, boolean, name)',
+		'EXECUTE'),
+		   (SELECT count(*) FROM pg_proc WHERE proname = 'alter_job')}),
+	't|f|1', 'the update keeps the grant of alter_job (with grant option), grants nothing else');
+$node->safe_psql('old10', q{
+	SELECT alter_job('old_job', enabled => true, next_run_at => '2030-01-01 00:00+00')});
+is($node->safe_psql('old10', q{SELECT next_run_at FROM schedlock.jobs WHERE job_name = 'old_job'}),
+	'2030-01-01 00:00:00+00', 'after the update alter_job takes next_run_at');
 
 $node->stop;
 done_testing();
