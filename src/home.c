@@ -350,10 +350,9 @@ schedlock_jobs_check_home(PG_FUNCTION_ARGS)
  *		Make one job of this database's home: it goes on from its first slot
  *		after now (none for @reboot jobs: the next start of dispatch; a
  *		one-off job keeps its instant once_slot if that is still ahead, and
- *		else has ended), with
- *		no pending retry or run_job() call; its runs left open in the
- *		database it came from are closed.  plans: from prepare_adoption.
- *		Connected to SPI, as the extension owner.
+ *		has ended otherwise), with no pending retry or run_job() call; its
+ *		runs left open in the database it came from are closed.  plans: from
+ *		prepare_adoption.  Connected to SPI, as the extension owner.
  */
 static void
 adopt_job(SPIPlanPtr *plans, int64 job_id, const char *schedule,
