@@ -395,3 +395,91 @@ SELECT j.job_id,
 
 COMMENT ON VIEW schedlock.job_status IS
 	'per job: schedule, time zone, next run, last finished run and its error, consecutive failures, pid running it now, why it is paused (a copy) or quarantined';
+
+-------------------------------------------------------------------------------
+-- Issue 13: one-off jobs and next_run_at
+-------------------------------------------------------------------------------
+
+/*
+ * A one-off job runs once, at an instant (src/job.c): it is stored with the
+ * schedule '@once' and its instant as next_slot, and ends after its run (and
+ * retries), staying with its history.  schedule_once creates it, or
+ * replaces the definition of the caller's job of that name, like
+ * schedule_job.  Not executable by PUBLIC, like the other job functions.
+ */
+CREATE FUNCTION @extschema@.schedule_once(job_name text,
+										  run_at timestamptz,
+										  command text DEFAULT NULL,
+										  notify_channel text DEFAULT NULL,
+										  payload jsonb DEFAULT NULL,
+										  timeout interval DEFAULT NULL,
+										  max_attempts integer DEFAULT 1,
+										  retry_delay interval DEFAULT '1 minute',
+										  atomic boolean DEFAULT true,
+										  enabled boolean DEFAULT true,
+										  run_as name DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'schedlock_schedule_once'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION @extschema@.schedule_once(text, timestamptz, text, text, jsonb, interval, integer, interval, boolean, boolean, name) IS
+	'create the caller''s one-off job of this name, run once at run_at (now if it has passed), or replace its definition; returns the job id';
+
+REVOKE ALL ON FUNCTION @extschema@.schedule_once(text, timestamptz, text, text, jsonb, interval, integer, interval, boolean, boolean, name) FROM PUBLIC;
+
+/*
+ * alter_job gains next_run_at, the instant of the job's next run (after
+ * which the schedule goes on from that instant).  A function's arguments
+ * cannot be changed in place, and an overload with one more defaulted
+ * argument would make every call ambiguous: the function of 1.0 is renamed,
+ * the new one created, the EXECUTE privileges a DBA granted on the old one
+ * are granted on the new one, and the old one is dropped.
+ */
+ALTER FUNCTION @extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name)
+	RENAME TO alter_job_1_0;
+
+CREATE FUNCTION @extschema@.alter_job(job_name text,
+									  schedule text DEFAULT NULL,
+									  command text DEFAULT NULL,
+									  notify_channel text DEFAULT NULL,
+									  payload jsonb DEFAULT NULL,
+									  timezone text DEFAULT NULL,
+									  timeout interval DEFAULT NULL,
+									  max_attempts integer DEFAULT NULL,
+									  retry_delay interval DEFAULT NULL,
+									  misfire text DEFAULT NULL,
+									  atomic boolean DEFAULT NULL,
+									  enabled boolean DEFAULT NULL,
+									  run_as name DEFAULT NULL,
+									  next_run_at timestamptz DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'schedlock_alter_job'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION @extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz) IS
+	'change some settings of the caller''s job; NULL leaves a setting unchanged; next_run_at moves the next run';
+
+REVOKE ALL ON FUNCTION @extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz) FROM PUBLIC;
+
+DO $$
+DECLARE
+	g record;
+BEGIN
+	FOR g IN
+		SELECT a.grantee::pg_catalog.regrole::pg_catalog.text AS grantee,
+			   a.is_grantable
+		  FROM pg_catalog.pg_proc p,
+			   pg_catalog.aclexplode(p.proacl) a
+		 WHERE p.oid OPERATOR(pg_catalog.=) '@extschema@.alter_job_1_0(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name)'::pg_catalog.regprocedure
+		   AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+		   AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+		   AND a.grantee OPERATOR(pg_catalog.<>) 0
+	LOOP
+		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz) TO %s%s',
+								  g.grantee,
+								  CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+	END LOOP;
+END
+$$;
+
+DROP FUNCTION @extschema@.alter_job_1_0(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name);

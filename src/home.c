@@ -348,14 +348,16 @@ schedlock_jobs_check_home(PG_FUNCTION_ARGS)
 /*
  * adopt_job
  *		Make one job of this database's home: it goes on from its first slot
- *		after now (none for @reboot jobs: the next start of dispatch), with
- *		no pending retry or run_job() call; its runs left open in the
- *		database it came from are closed.  plans: from prepare_adoption.
- *		Connected to SPI, as the extension owner.
+ *		after now (none for @reboot jobs: the next start of dispatch; a
+ *		one-off job keeps its instant once_slot if that is still ahead, and
+ *		has ended otherwise), with no pending retry or run_job() call; its
+ *		runs left open in the database it came from are closed.  plans: from
+ *		prepare_adoption.  Connected to SPI, as the extension owner.
  */
 static void
 adopt_job(SPIPlanPtr *plans, int64 job_id, const char *schedule,
-		  const char *timezone, Datum home_id, TimestampTz now)
+		  const char *timezone, Datum home_id, TimestampTz now,
+		  bool has_once_slot, TimestampTz once_slot)
 {
 	SchedlockCronSchedule sched;
 	TimestampTz slot = 0;
@@ -363,13 +365,22 @@ adopt_job(SPIPlanPtr *plans, int64 job_id, const char *schedule,
 	Datum		values[3];
 	char		nulls[3] = {' ', ' ', ' '};
 
-	schedlock_cron_parse_or_error(schedule, &sched);
-	if (timezone == NULL)
-		timezone = schedlock_timezone;
-	if (!schedlock_cron_is_reboot(&sched))
-		has_slot = schedlock_cron_next_time(&sched, now,
-											schedlock_cron_lookup_timezone(timezone),
-											&slot);
+	if (schedlock_schedule_is_once(schedule))
+	{
+		/* a one-off job keeps an instant still ahead; a missed one ended */
+		has_slot = has_once_slot && once_slot > now;
+		slot = once_slot;
+	}
+	else
+	{
+		schedlock_cron_parse_or_error(schedule, &sched);
+		if (timezone == NULL)
+			timezone = schedlock_timezone;
+		if (!schedlock_cron_is_reboot(&sched))
+			has_slot = schedlock_cron_next_time(&sched, now,
+												schedlock_cron_lookup_timezone(timezone),
+												&slot);
+	}
 	values[0] = Int64GetDatum(job_id);
 	values[1] = home_id;
 	values[2] = TimestampTzGetDatum(slot);
@@ -492,7 +503,7 @@ schedlock_adopt_jobs(PG_FUNCTION_ARGS)
 	values[1] = BoolGetDatum(all);
 	types[1] = BOOLOID;
 	portal = SPI_cursor_open_with_args(NULL,
-									   "SELECT job_id, schedule, timezone FROM schedlock.jobs "
+									   "SELECT job_id, schedule, timezone, next_slot FROM schedlock.jobs "
 									   "WHERE $2 OR home_id OPERATOR(pg_catalog.<>) $1 "
 									   "ORDER BY job_id FOR UPDATE",
 									   2, types, values, NULL, false, 0);
@@ -511,9 +522,11 @@ schedlock_adopt_jobs(PG_FUNCTION_ARGS)
 		{
 			HeapTuple	tup = batch->vals[i];
 			int64		job_id = DatumGetInt64(SPI_getbinval(tup, batch->tupdesc, 1, &isnull));
+			Datum		next_slot = SPI_getbinval(tup, batch->tupdesc, 4, &isnull);
 
 			adopt_job(plans, job_id, SPI_getvalue(tup, batch->tupdesc, 2),
-					  SPI_getvalue(tup, batch->tupdesc, 3), home_id, now);
+					  SPI_getvalue(tup, batch->tupdesc, 3), home_id, now,
+					  !isnull, isnull ? 0 : DatumGetTimestampTz(next_slot));
 			adopted++;
 		}
 		SPI_freetuptable(batch);

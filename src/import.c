@@ -462,7 +462,9 @@ create_job(const ImportContext *ic, Oid owner, const char *job_name,
  * existing_job
  *		The schedlock job of that owner and name, if any: returns its id
  *		(0: none) and whether it has the schedule, command and zone the
- *		import would give it.  Caller is connected to SPI.
+ *		import would give it.  Not read-only: the query takes a snapshot of
+ *		its own, so it sees jobs other sessions committed since the import
+ *		began (report_raced).  Caller is connected to SPI.
  */
 static int64
 existing_job(const ImportContext *ic, Oid owner, const char *job_name,
@@ -487,7 +489,7 @@ existing_job(const ImportContext *ic, Oid owner, const char *job_name,
 							  "FROM schedlock.jobs j "
 							  "WHERE j.owner OPERATOR(pg_catalog.=) $1 "
 							  "  AND j.job_name OPERATOR(pg_catalog.=) $2",
-							  5, types, values, NULL, true, 1) != SPI_OK_SELECT)
+							  5, types, values, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up job \"%s\"", job_name);
 	schedlock_trusted_path_end(nestlevel);
 	*same = false;
@@ -549,6 +551,79 @@ schedule_job_call(StringInfo buf, const ImportContext *ic, const char *job_name,
 }
 
 /*
+ * created_here
+ *		Whether the schedlock job job_id was created by this transaction:
+ *		its created_at is this transaction's start.  import_one looks for a
+ *		job of the name first and creates one only when there is none; a
+ *		job of that name another session schedules meanwhile (not yet
+ *		committed when import_one looked) is found instead by schedule_job's
+ *		upsert, which waits for that session and then replaces the job's
+ *		definition.  Caller is connected to SPI.
+ */
+static bool
+created_here(int64 job_id)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		values[1];
+	bool		isnull;
+	bool		here;
+	int			nestlevel;
+
+	values[0] = Int64GetDatum(job_id);
+	nestlevel = schedlock_trusted_path_begin();
+	if (SPI_execute_with_args("SELECT j.created_at OPERATOR(pg_catalog.=) pg_catalog.now() "
+							  "FROM schedlock.jobs j "
+							  "WHERE j.job_id OPERATOR(pg_catalog.=) $1",
+							  1, types, values, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up job " INT64_FORMAT, job_id);
+	schedlock_trusted_path_end(nestlevel);
+	here = SPI_processed == 1 &&
+		DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+								   SPI_tuptable->tupdesc, 1, &isnull));
+	return here;
+}
+
+/*
+ * report_raced
+ *		The row of a pg_cron job whose name another session gave a
+ *		schedlock job while import_one was creating it (see created_here);
+ *		import_one's subtransaction has been rolled back, so that job is as
+ *		that session left it.  Looked up again: the same definition (another
+ *		import) is reported as existing, another one as skipped.
+ */
+static void
+report_raced(const ImportContext *ic, const PgCronJob *job, Oid owner,
+			 ImportRow *row)
+{
+	bool		same = false;
+	int64		found;
+
+	SPI_connect();
+	found = existing_job(ic, owner, row->job_name, job, &same);
+	SPI_finish();
+	resetStringInfo(&row->detail);
+	resetStringInfo(&row->todo);
+	if (found != 0 && same)
+	{
+		row->action = "exists";
+		row->job_id = found;
+		appendStringInfoString(&row->detail,
+							   "An identical schedlock job was created by another session (another import) meanwhile; nothing created.");
+		appendStringInfo(&row->todo,
+						 "SELECT cron.unschedule(" INT64_FORMAT ");%s", job->jobid,
+						 job->active ? " -- until then pg_cron runs the job too" : "");
+		return;
+	}
+	row->action = "skip";
+	row->job_id = 0;
+	appendStringInfo(&row->detail,
+					 "Another session scheduled a schedlock job named \"%s\" for role \"%s\" during the import, with another schedule, command or time zone; it was left as it is.",
+					 row->job_name, job->username);
+	appendStringInfo(&row->todo,
+					 "Rename the pg_cron job (cron.alter_job cannot; unschedule it and schedule it again under another name) or unschedule the schedlock job, and import again.");
+}
+
+/*
  * import_one
  *		Import (or plan) one pg_cron job into *row.  Errors of the job's
  *		own (a schedule or command schedlock refuses, a failed deactivation)
@@ -561,6 +636,7 @@ import_one(const ImportContext *ic, const PgCronJob *job, ImportRow *row)
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
 	Oid			owner;
+	volatile bool raced = false;
 	const char *why_top_level = NULL;
 	bool		same_meaning = true;
 	StringInfoData meaning;
@@ -672,6 +748,15 @@ import_one(const ImportContext *ic, const PgCronJob *job, ImportRow *row)
 				MemoryContextSwitchTo(oldcxt);
 				row->job_id = create_job(ic, owner, row->job_name, job,
 										 row->atomic, row->enabled);
+				/* another session's job of that name: undone, reported */
+				if (!created_here(row->job_id))
+				{
+					raced = true;
+					ereport(ERROR,
+							(errcode(ERRCODE_DUPLICATE_OBJECT),
+							 errmsg("job \"%s\" was scheduled by another session during the import",
+									row->job_name)));
+				}
 				row->action = ic->dry_run ? "create" : "created";
 			}
 			if (job->jobname == NULL)
@@ -731,6 +816,12 @@ import_one(const ImportContext *ic, const PgCronJob *job, ImportRow *row)
 		CurrentResourceOwner = oldowner;
 		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
 			ReThrowError(edata);
+		if (raced)
+		{
+			report_raced(ic, job, owner, row);
+			FreeErrorData(edata);
+			return;
+		}
 
 		row->action = "skip";
 		row->job_id = 0;

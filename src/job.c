@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * job.c
- *	  The job API: schedule_job, alter_job, unschedule_job and run_job.
+ *	  The job API: schedule_job, schedule_once, alter_job, unschedule_job
+ *	  and run_job.
  *
  * Everything the caller gives is checked before anything is written: the
  * schedule by the cron engine, the time zone, the SQL command by the
@@ -32,6 +33,12 @@
  * schedule, time zone, notify_channel, payload or atomic.  Anyone may give
  * run_as => <the job's owner>, which clears run_as (stored as NULL), and
  * schedule_job's upsert replaces the definition, run_as included.
+ *
+ * One-off jobs (schedule_once, release 1.1) are stored with the schedule
+ * "@once" and their instant as next_slot; the workers run that slot and
+ * leave next_slot NULL (worker.c, plan_slot).  alter_job's next_run_at
+ * moves the next slot of any job.  See the section "One-off jobs and
+ * next_run_at" below.
  *
  * IDENTIFICATION
  *	  src/job.c
@@ -65,11 +72,13 @@ PG_FUNCTION_INFO_V1(schedlock_schedule_job);
 PG_FUNCTION_INFO_V1(schedlock_alter_job);
 PG_FUNCTION_INFO_V1(schedlock_unschedule_job);
 PG_FUNCTION_INFO_V1(schedlock_run_job);
+PG_FUNCTION_INFO_V1(schedlock_schedule_once);
 
 PGDLLEXPORT Datum schedlock_schedule_job(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_alter_job(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_unschedule_job(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_run_job(PG_FUNCTION_ARGS);
+PGDLLEXPORT Datum schedlock_schedule_once(PG_FUNCTION_ARGS);
 
 /* Argument positions shared by schedule_job and alter_job. */
 enum
@@ -86,7 +95,8 @@ enum
 	ARG_MISFIRE,
 	ARG_ATOMIC,
 	ARG_ENABLED,
-	ARG_RUN_AS
+	ARG_RUN_AS,
+	ARG_NEXT_RUN_AT				/* alter_job only, release 1.1 */
 };
 
 /*
@@ -253,7 +263,11 @@ validate_job(const char *job_name, JobDef *def, SchedlockCronSchedule *sched)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("schedule must not be null")));
-	schedlock_cron_parse_or_error(def->schedule, sched);
+	/* a one-off job has no cron schedule: see schedlock_schedule_is_once */
+	if (schedlock_schedule_is_once(def->schedule))
+		memset(sched, 0, sizeof(*sched));
+	else
+		schedlock_cron_parse_or_error(def->schedule, sched);
 	(void) schedlock_cron_lookup_timezone(def->timezone);
 
 	if ((def->command == NULL) == (def->channel == NULL))
@@ -319,6 +333,12 @@ validate_job(const char *job_name, JobDef *def, SchedlockCronSchedule *sched)
 				 errmsg("misfire must be one of run_once, skip and run_all"),
 				 errdetail("run_once makes one catch-up run, skip goes on with the next future slot, run_all runs every missed slot (at most %d).",
 						   SCHEDLOCK_RUN_ALL_LIMIT)));
+	if (schedlock_schedule_is_once(def->schedule) &&
+		strcmp(def->misfire, "run_once") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("misfire of a one-off job must be run_once"),
+				 errdetail("A one-off job runs once, as soon as a worker can after its instant, however late.")));
 }
 
 /*
@@ -335,6 +355,117 @@ first_slot(const SchedlockCronSchedule *sched, const char *timezone,
 	return schedlock_cron_next_time(sched, now,
 									schedlock_cron_lookup_timezone(timezone),
 									slot);
+}
+
+/*
+ * One-off jobs and next_run_at (issue 13)
+ *
+ * A one-off job is stored with the schedule SCHEDLOCK_ONCE_SCHEDULE
+ * ("@once", which the cron engine does not accept, so no schedule_job call
+ * can make one by accident) and its instant as next_slot.  The workers run
+ * that slot like any other (retries, overlap, misfire: a late instant runs
+ * once, as soon as a worker can) and then leave next_slot NULL: the job has
+ * ended, and stays, with its history, until it is unscheduled, scheduled
+ * again, or given a next_run_at.  An instant in the past means now.
+ */
+
+/*
+ * schedlock_schedule_is_once
+ *		Whether a job's schedule is that of a one-off job ("@once", in any
+ *		case).
+ */
+bool
+schedlock_schedule_is_once(const char *schedule)
+{
+	return schedule != NULL &&
+		pg_strcasecmp(schedule, SCHEDLOCK_ONCE_SCHEDULE) == 0;
+}
+
+/*
+ * check_instant
+ *		Check the instant of a one-off job (run_at) or the instant a job's
+ *		next run is moved to (next_run_at), named argname, and return the
+ *		slot to store: an instant in the past means now.  Refuses (22023)
+ *		infinity and instants more than SCHEDLOCK_MAX_AHEAD_DAYS after now.
+ *		NULL is the caller's business.
+ */
+static TimestampTz
+check_instant(TimestampTz t, TimestampTz now, const char *argname)
+{
+	if (TIMESTAMP_NOT_FINITE(t))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be a finite timestamp", argname),
+				 errhint("To keep a job from running, disable it with alter_job(..., enabled => false) or remove it with unschedule_job().")));
+	if (t > now && t - now > (TimestampTz) SCHEDLOCK_MAX_AHEAD_DAYS * USECS_PER_DAY)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be at most %d years from now",
+						argname, SCHEDLOCK_MAX_AHEAD_DAYS / 365),
+				 errdetail("%s is %s.", argname, timestamptz_to_str(t))));
+	return Max(t, now);
+}
+
+/*
+ * next_slot_rule
+ *		alter_job's rule for the next slot, where one-off jobs and
+ *		next_run_at decide it.  With next_run_at given (non-NULL), the next
+ *		slot becomes that instant (see check_instant) and a pending retry is
+ *		dropped: *reslot = true, *slot set, returns true.  The job must then
+ *		be enabled after the call (55000 otherwise).  Without it, a one-off
+ *		job keeps its instant, whatever else changes (enabling it again does
+ *		not move it; an ended one stays ended): *reslot = false, returns
+ *		false.  Turning a recurring job into a one-off job (schedule =>
+ *		'@once') needs next_run_at (22023).  For other jobs returns false
+ *		and leaves *reslot alone.
+ */
+static bool
+next_slot_rule(FunctionCallInfo fcinfo, const char *job_name,
+			   const JobDef *def, const JobDef *old, TimestampTz now,
+			   bool *reslot, TimestampTz *slot)
+{
+	/* alter_job of release 1.0 (before ALTER EXTENSION UPDATE) has 13 */
+	if (PG_NARGS() > ARG_NEXT_RUN_AT && !PG_ARGISNULL(ARG_NEXT_RUN_AT))
+	{
+		*slot = check_instant(PG_GETARG_TIMESTAMPTZ(ARG_NEXT_RUN_AT), now,
+							  "next_run_at");
+		if (!def->enabled)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("job \"%s\" is disabled", job_name),
+					 errdetail("next_run_at moves the next run of an enabled job; enabling a job computes its next run afresh."),
+					 errhint("Give enabled => true in the same call: alter_job(job_name => %s, enabled => true, next_run_at => ...).",
+							 quote_literal_cstr(job_name))));
+		*reslot = true;
+		return true;
+	}
+	if (!schedlock_schedule_is_once(def->schedule))
+		return false;
+	if (!schedlock_schedule_is_once(old->schedule))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("schedule \"%s\" needs next_run_at", def->schedule),
+				 errdetail("A one-off job runs once, at an instant."),
+				 errhint("Give the instant: alter_job(job_name => %s, schedule => '@once', next_run_at => ...).",
+						 quote_literal_cstr(job_name))));
+	*reslot = false;
+	return false;
+}
+
+/*
+ * refuse_once_schedule
+ *		schedule_job does not make one-off jobs: "@once" needs an instant,
+ *		which schedule_once takes.
+ */
+static void
+refuse_once_schedule(const JobDef *def)
+{
+	if (schedlock_schedule_is_once(def->schedule))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("schedule \"%s\" needs an instant", def->schedule),
+				 errdetail("A one-off job runs once, at an instant."),
+				 errhint("Use schedule_once(job_name => ..., run_at => ..., command => ...).")));
 }
 
 /* Macros to fetch optional arguments. */
@@ -406,6 +537,40 @@ check_writable(const char *fname)
 }
 
 /*
+ * upsert_job
+ *		Write the caller's job job_name with the checked definition def:
+ *		insert it, or replace the definition of the caller's job of that
+ *		name (schedule_job and schedule_once).  The next slot becomes slot
+ *		(none when !has_slot); a pending retry and a quarantine are
+ *		forgotten, a queued run_job() call is kept.  Returns the job id.
+ */
+static int64
+upsert_job(const char *job_name, Oid caller, const JobDef *def, bool reboot,
+		   bool has_slot, TimestampTz slot, TimestampTz now)
+{
+	Oid			save_uid;
+	int			save_sec;
+	int			save_nestlevel;
+	int64		job_id;
+	int32		manual_pending;
+	TimestampTz next_run_at;
+
+	SPI_connect();
+	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
+	job_id = schedlock_upsert_job(job_name, caller, def, reboot, has_slot,
+								  slot, &manual_pending);
+	/* next_run_at is the slot, unless run_job() calls of the job are queued */
+	if (schedlock_rule_next_run_at(has_slot, slot, false, 0, manual_pending,
+								   now, &next_run_at) != has_slot ||
+		(has_slot && next_run_at != slot))
+		schedlock_recompute_next_run(job_id, now);
+	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
+	SPI_finish();
+
+	return job_id;
+}
+
+/*
  * schedlock_schedule_job
  *		SQL: schedule_job(job_name, schedule, command, notify_channel,
  *		payload, timezone, timeout, max_attempts, retry_delay, misfire,
@@ -425,12 +590,7 @@ schedlock_schedule_job(PG_FUNCTION_ARGS)
 	TimestampTz slot = 0;
 	bool		has_slot;
 	Oid			caller = GetUserId();
-	Oid			save_uid;
-	int			save_sec;
-	int			save_nestlevel;
 	int64		job_id;
-	int32		manual_pending;
-	TimestampTz next_run_at;
 
 	check_writable("schedule_job");
 	memset(&def, 0, sizeof(def));
@@ -453,21 +613,84 @@ schedlock_schedule_job(PG_FUNCTION_ARGS)
 	args_into_def(fcinfo, &def, caller);
 	if (def.timezone == NULL)
 		def.timezone = pstrdup(schedlock_timezone);
+	refuse_once_schedule(&def);
 	validate_job(job_name, &def, &sched);
 	has_slot = first_slot(&sched, def.timezone, now, &slot);
 
-	SPI_connect();
-	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
-	job_id = schedlock_upsert_job(job_name, caller, &def,
-								  schedlock_cron_is_reboot(&sched), has_slot,
-								  slot, &manual_pending);
-	/* next_run_at is the slot, unless run_job() calls of the job are queued */
-	if (schedlock_rule_next_run_at(has_slot, slot, false, 0, manual_pending,
-								   now, &next_run_at) != has_slot ||
-		(has_slot && next_run_at != slot))
-		schedlock_recompute_next_run(job_id, now);
-	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
-	SPI_finish();
+	job_id = upsert_job(job_name, caller, &def,
+						schedlock_cron_is_reboot(&sched), has_slot, slot, now);
+
+	schedlock_wake_workers_at_commit();
+	PG_RETURN_INT64(job_id);
+}
+
+/*
+ * schedlock_schedule_once
+ *		SQL: schedule_once(job_name, run_at, command, notify_channel,
+ *		payload, timeout, max_attempts, retry_delay, atomic, enabled,
+ *		run_as) -> bigint
+ *
+ * Creates the caller's one-off job of that name, or replaces the
+ * definition of the caller's job of that name, recurring or one-off (an
+ * upsert, as schedule_job): it runs once at run_at (now, when run_at has
+ * passed), with up to max_attempts attempts, and then ends.  The arguments
+ * are checked as schedule_job's; run_at must not be NULL (22004), infinite
+ * or too far ahead (22023).  Returns the job id.
+ */
+Datum
+schedlock_schedule_once(PG_FUNCTION_ARGS)
+{
+	char	   *job_name = schedlock_name_arg(fcinfo, 0, "job_name");
+	JobDef		def;
+	SchedlockCronSchedule sched;
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz slot;
+	Oid			caller = GetUserId();
+	int64		job_id;
+
+	check_writable("schedule_once");
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("run_at must not be null"),
+				 errhint("Give the instant the job runs at; now() runs it at once.")));
+	slot = check_instant(PG_GETARG_TIMESTAMPTZ(1), now, "run_at");
+	if (PG_ARGISNULL(6))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("max_attempts must not be null")));
+	if (PG_ARGISNULL(7))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("retry_delay must not be null")));
+	if (PG_ARGISNULL(8) || PG_ARGISNULL(9))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", PG_ARGISNULL(8) ? "atomic" : "enabled")));
+	if (!PG_ARGISNULL(2) && !PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a job needs exactly one of command and notify_channel"),
+				 errhint("Give command for a job that runs SQL, or notify_channel for a job that notifies listening applications.")));
+
+	memset(&def, 0, sizeof(def));
+	def.schedule = SCHEDLOCK_ONCE_SCHEDULE;
+	def.command = ARG_TEXT(2);
+	def.channel = ARG_TEXT(3);
+	def.has_payload = !PG_ARGISNULL(4);
+	def.payload = def.has_payload ? PG_GETARG_DATUM(4) : (Datum) 0;
+	def.timezone = pstrdup(schedlock_timezone);
+	def.timeout = PG_ARGISNULL(5) ? NULL : PG_GETARG_INTERVAL_P(5);
+	def.max_attempts = PG_GETARG_INT32(6);
+	def.retry_delay = PG_GETARG_INTERVAL_P(7);
+	def.misfire = "run_once";
+	def.atomic = PG_GETARG_BOOL(8);
+	def.enabled = PG_GETARG_BOOL(9);
+	def.run_as = PG_ARGISNULL(10) ? InvalidOid :
+		resolve_run_as(NameStr(*PG_GETARG_NAME(10)), caller);
+	validate_job(job_name, &def, &sched);
+
+	job_id = upsert_job(job_name, caller, &def, false, true, slot, now);
 
 	schedlock_wake_workers_at_commit();
 	PG_RETURN_INT64(job_id);
@@ -546,13 +769,14 @@ check_run_as_change(const char *job_name, Oid owner, const JobDef *old,
 
 /*
  * schedlock_alter_job
- *		SQL: alter_job(job_name, schedule, ..., run_as) -> void
+ *		SQL: alter_job(job_name, schedule, ..., run_as, next_run_at) -> void
  *
  * Changes the settings given as non-null; the result is checked as a
  * whole.  A new schedule or time zone, or enabling a disabled job,
  * computes the next slot afresh from now; enabled => true also releases a
- * job from quarantine (quarantine.c).  What a job with run_as runs only a
- * superuser may change (check_run_as_change).
+ * job from quarantine (quarantine.c).  next_run_at (release 1.1) moves the
+ * next slot, and a one-off job keeps its instant (next_slot_rule).  What a
+ * job with run_as runs only a superuser may change (check_run_as_change).
  */
 Datum
 schedlock_alter_job(PG_FUNCTION_ARGS)
@@ -606,18 +830,27 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 	args_into_def(fcinfo, &def, owner);
 	if (def.timezone == NULL)
 		def.timezone = pstrdup(schedlock_timezone);
+	if (schedlock_schedule_is_once(def.schedule))
+	{
+		def.schedule = SCHEDLOCK_ONCE_SCHEDULE;
+		/* a recurring job turned into a one-off one: its misfire is moot */
+		if (PG_ARGISNULL(ARG_MISFIRE))
+			def.misfire = "run_once";
+	}
 	check_run_as_change(job_name, owner, &old, &def);
 	validate_job(job_name, &def, &sched);
-	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
 
 	reslot = strcmp(def.schedule, old.schedule) != 0 ||
 		strcmp(def.timezone, old.timezone) != 0 ||
 		(def.enabled && !old.enabled);
+	has_slot = next_slot_rule(fcinfo, job_name, &def, &old, now, &reslot, &slot);
+	if (reslot && !has_slot)
+		has_slot = first_slot(&sched, def.timezone, now, &slot);
+	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
 
-	has_slot = reslot && first_slot(&sched, def.timezone, now, &slot);
 	schedlock_update_job(job_id, job_name, &def,
-						 schedlock_cron_is_reboot(&sched), reslot, has_slot,
-						 slot);
+						 schedlock_cron_is_reboot(&sched), reslot,
+						 reslot && has_slot, slot);
 	schedlock_recompute_next_run(job_id, now);
 	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
 	SPI_finish();

@@ -72,6 +72,14 @@
 #define SCHEDLOCK_MAX_TIMEOUT_SECS		2073600	/* 24 days */
 
 /*
+ * One-off jobs (job.c): the schedule they are stored with, which the cron
+ * engine does not accept, and how far ahead an instant (schedule_once's
+ * run_at, alter_job's next_run_at) may lie, in days (100 years).
+ */
+#define SCHEDLOCK_ONCE_SCHEDULE		"@once"
+#define SCHEDLOCK_MAX_AHEAD_DAYS	36525
+
+/*
  * One per-database worker.  The launcher reserves a slot (in_use, dboid,
  * worker_index, generation, reserved_at) before registering the worker and
  * frees it after the worker has stopped; the worker takes the slot
@@ -181,6 +189,7 @@ extern void schedlock_exec_discard_job_state(void);
 
 /* job.c */
 extern void schedlock_check_command(const char *command);
+extern bool schedlock_schedule_is_once(const char *schedule);
 
 /* roles.c */
 extern void schedlock_roles_init(void);

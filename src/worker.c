@@ -331,6 +331,13 @@ plan_slot(ClaimedJob *job, TimestampTz now, ClaimPlan *plan)
 	plan->scheduled_for = job->next_slot;
 	plan->attempt = 1;
 
+	/* a one-off job (job.c): its one slot runs, however late, and it ends */
+	if (schedlock_schedule_is_once(job->schedule))
+	{
+		plan->kind = PLAN_RUN;
+		job->has_next_slot = false;
+		return;
+	}
 	schedlock_cron_parse_or_error(job->schedule, &js.sched);
 	js.tz = schedlock_cron_lookup_timezone(job->timezone);
 	/* a misfire policy written by hand that is none of them is run_once */
