@@ -102,7 +102,8 @@ SELECT schedlock_acquire('reentrant') IS NOT NULL AS first;
 SELECT schedlock_acquire('reentrant') IS NULL AS second_refused;
 COMMIT;
 
--- session-bound: holder pid recorded, identity advisory lock held until release
+-- session-bound: holder pid recorded; kept in shared memory, so no identity
+-- advisory lock is taken (issue 14; only a lease kept in the table needs one)
 SELECT schedlock_acquire('bound', '1 hour', '0', 'worker-7', true) AS t4 \gset
 SELECT held, holder, session_bound, holder_pid = pg_backend_pid() AS my_pid
   FROM schedlock.locks WHERE lock_name = 'bound';
