@@ -68,6 +68,13 @@
  * session runs one job after another, so the worker ends the session-bound
  * leases a job took once its run is over (schedlock_lock_end_session_leases).
  *
+ * All of that concerns session-bound leases kept in the table.  Normally a
+ * session-bound lease is kept in shared memory instead (lock_shmem.c): no
+ * row, no WAL flush, no identity lock; the session's exit ends it.  The
+ * functions look there first, under the same per-name mutex, so a name is
+ * held in one place or the other, never both; acquire falls back to the
+ * table when shared memory has no room.
+ *
  * Every lease belongs to the role that acquired it (current_user at the
  * acquire, recorded in holder_role).  Only members of that role and
  * superusers may release, extend or assert it, or see its token and
@@ -1271,8 +1278,8 @@ schedlock_may_use_lease(bool has_role, Oid holder_role)
 /*
  * check_lease_role
  *		For release, extend and assert of an existing name: raise 42501,
- *		after giving up the table (rel, unless NULL) and the mutex, unless the caller may use
- *		the row's lease.  Runs before the token is looked at, so the answer
+ *		after giving up the table (rel, unless NULL) and the mutex, unless
+ *		the caller may use the row's lease.  Runs before the token is looked at, so the answer
  *		is the same for a right and a wrong token.
  */
 static void
