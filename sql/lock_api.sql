@@ -102,7 +102,8 @@ SELECT schedlock_acquire('reentrant') IS NOT NULL AS first;
 SELECT schedlock_acquire('reentrant') IS NULL AS second_refused;
 COMMIT;
 
--- session-bound: holder pid recorded, identity advisory lock held until release
+-- session-bound: holder pid recorded; kept in shared memory, so no identity
+-- advisory lock is taken (issue 14; only a lease kept in the table needs one)
 SELECT schedlock_acquire('bound', '1 hour', '0', 'worker-7', true) AS t4 \gset
 SELECT held, holder, session_bound, holder_pid = pg_backend_pid() AS my_pid
   FROM schedlock.locks WHERE lock_name = 'bound';
@@ -261,6 +262,40 @@ SELECT token = :ta AS superuser_sees_token FROM schedlock.locks WHERE lock_name 
 DROP ROLE lock_tenant_a_ops;
 DROP ROLE lock_tenant_b;
 DROP ROLE lock_tenant_a;
+
+-- the same for a session-bound lease kept in shared memory (issue 14): the
+-- view, and schedlock.session_leases() called directly, hide its token and
+-- holder_pid from other roles, whose release, extend and assert fail with
+-- 42501; its owner uses it as any lease
+CREATE ROLE lock_tenant_c;
+CREATE ROLE lock_tenant_d;
+SET ROLE lock_tenant_c;
+SELECT schedlock_acquire('tenant-c', '1 hour', '0', 'c-host', true) AS tc \gset
+SELECT lock_name, held, holder, token = :tc AS own_token, session_bound,
+       holder_pid = pg_backend_pid() AS own_pid, holder_role
+  FROM schedlock.locks WHERE lock_name = 'tenant-c';
+SET ROLE lock_tenant_d;
+SELECT lock_name, held, holder, token, session_bound, holder_pid, holder_role
+  FROM schedlock.locks WHERE lock_name = 'tenant-c';
+SELECT lock_name, token, holder_pid FROM schedlock.session_leases()
+ WHERE lock_name = 'tenant-c';
+SELECT regexp_replace(t.query, '[0-9]{12,}', '<token>') AS query, r.*
+  FROM (VALUES
+    ($q$SELECT schedlock_release('tenant-c', $q$ || :tc || $q$)$q$),
+    ($q$SELECT schedlock_extend('tenant-c', $q$ || :tc || $q$, '1 hour')$q$),
+    ($q$SELECT schedlock_assert('tenant-c', $q$ || :tc || $q$)$q$)) AS t(query),
+       pg_temp.try(t.query) AS r;
+SELECT schedlock_acquire('tenant-c') IS NULL AS d_refused,
+       schedlock_acquire('tenant-c', session_bound => true) IS NULL AS d_refused_bound;
+SET ROLE lock_tenant_c;
+SELECT schedlock_extend('tenant-c', :tc, '2 hours') AS owner_extends;
+SELECT schedlock_assert('tenant-c', :tc);
+SELECT schedlock_release('tenant-c', :tc) AS owner_releases;
+SELECT held, session_bound, token = :tc AS same_token
+  FROM schedlock.locks WHERE lock_name = 'tenant-c';
+RESET ROLE;
+DROP ROLE lock_tenant_d;
+DROP ROLE lock_tenant_c;
 
 -- ordinary roles call the functions and read the view, but cannot write
 -- the lock table or read it directly

@@ -483,3 +483,57 @@ END
 $$;
 
 DROP FUNCTION @extschema@.alter_job_1_0(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name);
+
+-- Issue 14: session-bound leases in shared memory
+-------------------------------------------------------------------------------
+
+/*
+ * Session-bound leases are kept in shared memory (src/lock_shmem.c), not in
+ * schedlock.lock_state, while schedlock.max_session_locks leaves room.  The
+ * function lists those of this database; it shows the token and holder_pid
+ * only to members of the holding role and superusers (it runs as its caller,
+ * so it masks them itself).  Where a name has an entry there, the entry is
+ * its current state and the table's row is older: the view shows the entry.
+ */
+CREATE FUNCTION schedlock.session_leases(
+	OUT lock_name text, OUT held boolean, OUT holder text,
+	OUT locked_at timestamptz, OUT lock_until timestamptz, OUT token bigint,
+	OUT session_bound boolean, OUT holder_pid integer, OUT holder_role oid,
+	OUT released_at timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'schedlock_session_leases'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION schedlock.session_leases() IS
+	'internal: the session-bound leases of this database kept in shared memory (token and holder_pid only for the holding role''s members and superusers)';
+
+GRANT EXECUTE ON FUNCTION schedlock.session_leases() TO PUBLIC;
+
+-- same columns in the same order as before
+CREATE OR REPLACE VIEW schedlock.locks AS
+WITH m AS MATERIALIZED (SELECT * FROM schedlock.session_leases())
+SELECT m.lock_name COLLATE "C" AS lock_name,
+	   m.held,
+	   m.holder,
+	   m.locked_at,
+	   m.lock_until,
+	   m.token,
+	   m.session_bound,
+	   m.holder_pid,
+	   m.holder_role::pg_catalog.regrole AS holder_role
+  FROM m
+UNION ALL
+SELECT s.lock_name,
+	   (s.lock_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
+		AND (NOT s.session_bound
+			 OR schedlock.session_alive(s.holder_pid, s.holder_session_start))) AS held,
+	   s.holder,
+	   s.locked_at,
+	   s.lock_until,
+	   CASE WHEN schedlock.lease_visible(s.holder_role) THEN s.token END AS token,
+	   s.session_bound,
+	   CASE WHEN schedlock.lease_visible(s.holder_role) THEN s.holder_pid END AS holder_pid,
+	   s.holder_role::pg_catalog.regrole AS holder_role
+  FROM schedlock.lock_state s
+ WHERE NOT EXISTS (SELECT 1 FROM m
+					WHERE m.lock_name OPERATOR(pg_catalog.=) s.lock_name);

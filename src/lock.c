@@ -68,6 +68,13 @@
  * session runs one job after another, so the worker ends the session-bound
  * leases a job took once its run is over (schedlock_lock_end_session_leases).
  *
+ * All of that concerns session-bound leases kept in the table.  Normally a
+ * session-bound lease is kept in shared memory instead (lock_shmem.c): no
+ * row, no WAL flush, no identity lock; the session's exit ends it.  The
+ * functions look there first, under the same per-name mutex, so a name is
+ * held in one place or the other, never both; acquire falls back to the
+ * table when shared memory has no room.
+ *
  * Every lease belongs to the role that acquired it (current_user at the
  * acquire, recorded in holder_role).  Only members of that role and
  * superusers may release, extend or assert it, or see its token and
@@ -135,6 +142,7 @@
 #include "utils/timestamp.h"
 
 #include "compat.h"
+#include "lock_shmem.h"
 #include "schedlock.h"
 
 PG_FUNCTION_INFO_V1(schedlock_acquire);
@@ -419,7 +427,7 @@ lock_xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_PREPARE:
-			if (npending > 0)
+			if (npending > 0 || schedlock_lease_shmem_pending())
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot prepare a transaction that acquired or released a session-bound schedlock lock")));
@@ -433,6 +441,7 @@ lock_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
+			schedlock_lease_shmem_end_xact(true, 1);
 			for (i = 0; i < npending; i++)
 				session_bound_count += pending[i].delta;
 			if (session_bound_count < 0)
@@ -442,6 +451,7 @@ lock_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
+			schedlock_lease_shmem_end_xact(false, 1);
 			npending = 0;
 			if (session_bound_count > 0)
 				retake_session_lock_at_abort();
@@ -469,6 +479,7 @@ lock_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	{
 		int			keep = 0;
 
+		schedlock_lease_shmem_end_xact(false, level);
 		for (i = 0; i < npending; i++)
 			if (pending[i].nestlevel < level)
 				pending[keep++] = pending[i];
@@ -476,6 +487,7 @@ lock_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	}
 	else if (event == SUBXACT_EVENT_COMMIT_SUB)
 	{
+		schedlock_lease_shmem_end_xact(true, level);
 		for (i = 0; i < npending; i++)
 			if (pending[i].nestlevel >= level)
 				pending[i].nestlevel = level - 1;
@@ -657,6 +669,16 @@ token_base(XLogRecPtr lsn)
 				 errdetail("The server writes on timeline %lld; tokens fit a bigint up to timeline 1920.",
 						   (long long) tli)));
 	return base;
+}
+
+/*
+ * schedlock_token_base
+ *		token_base for lock_shmem.c.
+ */
+int64
+schedlock_token_base(XLogRecPtr lsn)
+{
+	return token_base(lsn);
 }
 
 /*
@@ -1102,18 +1124,28 @@ lease_valid(const LockRow *row, TimestampTz now)
 }
 
 /*
- * wait_and_fetch
+ * wait_for_mutex
  *		For release, extend and assert: wait for the name's mutex (these are
- *		short operations by the holder, so waiting is right), open the table
- *		and fetch the row.  Returns the row's tuple, or NULL when the name
- *		does not exist; *now is the clock after the wait.
+ *		short operations by the holder, so waiting is right).
+ */
+static void
+wait_for_mutex(const char *name, LOCKTAG *mutex)
+{
+	set_mutex_tag(mutex, name);
+	(void) LockAcquire(mutex, ExclusiveLock, false, false);
+}
+
+/*
+ * wait_and_fetch
+ *		For release, extend and assert of a name not kept in shared memory,
+ *		once wait_for_mutex has returned: open the table and fetch the row.
+ *		Returns the row's tuple, or NULL when the name does not exist; *now
+ *		is the clock after the wait.
  */
 static HeapTuple
 wait_and_fetch(const char *name, LOCKTAG *mutex, Relation *rel, Oid *indexid,
 			   LockRow *row, TimestampTz *now)
 {
-	set_mutex_tag(mutex, name);
-	(void) LockAcquire(mutex, ExclusiveLock, false, false);
 	*now = GetCurrentTimestamp();
 	*rel = open_lock_table(indexid);
 	return fetch_lock_row(*rel, *indexid, name, row);
@@ -1186,10 +1218,20 @@ may_use_lease(bool has_role, Oid holder_role)
 }
 
 /*
+ * schedlock_may_use_lease
+ *		may_use_lease for lock_shmem.c.
+ */
+bool
+schedlock_may_use_lease(bool has_role, Oid holder_role)
+{
+	return may_use_lease(has_role, holder_role);
+}
+
+/*
  * check_lease_role
  *		For release, extend and assert of an existing name: raise 42501,
- *		after giving up the table and the mutex, unless the caller may use
- *		the row's lease.  Runs before the token is looked at, so the answer
+ *		after giving up the table (rel, unless NULL) and the mutex, unless
+ *		the caller may use the row's lease.  Runs before the token is looked at, so the answer
  *		is the same for a right and a wrong token.
  */
 static void
@@ -1200,7 +1242,10 @@ check_lease_role(const char *name, const LockRow *row, Relation rel,
 
 	if (may_use_lease(row->has_role, row->holder_role))
 		return;
-	give_up(rel, mutex);
+	if (rel != NULL)
+		give_up(rel, mutex);
+	else
+		LockRelease(mutex, ExclusiveLock, false);
 	if (!row->has_role)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -1215,6 +1260,94 @@ check_lease_role(const char *name, const LockRow *row, Relation rel,
 			 errmsg("permission denied for lock \"%s\"", name),
 			 errdetail("The lock's last lease was acquired by role \"%s\"; only members of that role may call %s() for it.",
 					   rolename, funcname)));
+}
+
+/*
+ * check_shmem_role
+ *		check_lease_role for a lease kept in shared memory.
+ */
+static void
+check_shmem_role(const char *name, const SchedlockLease *lease,
+				 LOCKTAG *mutex, const char *funcname)
+{
+	LockRow		row;
+
+	memset(&row, 0, sizeof(row));
+	row.has_role = true;
+	row.holder_role = lease->holder_role;
+	check_lease_role(name, &row, NULL, mutex, funcname);
+}
+
+/* What acquire_in_shmem did. */
+typedef enum ShmemAcquire
+{
+	SHMEM_ACQUIRED,				/* *token holds the lease */
+	SHMEM_TAKEN,				/* the table's row blocks: return NULL */
+	SHMEM_FALLBACK				/* acquire in the table instead */
+} ShmemAcquire;
+
+/* Whether the session acquired a lease in shared memory since it last looked. */
+static bool shmem_leases_taken = false;
+
+/*
+ * acquire_in_shmem
+ *		A session-bound acquire kept in shared memory, under the name's mutex.
+ *		old is the name's entry there (which blocks nobody), or NULL, when
+ *		the table's row (if any) is the name's state: then it must not block,
+ *		and its token is the previous one.  On SHMEM_TAKEN the mutex is given
+ *		up.
+ */
+static ShmemAcquire
+acquire_in_shmem(const char *name, const SchedlockLease *old, LOCKTAG *mutex,
+				 TimestampTz now, TimestampTz until, TimestampTz min_until,
+				 text *holder, int64 *token)
+{
+	SchedlockLease lease;
+	bool		has_prev = old != NULL;
+	int64		prev = old != NULL ? old->token : 0;
+
+	if (old == NULL)
+	{
+		Relation	rel;
+		Oid			indexid;
+		LockRow		row;
+		HeapTuple	oldtup;
+
+		rel = open_lock_table(&indexid);
+		oldtup = fetch_lock_row(rel, indexid, name, &row);
+		if (oldtup != NULL && blocks_acquire(&row, now))
+		{
+			give_up(rel, mutex);
+			return SHMEM_TAKEN;
+		}
+		table_close(rel, RowExclusiveLock);
+		if (oldtup != NULL)
+		{
+			has_prev = true;
+			prev = row.token;
+			heap_freetuple(oldtup);
+		}
+	}
+	if (!schedlock_lease_shmem_token(has_prev, prev, token))
+		return SHMEM_FALLBACK;
+
+	memset(&lease, 0, offsetof(SchedlockLease, holder));
+	lease.token = *token;
+	lease.holder_pid = MyProcPid;
+	lease.holder_start = MyStartTimestamp;
+	lease.holder_role = GetUserId();
+	lease.locked_at = now;
+	lease.lock_until = until;
+	lease.min_until = min_until;
+	lease.has_holder = holder != NULL;
+	if (holder != NULL)
+		text_to_cstring_buffer(holder, lease.holder, sizeof(lease.holder));
+	else
+		lease.holder[0] = '\0';
+	if (!schedlock_lease_shmem_put(name, &lease, now))
+		return SHMEM_FALLBACK;
+	shmem_leases_taken = true;
+	return SHMEM_ACQUIRED;
 }
 
 /*
@@ -1283,6 +1416,41 @@ schedlock_acquire(PG_FUNCTION_ARGS)
 	if (LockAcquire(&mutex, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
 		PG_RETURN_NULL();
 
+	/*
+	 * A name kept in shared memory has its state there; a session-bound
+	 * acquire goes there when it can (see lock_shmem.c).
+	 */
+	if (schedlock_lease_shmem_enabled())
+	{
+		SchedlockLease lease;
+		bool		in_shmem = schedlock_lease_shmem_get(name, &lease);
+
+		if (in_shmem && schedlock_lease_shmem_blocks(&lease, now))
+		{
+			LockRelease(&mutex, ExclusiveLock, false);
+			PG_RETURN_NULL();
+		}
+		if (session_bound &&
+			(holder == NULL ||
+			 VARSIZE_ANY_EXHDR(holder) < SCHEDLOCK_SHMEM_HOLDER_BYTES))
+		{
+			switch (acquire_in_shmem(name, in_shmem ? &lease : NULL, &mutex,
+									 now, until, min_until, holder, &token))
+			{
+				case SHMEM_ACQUIRED:
+					/* the mutex stays until our transaction ends */
+					PG_RETURN_INT64(token);
+				case SHMEM_TAKEN:
+					PG_RETURN_NULL();
+				case SHMEM_FALLBACK:
+					break;
+			}
+		}
+		/* from here on the table's row is the name's state */
+		if (in_shmem)
+			schedlock_lease_shmem_forget(name);
+	}
+
 	rel = open_lock_table(&indexid);
 	oldtup = fetch_lock_row(rel, indexid, name, &row);
 	if (oldtup != NULL && blocks_acquire(&row, now))
@@ -1294,6 +1462,8 @@ schedlock_acquire(PG_FUNCTION_ARGS)
 	/* read after the name's last holder committed: see the file header */
 	lsn = GetXLogInsertRecPtr();
 	token = next_token(oldtup != NULL, oldtup != NULL ? row.token : 0, lsn);
+	if (token == token_base(lsn))
+		schedlock_lease_shmem_note_token(token);
 	if (session_bound)
 		ensure_session_lock();
 
@@ -1367,9 +1537,27 @@ schedlock_release(PG_FUNCTION_ARGS)
 	LockRow		row;
 	HeapTuple	oldtup;
 	TimestampTz now;
+	SchedlockLease lease;
 
 	check_writable("schedlock_release");
 
+	wait_for_mutex(name, &mutex);
+	if (schedlock_lease_shmem_get(name, &lease))
+	{
+		now = GetCurrentTimestamp();
+		check_shmem_role(name, &lease, &mutex, "schedlock_release");
+		if (lease.token != token || lease.released)
+		{
+			LockRelease(&mutex, ExclusiveLock, false);
+			PG_RETURN_BOOL(false);
+		}
+		/* as end_lease does; the mutex stays until our transaction ends */
+		lease.released = true;
+		lease.released_at = now;
+		lease.lock_until = Max(now, lease.min_until);
+		(void) schedlock_lease_shmem_put(name, &lease, now);
+		PG_RETURN_BOOL(true);
+	}
 	oldtup = wait_and_fetch(name, &mutex, &rel, &indexid, &row, &now);
 	if (oldtup != NULL)
 		check_lease_role(name, &row, rel, &mutex, "schedlock_release");
@@ -1407,11 +1595,27 @@ schedlock_extend(PG_FUNCTION_ARGS)
 	Datum		values[Natts_lock];
 	bool		nulls[Natts_lock];
 	bool		repl[Natts_lock];
+	SchedlockLease lease;
 
 	/* bad input fails before any waiting; judged again at the final now */
 	(void) lease_until(GetCurrentTimestamp(), most);
 	check_writable("schedlock_extend");
 
+	wait_for_mutex(name, &mutex);
+	if (schedlock_lease_shmem_get(name, &lease))
+	{
+		now = GetCurrentTimestamp();
+		check_shmem_role(name, &lease, &mutex, "schedlock_extend");
+		if (lease.token != token || lease.released ||
+			!schedlock_lease_shmem_blocks(&lease, now))
+		{
+			LockRelease(&mutex, ExclusiveLock, false);
+			PG_RETURN_BOOL(false);
+		}
+		/* no flush: a crash ends the session, and the lease with it */
+		lease.lock_until = lease_until(now, most);
+		PG_RETURN_BOOL(schedlock_lease_shmem_put(name, &lease, now));
+	}
 	oldtup = wait_and_fetch(name, &mutex, &rel, &indexid, &row, &now);
 	if (oldtup != NULL)
 		check_lease_role(name, &row, rel, &mutex, "schedlock_extend");
@@ -1455,14 +1659,30 @@ schedlock_assert(PG_FUNCTION_ARGS)
 	bool		found;
 	TimestampTz now;
 	char	   *reason = NULL;
+	SchedlockLease lease;
+	bool		in_shmem;
 
 	/* a standby cannot hold off a takeover on the primary: refuse there */
 	check_primary("schedlock_assert");
 
-	found = wait_and_fetch(name, &mutex, &rel, &indexid, &row, &now) != NULL;
-	if (found)
-		check_lease_role(name, &row, rel, &mutex, "schedlock_assert");
-	table_close(rel, RowExclusiveLock);
+	wait_for_mutex(name, &mutex);
+	in_shmem = schedlock_lease_shmem_get(name, &lease);
+	if (in_shmem)
+	{
+		now = GetCurrentTimestamp();
+		check_shmem_role(name, &lease, &mutex, "schedlock_assert");
+		found = true;
+		row.token = lease.token;
+		row.released = lease.released;
+		row.lock_until = lease.lock_until;
+	}
+	else
+	{
+		found = wait_and_fetch(name, &mutex, &rel, &indexid, &row, &now) != NULL;
+		if (found)
+			check_lease_role(name, &row, rel, &mutex, "schedlock_assert");
+		table_close(rel, RowExclusiveLock);
+	}
 
 	if (!found)
 		reason = pstrdup("No lock of that name was ever acquired.");
@@ -1474,7 +1694,7 @@ schedlock_assert(PG_FUNCTION_ARGS)
 	else if (row.lock_until <= now)
 		reason = psprintf("The lease expired at %s.",
 						  timestamptz_to_str(row.lock_until));
-	else if (!lease_valid(&row, now))
+	else if (in_shmem ? lease.session_ended : !lease_valid(&row, now))
 		reason = pstrdup("The session that held the session-bound lock has ended.");
 
 	if (reason != NULL)
@@ -1527,6 +1747,50 @@ held_by_this_session(const LockRow *row)
 }
 
 /*
+ * end_shmem_session_leases
+ *		The part of schedlock_lock_end_session_leases for the leases kept in
+ *		shared memory: in a transaction of its own, end each under the name's
+ *		mutex, as schedlock_release would.  Costs nothing unless the session
+ *		acquired such a lease since the last call.
+ */
+static void
+end_shmem_session_leases(void)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	List	   *names;
+	ListCell   *lc;
+
+	if (!shmem_leases_taken)
+		return;
+	StartTransactionCommand();
+	names = schedlock_lease_shmem_mine();
+	foreach(lc, names)
+	{
+		const char *name = lfirst(lc);
+		LOCKTAG		mutex;
+		SchedlockLease lease;
+
+		wait_for_mutex(name, &mutex);
+		if (schedlock_lease_shmem_get(name, &lease) && !lease.released &&
+			!lease.session_ended && lease.holder_pid == MyProcPid &&
+			lease.holder_start == MyStartTimestamp)
+		{
+			TimestampTz now = GetCurrentTimestamp();
+
+			lease.released = true;
+			lease.released_at = now;
+			lease.lock_until = Max(now, lease.min_until);
+			(void) schedlock_lease_shmem_put(name, &lease, now);
+		}
+		else
+			LockRelease(&mutex, ExclusiveLock, false);
+	}
+	shmem_leases_taken = false;
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
  * schedlock_lock_end_session_leases
  *		End every session-bound lease this session holds, as
  *		schedlock_release would end each of them, without a token and
@@ -1557,6 +1821,7 @@ schedlock_lock_end_session_leases(void)
 	int			rest;
 
 	Assert(!IsTransactionState());
+	end_shmem_session_leases();
 	if (session_bound_count == 0)
 		return;
 

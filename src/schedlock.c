@@ -28,6 +28,7 @@
 
 #include "compat.h"
 #include "cron_pg.h"
+#include "lock_shmem.h"
 #include "schedlock.h"
 #include "scheduler.h"
 
@@ -110,6 +111,7 @@ sl_shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	schedlock_shmem_request();
+	schedlock_lock_shmem_request();
 }
 
 /*
@@ -122,6 +124,7 @@ sl_shmem_startup(void)
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 	schedlock_shmem_startup();
+	schedlock_lock_shmem_startup();
 }
 
 /*
@@ -291,6 +294,8 @@ _PG_init(void)
 							NULL,
 							NULL,
 							NULL);
+
+	schedlock_lock_shmem_define_guc();
 
 	MarkGUCPrefixReserved("schedlock");
 

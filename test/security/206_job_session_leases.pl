@@ -77,7 +77,7 @@ foreach my $atomic ('true', 'false')
 
 	is( admin(qq{
 			SELECT session_bound::text || ' ' || (holder_pid = $pid)::text
-			  FROM schedlock.lock_state WHERE lock_name = '$lease'}),
+			  FROM schedlock.locks WHERE lock_name = '$lease'}),
 		'false true',
 		"atomic $atomic: the job took the lease in the worker's session, which no longer binds it");
 	is(admin(qq{SELECT held FROM schedlock.locks WHERE lock_name = '$lease'}),
@@ -99,9 +99,9 @@ as_role('alice', q{
 is((split /\|/, run_and_wait('alice', 'lease_least'))[0],
 	'succeeded', 'a job takes a session-bound lease with lock_at_least_for');
 is( admin(q{
-		SELECT (released_at IS NOT NULL AND NOT session_bound
-				AND lock_until = min_until)::text
-		  FROM schedlock.lock_state WHERE lock_name = 'job_lease_least'}),
+		SELECT (NOT session_bound AND held
+				AND lock_until = locked_at + interval '1 hour')::text
+		  FROM schedlock.locks WHERE lock_name = 'job_lease_least'}),
 	'true', 'the lease ended as a release ends it: lock_until = min_until');
 is(as_role('bob', q{SELECT schedlock_acquire('job_lease_least', '1 minute')}),
 	'', 'the lock_at_least_for window still keeps others out');

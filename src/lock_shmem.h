@@ -1,0 +1,71 @@
+/*-------------------------------------------------------------------------
+ *
+ * lock_shmem.h
+ *	  Session-bound leases kept in shared memory (lock_shmem.c), shared
+ *	  with lock.c.
+ *
+ * IDENTIFICATION
+ *	  src/lock_shmem.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SCHEDLOCK_LOCK_SHMEM_H
+#define SCHEDLOCK_LOCK_SHMEM_H
+
+#include "access/xlogdefs.h"
+#include "mb/pg_wchar.h"
+#include "nodes/pg_list.h"
+#include "utils/timestamp.h"
+
+#include "schedlock.h"
+
+/* Bytes of a name: the longest name in the widest encoding, and a NUL. */
+#define SCHEDLOCK_SHMEM_NAME_BYTES \
+	(SCHEDLOCK_MAX_NAME_LENGTH * MAX_MULTIBYTE_CHAR_LEN + 1)
+
+/* Bytes of a holder kept in shared memory; longer ones go to the table. */
+#define SCHEDLOCK_SHMEM_HOLDER_BYTES	256
+
+/* A session-bound lease kept in shared memory (a copy of its entry). */
+typedef struct SchedlockLease
+{
+	int64		token;
+	int32		holder_pid;
+	TimestampTz holder_start;
+	bool		session_ended;	/* the holding session has exited */
+	bool		released;
+	Oid			holder_role;
+	TimestampTz locked_at;
+	TimestampTz lock_until;
+	TimestampTz min_until;
+	TimestampTz released_at;	/* valid when released */
+	bool		has_holder;
+	char		holder[SCHEDLOCK_SHMEM_HOLDER_BYTES];
+} SchedlockLease;
+
+extern int	schedlock_max_session_locks;
+
+extern void schedlock_lock_shmem_define_guc(void);
+extern Size schedlock_lock_shmem_size(void);
+extern void schedlock_lock_shmem_request(void);
+extern void schedlock_lock_shmem_startup(void);
+extern bool schedlock_lease_shmem_enabled(void);
+extern bool schedlock_lease_shmem_blocks(const SchedlockLease *lease,
+										 TimestampTz now);
+extern bool schedlock_lease_shmem_get(const char *name, SchedlockLease *lease);
+extern bool schedlock_lease_shmem_put(const char *name,
+									  const SchedlockLease *lease,
+									  TimestampTz now);
+extern void schedlock_lease_shmem_forget(const char *name);
+extern bool schedlock_lease_shmem_pending(void);
+extern void schedlock_lease_shmem_end_xact(bool commit, int level);
+extern List *schedlock_lease_shmem_mine(void);
+extern bool schedlock_lease_shmem_token(bool has_prev, int64 prev,
+										int64 *token);
+extern void schedlock_lease_shmem_note_token(int64 token);
+
+/* lock.c */
+extern int64 schedlock_token_base(XLogRecPtr lsn);
+extern bool schedlock_may_use_lease(bool has_role, Oid holder_role);
+
+#endif							/* SCHEDLOCK_LOCK_SHMEM_H */
