@@ -11,7 +11,8 @@
 #   17   Debian 13 "trixie" packages, in a chroot
 #   18   Debian sid packages, in a chroot
 #
-# The chroots are made by this script, from Debian's archive only:
+# The chroots are made by this script (with test/roots.sh), from Debian's
+# archive only:
 # `debootstrap --variant=minbase` into the run's scratch directory, then
 # apt-get install --no-install-recommends of postgresql-NN, its -dev, pgtap
 # and pg_cron packages and the test tools.  They are built one after the
@@ -52,16 +53,8 @@ SL_MATRIX_TIMEOUT=${SL_MATRIX_TIMEOUT:-1800}
 SL_MIRROR=${SL_MIRROR:-http://deb.debian.org/debian}
 SL_KEEP=${SL_KEEP:-}
 
-# Debian release that ships each version (15: this machine itself)
-release_of()
-{
-	case $1 in
-		15) echo host ;;
-		17) echo trixie ;;
-		18) echo sid ;;
-		*) echo none ;;
-	esac
-}
+# release_of, root_pids, in_root, prepare_root, prepare_all
+source test/roots.sh
 
 log()
 {
@@ -103,11 +96,6 @@ log "scratch directory $WORK"
 PREP_PID=""
 CHILD=""
 
-# root_pids ROOT : processes whose root directory is ROOT (started in it)
-root_pids()
-{
-	find /proc -mindepth 2 -maxdepth 2 -name root -lname "$1" 2>/dev/null | cut -d/ -f3
-}
 
 # cleanup : end the background preparation and anything still running in a
 # root, unmount whatever is still mounted under the scratch directory, and
@@ -147,73 +135,8 @@ cleanup()
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# in_root ROOT CMD... : run CMD chrooted in ROOT, in a mount namespace of its
-# own with /proc, /dev (with /dev/pts) and an empty /dev/shm mounted, and
-# unmounted again when CMD ends.  A clean environment: only what the tests
-# need crosses into the root.
-in_root()
-{
-	local root=$1
-	shift
-	unshare --mount --propagation private -- /bin/sh -c '
-		r=$1; shift
-		mount -t proc proc "$r/proc" &&
-			mount --rbind /dev "$r/dev" &&
-			mount -t tmpfs -o mode=1777,size=1g shm "$r/dev/shm" || exit 99
-		chroot "$r" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-			HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive CI="${CI:-}" "$@"
-		rc=$?
-		umount "$r/dev/shm"
-		umount -R "$r/dev" || umount -l "$r/dev"
-		umount "$r/proc" || umount -l "$r/proc"
-		exit $rc
-	' in_root "$root" "$@"
-}
 
-# prepare_root VERSION : debootstrap the release of VERSION into
-# $WORK/root-VERSION and install the packages its tests need.  Writes
-# $WORK/root-VERSION.ok on success.
-prepare_root()
-{
-	local v=$1 rel root pkgs
-	rel=$(release_of "$v")
-	root="$WORK/root-$v"
-	log "PostgreSQL $v: debootstrap $rel"
-	debootstrap --variant=minbase "$rel" "$root" "$SL_MIRROR" >"$WORK/debootstrap-$v.log" 2>&1 || {
-		tail -n 20 "$WORK/debootstrap-$v.log"
-		return 1
-	}
-	# apt: the snapshot's Release files may be past Valid-Until; never
-	# start services in the root, and no default cluster on port 5432
-	echo 'Acquire::Check-Valid-Until "false";' >"$root/etc/apt/apt.conf.d/90schedlock"
-	printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
-	chmod 755 "$root/usr/sbin/policy-rc.d"
-	mkdir -p "$root/etc/postgresql-common"
-	echo 'create_main_cluster = false' >"$root/etc/postgresql-common/createcluster.conf"
-	# what test/run-all.sh would install (with clang and the sanitizer
-	# runtime of the release's clang version), plus pg_cron
-	pkgs=$(SL_PGVER=$v bash -c 'source test/lib.sh; echo $SL_BASE_PACKAGES')
-	pkgs="$pkgs postgresql-$v-cron"
-	log "PostgreSQL $v: apt-get install in the $rel root"
-	in_root "$root" sh -c "apt-get update -qq &&
-		cv=\$(apt-cache depends clang | sed -n 's/^ *Depends: clang-\([0-9][0-9]*\)\$/\1/p' | head -n 1) &&
-		apt-get install -y -qq --no-install-recommends $pkgs clang libclang-rt-\$cv-dev" \
-		>"$WORK/apt-$v.log" 2>&1 || {
-		tail -n 20 "$WORK/apt-$v.log"
-		return 1
-	}
-	log "PostgreSQL $v: root ready ($(du -sm "$root" | cut -f1) MB)"
-	touch "$root.ok"
-}
 
-# prepare_all VERSION... : one root after the other
-prepare_all()
-{
-	local v
-	for v in "$@"; do
-		prepare_root "$v" || log "PostgreSQL $v: preparing the root FAILED"
-	done
-}
 
 if [ -n "$needs_roots" ]; then
 	setsid bash -c "$(declare -f log release_of in_root prepare_root prepare_all);

@@ -1,16 +1,34 @@
 #!/usr/bin/env bash
-# test/bench/report.sh OUT - the markdown report of a test/bench/run.sh run,
-# from OUT/results.tsv (and OUT/locks.md): a summary table with the targets,
-# then the spread of every workload.  Figures missing from the run show as
-# n/a.  Written by run.sh to OUT/BENCHMARKS.md.
+# test/bench/report.sh OUT [NEW] - the markdown report of test/bench/run.sh
+# runs: a summary table with the targets, then the spread of every workload.
+#
+# OUT/results.tsv is the run on this machine's PostgreSQL 15 with Debian 12's
+# pg_cron 1.4.2; NEW (default: the last OUT/pg*/ holding a results.tsv, as
+# test/bench/matrix.sh leaves it) is a run on a newer PostgreSQL with its
+# release's pg_cron (1.6 on PostgreSQL 17, Debian 13).  With NEW the tables
+# carry both runs side by side; each run's versions and date come from its
+# own meta.* lines.  Figures missing from a run show as n/a (a workload not
+# run) or as an empty cell (pg_cron before 1.5 has no "1 seconds" schedule).
+# Written by run.sh to OUT/BENCHMARKS.md, and by matrix.sh.
 
 set -u
-OUT=${1:?usage: report.sh OUT}
-RESULTS=$OUT/results.tsv
+OUT=${1:?usage: report.sh OUT [NEW]}
+NEW=${2:-}
+if [ -z "$NEW" ]; then
+	for d in "$OUT"/pg*/; do
+		[ -s "$d/results.tsv" ] && NEW=${d%/}
+	done
+fi
+A=$OUT/results.tsv
+Bf=""
+[ -n "$NEW" ] && [ -s "$NEW/results.tsv" ] && Bf=$NEW/results.tsv
 
+# get KEY [FILE] : one figure of a run (default the first run); n/a if absent
 get()
 {
-	awk -F'\t' -v k="$1" '$1 == k {v = $2} END {print (v == "" ? "n/a" : v)}' "$RESULTS"
+	local f=${2:-$A}
+	[ -s "$f" ] || { echo n/a; return; }
+	awk -F'\t' -v k="$1" '$1 == k {v = $2} END {print (v == "" ? "n/a" : v)}' "$f"
 }
 
 # calc EXPR VARS... : awk arithmetic on figures; n/a when one is missing
@@ -27,83 +45,221 @@ calc()
 # verdict CONDITION VARS... : "met" / "**missed**" / "n/a"
 verdict()
 {
-	local r
-	r=$(calc "print (($1) ? \"met\" : \"**missed**\")" "${@:2}")
-	echo "$r"
+	calc "print (($1) ? \"met\" : \"**missed**\")" "${@:2}"
 }
 
-lag_s=$(get lag.schedlock.p99)
-lag_c=$(get lag.pg_cron.p99)
-lag_m=$(get lag.schedlock_minute.p99)
-w2=$(get burst.schedlock.w2.last_finish_ms)
-w4=$(get burst.schedlock.w4.last_finish_ms)
-cl=$(get burst.pg_cron.libpq.last_finish_ms)
-cb=$(get burst.pg_cron.bgw.last_finish_ms)
-f2=$(get burst.floor.c2.ms)
-f4=$(get burst.floor.c4.ms)
-best_c=$(calc 'print (a < b ? a : b)' "$cl" "$cb")
-share2=$(calc 'printf "%.0f", b / a * 100' "$w2" "$f2")
-share4=$(calc 'printf "%.0f", b / a * 100' "$w4" "$f4")
-nl=$(get notify.last_ms)
-ins=$(get scale.schedlock.insert_per_s)
-cpu=$(get scale.schedlock.cpu_pct)
-cpu_c=$(get scale.pg_cron.cpu_pct)
-slag=$(get scale.schedlock.lag.p99)
-slag_c=$(get scale.pg_cron.lag.p99)
-c1=$(get claim.w1.per_s)
-c2=$(get claim.w2.per_s)
-c4=$(get claim.w4.per_s)
-best_claim=$(calc 'm = a; if (b > m) m = b; if (c > m) m = c; print m' "$c1" "$c2" "$c4")
+# lead SCHEDLOCK PG_CRON : how many times smaller schedlock's figure is
+lead()
+{
+	calc 'printf "%.0fx", b / a' "$1" "$2"
+}
 
-cat <<EOF
-## Benchmarks: schedlock and pg_cron
+# label FILE : "PostgreSQL 15.x, pg_cron 1.4.2" of a run
+label()
+{
+	local v c
+	v=$(get meta.pg_version "$1")
+	c=$(get meta.pg_cron "$1")
+	# runs from before the meta lines: this machine's PostgreSQL 15
+	[ "$v" = n/a ] && v=$(/usr/lib/postgresql/15/bin/postgres --version 2>/dev/null | awk '{print $3}')
+	[ "$c" = n/a ] && c=$(dpkg-query -W -f '${Version}' postgresql-15-cron 2>/dev/null | sed 's/-.*//')
+	echo "PostgreSQL ${v:-15}, pg_cron ${c:-n/a}"
+}
 
-\`bash test/bench/run.sh\` on $(nproc) cores, PostgreSQL $(/usr/lib/postgresql/15/bin/postgres --version 2>/dev/null | awk '{print $3}'), pg_cron $(dpkg-query -W -f '${Version}' postgresql-15-cron 2>/dev/null | sed 's/-.*//'), $(date -u +%Y-%m-%d).
-Both clusters durable (fsync and synchronous_commit on); one workload at a time.
+# short FILE : "PG 15" of a run
+short()
+{
+	local m
+	m=$(get meta.pg_major "$1")
+	[ "$m" = n/a ] && m=15
+	echo "PG $m"
+}
 
-| workload | schedlock | pg_cron | schedlock's lead | target | |
-| --- | ---: | ---: | ---: | --- | --- |
-| 1. start lag p99 (ms), a '1 seconds' job | $lag_s | | | <= 5 ms | $(verdict 'a <= 5' "$lag_s") |
-| 1. start lag p99 (ms), a '* * * * *' job each | $lag_m | $lag_c | $(calc 'printf "%.0fx", b / a' "$lag_m" "$lag_c") | <= 5 ms | $(verdict 'a <= 5' "$lag_m") |
-| 2. burst of 1000: last job finished (ms), default workers (2) | $w2 | libpq $cl | $(calc 'printf "%.0fx", b / a' "$w2" "$cl") | <= 1000 ms, >= 20x | $(verdict 'a <= 1000 && b / a >= 20' "$w2" "$best_c") |
-| 2. burst of 1000, 4 workers / pg_cron background workers | $w4 | bgw $cb | $(calc 'printf "%.0fx", b / a' "$w4" "$cb") | <= 1000 ms, >= 20x | $(verdict 'a <= 1000 && b / a >= 20' "$w4" "$cb") |
-| 2. burst: share of the pgbench floor (same INSERT, 2 / 4 clients: $f2 / $f4 ms) | $share2% / $share4% | | | >= 50 % | $(verdict 'a >= 50 && b >= 50' "$share2" "$share4") |
-| 3. NOTIFY burst of 10000: last received (ms) | $nl | | | <= 1000 ms | $(verdict 'a <= 1000' "$nl") |
-| 4. scale: schedule_job calls per second, one session | $ins | $(get scale.pg_cron.insert_per_s) (cron.schedule) | | >= 5000 | $(verdict 'a >= 5000' "$ins") |
-| 4. scale: scheduler CPU, % of one core (1M jobs / pg_cron 100k) | $cpu | $cpu_c | | < 1 % | $(verdict 'a < 1' "$cpu") |
-| 4. scale: start lag p99 (ms) with them | $slag | $slag_c | | within 2 ms of the empty case | $(verdict 'a - b <= 2' "$slag" "$lag_s") |
-| 5. claim: no-op jobs per second, 1 / 2 / 4 workers | $c1 / $c2 / $c4 | | | >= 2000 | $(verdict 'a >= 2000' "$best_claim") |
+# cron_short FILE : "pg_cron 1.4.2" of a run
+cron_short()
+{
+	local c
+	c=$(get meta.pg_cron "$1")
+	[ "$c" = n/a ] && c=$(dpkg-query -W -f '${Version}' postgresql-15-cron 2>/dev/null | sed 's/-.*//')
+	echo "pg_cron ${c:-?}"
+}
 
-### Spread
+# when FILE : "<date>, <os>, <n> cores" of a run
+when()
+{
+	local d o c
+	d=$(get meta.date "$1") o=$(get meta.os "$1") c=$(get meta.cores "$1")
+	[ "$o" = n/a ] && o=""
+	[ "$c" = n/a ] && c="" || c="$c cores"
+	echo "measured ${d/#n\/a/on an earlier date}${o:+, $o}${c:+, $c}"
+}
 
-| workload | samples | min | median | p99 | max |
-| --- | ---: | ---: | ---: | ---: | ---: |
-EOF
+# seconds_cron FILE : pg_cron's "1 seconds" job, p99 (ms) of the mode with
+# the lower one, "p99 (mode)"; empty when the run has none
+seconds_cron()
+{
+	local l b
+	l=$(get lag.pg_cron_second.libpq.p99 "$1")
+	b=$(get lag.pg_cron_second.bgw.p99 "$1")
+	if [ "$l" = n/a ] && [ "$b" = n/a ]; then
+		echo ""
+	elif [ "$b" = n/a ] || { [ "$l" != n/a ] && awk -v l="$l" -v b="$b" 'BEGIN {exit !(l <= b)}'; }; then
+		echo "$l (libpq)"
+	else
+		echo "$b (bgw)"
+	fi
+}
+
+# cells FILE ROW : the "schedlock | pg_cron | lead" cells of summary row ROW
+# for one run, then a tab and the verdict of that run
+cells()
+{
+	local f=$1 s c best
+	case $2 in
+		lag1s)
+			s=$(get lag.schedlock.p99 "$f")
+			c=$(seconds_cron "$f")
+			printf '%s | %s | %s\t%s' "$s" "$c" "$([ -n "$c" ] && lead "$s" "${c%% *}")" "$(verdict 'a <= 5' "$s")"
+			;;
+		lagm)
+			s=$(get lag.schedlock_minute.p99 "$f")
+			c=$(get lag.pg_cron.p99 "$f")
+			printf '%s | %s | %s\t%s' "$s" "$c" "$(lead "$s" "$c")" "$(verdict 'a <= 5' "$s")"
+			;;
+		burst2)
+			s=$(get burst.schedlock.w2.last_finish_ms "$f")
+			c=$(get burst.pg_cron.libpq.last_finish_ms "$f")
+			best=$(calc 'print (a < b ? a : b)' "$c" "$(get burst.pg_cron.bgw.last_finish_ms "$f")")
+			printf '%s | libpq %s | %s\t%s' "$s" "$c" "$(lead "$s" "$c")" "$(verdict 'a <= 1000 && b / a >= 20' "$s" "$best")"
+			;;
+		burst4)
+			s=$(get burst.schedlock.w4.last_finish_ms "$f")
+			c=$(get burst.pg_cron.bgw.last_finish_ms "$f")
+			printf '%s | bgw %s | %s\t%s' "$s" "$c" "$(lead "$s" "$c")" "$(verdict 'a <= 1000 && b / a >= 20' "$s" "$c")"
+			;;
+		share)
+			local s2 s4
+			s2=$(calc 'printf "%.0f", b / a * 100' "$(get burst.schedlock.w2.last_finish_ms "$f")" "$(get burst.floor.c2.ms "$f")")
+			s4=$(calc 'printf "%.0f", b / a * 100' "$(get burst.schedlock.w4.last_finish_ms "$f")" "$(get burst.floor.c4.ms "$f")")
+			printf '%s / %s (floor %s / %s ms) | | \t%s' "${s2/%[0-9]/&%}" "${s4/%[0-9]/&%}" "$(get burst.floor.c2.ms "$f")" \
+				"$(get burst.floor.c4.ms "$f")" "$(verdict 'a >= 50 && b >= 50' "$s2" "$s4")"
+			;;
+		notify)
+			s=$(get notify.last_ms "$f")
+			printf '%s | | \t%s' "$s" "$(verdict 'a <= 1000' "$s")"
+			;;
+		insert)
+			s=$(get scale.schedlock.insert_per_s "$f")
+			printf '%s | %s (cron.schedule) | \t%s' "$s" "$(get scale.pg_cron.insert_per_s "$f")" "$(verdict 'a >= 5000' "$s")"
+			;;
+		cpu)
+			s=$(get scale.schedlock.cpu_pct "$f")
+			printf '%s | %s | \t%s' "$s" "$(get scale.pg_cron.cpu_pct "$f")" "$(verdict 'a < 1' "$s")"
+			;;
+		scalelag)
+			s=$(get scale.schedlock.lag.p99 "$f")
+			c=$(get scale.pg_cron.lag.p99 "$f")
+			printf '%s | %s | %s\t%s' "$s" "$c" "$(lead "$s" "$c")" \
+				"$(verdict 'a - b <= 2' "$s" "$(get lag.schedlock.p99 "$f")")"
+			;;
+		claim)
+			local c1 c2 c4
+			c1=$(get claim.w1.per_s "$f") c2=$(get claim.w2.per_s "$f") c4=$(get claim.w4.per_s "$f")
+			best=$(calc 'm = a; if (b > m) m = b; if (c > m) m = c; print m' "$c1" "$c2" "$c4")
+			printf '%s / %s / %s | | \t%s' "$c1" "$c2" "$c4" "$(verdict 'a >= 2000' "$best")"
+			;;
+	esac
+}
+
+# summary ROW TEXT TARGET : one row of the summary table
+summary()
+{
+	local a b
+	a=$(cells "$A" "$1")
+	if [ -n "$Bf" ]; then
+		b=$(cells "$Bf" "$1")
+		echo "| $2 | ${a%%$'\t'*} | ${b%%$'\t'*} | $3 | ${a#*$'\t'} / ${b#*$'\t'} |"
+	else
+		echo "| $2 | ${a%%$'\t'*} | $3 | ${a#*$'\t'} |"
+	fi
+}
+
+echo "## Benchmarks: schedlock and pg_cron"
+echo
+if [ -s "$A" ]; then
+	echo "\`bash test/bench/run.sh\`: $(label "$A"), $(when "$A")."
+else
+	echo "No PostgreSQL 15 run in $OUT (\`bash test/bench/run.sh\` makes one): its columns are n/a."
+fi
+if [ -n "$Bf" ]; then
+	echo "\`bash test/bench/matrix.sh\` (run.sh with SL_PGVER=$(get meta.pg_major "$Bf") in a chroot): $(label "$Bf"), $(when "$Bf"); schedlock and pg_cron both on that server version."
+fi
+echo "All clusters durable (fsync and synchronous_commit on); one workload at a time."
+echo
+sa="schedlock ($(short "$A"))"
+ca="$(cron_short "$A") ($(short "$A"))"
+if [ -n "$Bf" ]; then
+	sb="schedlock ($(short "$Bf"))"
+	cb="$(cron_short "$Bf") ($(short "$Bf"))"
+	echo "| workload | $sa | $ca | lead | $sb | $cb | lead | target | $(short "$A") / $(short "$Bf") |"
+	echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"
+else
+	echo "| workload | $sa | $ca | schedlock's lead | target | |"
+	echo "| --- | ---: | ---: | ---: | --- | --- |"
+fi
+summary lag1s "1. start lag p99 (ms), a '1 seconds' job (pg_cron 1.5+: best of libpq / bgw)" "<= 5 ms"
+summary lagm "1. start lag p99 (ms), a '* * * * *' job each" "<= 5 ms"
+summary burst2 "2. burst of 1000: last job finished (ms), default workers (2) / pg_cron libpq" "<= 1000 ms, >= 20x"
+summary burst4 "2. burst of 1000, 4 workers / pg_cron background workers" "<= 1000 ms, >= 20x"
+summary share "2. burst: share of the pgbench floor (same INSERT, 2 / 4 clients)" ">= 50 %"
+summary notify "3. NOTIFY burst of 10000: last received (ms)" "<= 1000 ms"
+summary insert "4. scale: schedule_job calls per second, one session" ">= 5000"
+summary cpu "4. scale: scheduler CPU, % of one core (1M jobs / pg_cron 100k)" "< 1 %"
+summary scalelag "4. scale: start lag p99 (ms) with them" "within 2 ms of the empty case"
+summary claim "5. claim: no-op jobs per second, 1 / 2 / 4 workers" ">= 2000"
+
+echo
+echo "### Spread"
+echo
+echo "| run | workload | samples | min | median | p99 | max |"
+echo "| --- | --- | ---: | ---: | ---: | ---: | ---: |"
+
+# row FILE KEY TEXT : one spread row, left out when the run lacks it
 row()
 {
-	echo "| $2 | $(get "$1.samples") | $(get "$1.min") | $(get "$1.median") | $(get "$1.p99") | $(get "$1.max") |"
+	[ "$(get "$2.samples" "$1")" = n/a ] && return
+	echo "| $(short "$1") | $3 | $(get "$2.samples" "$1") | $(get "$2.min" "$1") | $(get "$2.median" "$1") | $(get "$2.p99" "$1") | $(get "$2.max" "$1") |"
 }
-row lag.schedlock "1. start lag (ms), schedlock '1 seconds' job"
-row lag.schedlock_minute "1. start lag (ms), schedlock '* * * * *' job"
-row lag.pg_cron "1. start lag (ms), pg_cron '* * * * *' job"
-row burst.schedlock.w2.start "2. burst: start of each job after the instant (ms), schedlock, 2 workers"
-row burst.schedlock.w4.start "2. burst: same, schedlock, 4 workers"
-row burst.pg_cron.libpq.start "2. burst: same, pg_cron, libpq"
-row burst.pg_cron.bgw.start "2. burst: same, pg_cron, background workers"
-row scale.schedlock.lag "4. start lag (ms) with 1,000,000 jobs, schedlock"
-row scale.pg_cron.lag "4. start lag (ms) with 100,000 jobs, pg_cron"
+for f in "$A" $Bf; do
+	cr=$(cron_short "$f")
+	row "$f" lag.schedlock "1. start lag (ms), schedlock '1 seconds' job"
+	row "$f" lag.pg_cron_second.libpq "1. start lag (ms), $cr '1 seconds' job, libpq (after its due time: the previous start + 1 s)"
+	row "$f" lag.pg_cron_second.bgw "1. start lag (ms), $cr '1 seconds' job, background workers (same)"
+	row "$f" lag.schedlock_minute "1. start lag (ms), schedlock '* * * * *' job"
+	row "$f" lag.pg_cron "1. start lag (ms), $cr '* * * * *' job"
+	row "$f" burst.schedlock.w2.start "2. burst: start of each job after the instant (ms), schedlock, 2 workers"
+	row "$f" burst.schedlock.w4.start "2. burst: same, schedlock, 4 workers"
+	row "$f" burst.pg_cron.libpq.start "2. burst: same, $cr, libpq"
+	row "$f" burst.pg_cron.bgw.start "2. burst: same, $cr, background workers"
+	row "$f" scale.schedlock.lag "4. start lag (ms) with $(get scale.schedlock.jobs "$f") jobs, schedlock"
+	row "$f" scale.pg_cron.lag "4. start lag (ms) with the scale run's jobs, $cr"
+done
 
-cat <<EOF
-
-Burst, last job started (ms): schedlock $(get burst.schedlock.w2.last_start_ms) (2 workers), $(get burst.schedlock.w4.last_start_ms) (4 workers); pg_cron $(get burst.pg_cron.libpq.last_start_ms) (libpq), $(get burst.pg_cron.bgw.last_start_ms) (background workers).
-Jobs that did not succeed: schedlock $(get burst.schedlock.w2.failed) / $(get burst.schedlock.w4.failed), pg_cron $(get burst.pg_cron.libpq.failed) / $(get burst.pg_cron.bgw.failed).
-NOTIFY burst: $(get notify.received) of 10000 notifications received, the first $(get notify.first_ms) ms and the last $(get notify.last_ms) ms after the instant.
-Claim: 50,000 jobs in $(get claim.w1.seconds) s / $(get claim.w2.seconds) s / $(get claim.w4.seconds) s with 1 / 2 / 4 workers.
-Scale: $(get scale.schedlock.jobs) schedlock jobs; CPU of the $(get scale.schedlock.processes) scheduler processes (launcher and workers) over 60 s; pg_cron's launcher over the minutes of 3 samples (its libpq job connections not counted).
-EOF
+echo
+for f in "$A" $Bf; do
+	echo "$(short "$f"), $(cron_short "$f") (cron.max_running_jobs = $(get meta.cron_max_running_jobs "$f")):"
+	if [ "$(get lag.pg_cron_second.libpq.period_ms "$f")$(get lag.pg_cron_second.bgw.period_ms "$f")" != n/an/a ]; then
+		echo "pg_cron's '1 seconds' job started every $(get lag.pg_cron_second.libpq.period_ms "$f") ms (libpq) / $(get lag.pg_cron_second.bgw.period_ms "$f") ms (background workers) on average (schedlock's: every 1000 ms, on the second)."
+	fi
+	echo "Burst, last job started (ms): schedlock $(get burst.schedlock.w2.last_start_ms "$f") (2 workers), $(get burst.schedlock.w4.last_start_ms "$f") (4 workers); pg_cron $(get burst.pg_cron.libpq.last_start_ms "$f") (libpq), $(get burst.pg_cron.bgw.last_start_ms "$f") (background workers)."
+	echo "Jobs that did not succeed: schedlock $(get burst.schedlock.w2.failed "$f") / $(get burst.schedlock.w4.failed "$f"), pg_cron $(get burst.pg_cron.libpq.failed "$f") / $(get burst.pg_cron.bgw.failed "$f")."
+	echo "NOTIFY burst: $(get notify.received "$f") of 10000 notifications received, the first $(get notify.first_ms "$f") ms and the last $(get notify.last_ms "$f") ms after the instant."
+	echo "Claim: 50,000 jobs in $(get claim.w1.seconds "$f") s / $(get claim.w2.seconds "$f") s / $(get claim.w4.seconds "$f") s with 1 / 2 / 4 workers."
+	echo "Scale: $(get scale.schedlock.jobs "$f") schedlock jobs; CPU of the $(get scale.schedlock.processes "$f") scheduler processes (launcher and workers); pg_cron's launcher over the minutes of its lag samples (its libpq job connections not counted)."
+	echo
+done
 
 if [ -s "$OUT/locks.md" ]; then
-	echo
 	echo "### Locks"
 	echo
 	cat "$OUT/locks.md"

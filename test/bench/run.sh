@@ -5,10 +5,14 @@
 #
 #   bash test/bench/run.sh                  (as root, or a user with sudo)
 #   BENCH_ONLY="lag burst" bash test/bench/run.sh
+#   SL_PGVER=17 bash test/bench/run.sh      (PostgreSQL 17: in a Debian 13
+#                                           root, see test/bench/matrix.sh)
 #
 # Workloads (BENCH_ONLY picks some; default all, about 30 minutes):
-#   lag     start lag of one job: a "1 seconds" schedlock job (>= 60 samples),
-#           then a "* * * * *" job of each, side by side (3 samples)
+#   lag     start lag of one job: a "1 seconds" schedlock job (>= 60 samples);
+#           on pg_cron 1.5 and later a "1 seconds" pg_cron job, once over
+#           libpq and once with background workers; then a "* * * * *" job
+#           of each, side by side (3 samples)
 #   burst   1000 one-row INSERT jobs due at one instant: schedlock with 2 and
 #           4 workers, pg_cron over libpq and with background workers, and
 #           the floor: pgbench running the same INSERT 1000 times
@@ -24,13 +28,23 @@
 # a new database whose workers are first warmed up with 2 s of small jobs.  Writes test/bench/out/:
 # results.tsv (every figure), BENCHMARKS.md (the tables), burst.png (start
 # time of each job of the burst), burst-*.dat (the plot's data).
-# Environment: BENCH_ONLY, BENCH_OUT (output directory).
+# Environment: BENCH_ONLY, BENCH_OUT (output directory), SL_PGVER (the
+# PostgreSQL major version, default 15; pg_cron is postgresql-NN-cron's), and
+# for short trial runs (the defaults are the benchmark's):
+#   BENCH_LAG_SAMPLES=60      "1 seconds" samples of each side
+#   BENCH_LAG_MINUTES=3       "* * * * *" samples of each side
+#   BENCH_SCALE_JOBS=1000000  schedlock jobs of the scale workload
+#   BENCH_SCALE_CRON_JOBS=100000   pg_cron's
+#   BENCH_SCALE_SECONDS=60    seconds over which schedlock's CPU is read
+# An interrupted run stops its clusters and removes its scratch directory.
 
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 source test/lib.sh
 
 ONLY=${BENCH_ONLY:-"lag burst notify scale claim locks"}
+LAG_SAMPLES=${BENCH_LAG_SAMPLES:-60}
+LAG_MINUTES=${BENCH_LAG_MINUTES:-3}
 OUT=${BENCH_OUT:-$SL_SRCDIR/test/bench/out}
 mkdir -p "$OUT" || exit 2
 OUT=$(cd "$OUT" && pwd)
@@ -46,6 +60,20 @@ exec 9>&-
 
 B=$(sl_mktemp_dir schedlock-bench-suite)
 chmod 755 "$B"
+
+# bench_cleanup : stop every cluster this run started and remove its scratch
+# directory; on exit, also after INT or TERM.  sl_cluster_start sets its own
+# EXIT trap, so each start below sets this one again.
+bench_cleanup()
+{
+	# a second INT or TERM must not cut the cleanup short
+	trap - EXIT
+	trap '' INT TERM
+	sl_cluster_stop_all
+	rm -rf "$B"
+}
+trap bench_cleanup EXIT
+trap 'exit 130' INT TERM
 gcc -O2 -Wall -I"$("$PG_CONFIG" --includedir)" -o "$B/listen" test/bench/listen.c \
 	-L"$("$PG_CONFIG" --libdir)" -lpq || exit 2
 
@@ -64,7 +92,14 @@ chown "$SL_SERVER_USER" "$B/s" "$B/c" 2>/dev/null
 sl_cluster_start "$B/s" "$DURABLE
 schedlock.workers = 2
 schedlock.max_runs_per_role = 0" || exit 2
+trap bench_cleanup EXIT
 S_HOST=$PGHOST S_PORT=$PGPORT
+
+# the pg_cron package's version (1.4.2 on Debian 12, 1.6.x on Debian 13):
+# "N seconds" schedules exist from 1.5 on
+CRON_VER=$(dpkg-query -W -f '${Version}' "postgresql-$SL_PGVER-cron" 2>/dev/null | sed 's/-.*//')
+CRON_SECONDS=""
+dpkg --compare-versions "${CRON_VER:-0}" ge 1.5 && CRON_SECONDS=yes
 
 # pg_cron_start MODE : (re)start the pg_cron cluster; MODE libpq or bgw
 pg_cron_start()
@@ -79,6 +114,7 @@ cron.database_name = 'postgres'
 cron.host = '$B/c'
 max_worker_processes = 40
 include_if_exists = 'cron_mode.conf'" || return 1
+		trap bench_cleanup EXIT
 		C_HOST=$PGHOST C_PORT=$PGPORT
 		sl_cluster_stop "$B/c"
 	fi
@@ -89,6 +125,9 @@ include_if_exists = 'cron_mode.conf'" || return 1
 	}
 	SL_CLUSTERS="$SL_CLUSTERS $B/c"
 	cq postgres -c "CREATE EXTENSION IF NOT EXISTS pg_cron" >/dev/null
+	[ "$(get meta.cron_max_running_jobs)" = n/a ] &&
+		put meta.cron_max_running_jobs "$(cq postgres -c "SHOW cron.max_running_jobs")"
+	return 0
 }
 
 # sq DB ARGS... / cq DB ARGS... : psql on the schedlock / pg_cron cluster
@@ -118,6 +157,14 @@ get()
 {
 	awk -F'\t' -v k="$1" '$1 == k {v = $2} END {print (v == "" ? "n/a" : v)}' "$RESULTS"
 }
+
+# what the figures were measured on (report.sh prints it)
+put meta.pg_major "$SL_PGVER"
+put meta.pg_version "$(sq postgres -c "SHOW server_version" | awk '{print $1}')"
+put meta.pg_cron "${CRON_VER:-n/a}"
+put meta.os "$(. /etc/os-release && echo "$PRETTY_NAME")"
+put meta.cores "$(nproc)"
+put meta.date "$(date -u +%Y-%m-%d)"
 
 # fresh_db NAME : a new database with schedlock created in it
 fresh_db()
@@ -229,11 +276,11 @@ wait_for()
 
 bench_lag()
 {
-	sl_log "lag: schedlock, a '1 seconds' job, 61 samples"
+	sl_log "lag: schedlock, a '1 seconds' job, $((LAG_SAMPLES + 1)) samples"
 	fresh_db lag || return 1
 	sq lag -c "CREATE TABLE lag (started timestamptz)"
 	sq lag -c "SELECT schedule_job('tick', '1 seconds', 'INSERT INTO lag VALUES (clock_timestamp())')" >/dev/null
-	wait_for sq lag "SELECT count(*) FROM lag" 62 120
+	wait_for sq lag "SELECT count(*) FROM lag" $((LAG_SAMPLES + 2)) $((LAG_SAMPLES * 2 + 60))
 	sq lag -c "SELECT alter_job('tick', enabled => false)" >/dev/null
 	# the first slot can fall before the job's row was visible; drop it
 	put_spread lag.schedlock "$(spread "SELECT extract(epoch FROM started - date_trunc('second', started)) * 1000
@@ -241,9 +288,16 @@ bench_lag()
 	put lag.schedlock.late "$(sq lag -c "SELECT count(*) FROM schedlock.job_runs WHERE started_at - scheduled_for >= interval '1 second'")"
 	drop_db lag
 
+	if [ -n "$CRON_SECONDS" ]; then
+		lag_pg_cron_seconds libpq
+		lag_pg_cron_seconds bgw
+	else
+		sl_log "lag: pg_cron $CRON_VER has no '1 seconds' schedule"
+	fi
+
 	# A job due once a minute: the worker sleeps close to a minute before
 	# each slot, as for most real schedules; pg_cron's job beside it.
-	sl_log "lag: schedlock and pg_cron side by side, a '* * * * *' job each, 3 samples"
+	sl_log "lag: schedlock and pg_cron side by side, a '* * * * *' job each, $LAG_MINUTES samples"
 	pg_cron_start libpq || return 1
 	fresh_db lagm || return 1
 	sq lagm -c "CREATE TABLE lag (started timestamptz)"
@@ -251,13 +305,44 @@ bench_lag()
 	before_minute 5
 	sq lagm -c "SELECT schedule_job('tick', '* * * * *', 'INSERT INTO lag VALUES (clock_timestamp())')" >/dev/null
 	cq postgres -c "SELECT cron.schedule('tick', '* * * * *', 'INSERT INTO lag VALUES (clock_timestamp())')" >/dev/null
-	wait_for cq postgres "SELECT count(*) FROM lag" 3 250
-	wait_for sq lagm "SELECT count(*) FROM lag" 3 60
+	wait_for cq postgres "SELECT count(*) FROM lag" "$LAG_MINUTES" $((LAG_MINUTES * 60 + 70))
+	wait_for sq lagm "SELECT count(*) FROM lag" "$LAG_MINUTES" 60
 	cq postgres -c "SELECT cron.unschedule('tick')" >/dev/null
 	sq lagm -c "SELECT alter_job('tick', enabled => false)" >/dev/null
 	put_spread lag.pg_cron "$(spread "SELECT extract(epoch FROM started - date_trunc('minute', started)) * 1000 FROM lag" cq postgres)"
-	put_spread lag.schedlock_minute "$(spread "SELECT extract(epoch FROM started - date_trunc('minute', started)) * 1000 FROM lag ORDER BY started LIMIT 3" sq lagm)"
+	put_spread lag.schedlock_minute "$(spread "SELECT extract(epoch FROM started - date_trunc('minute', started)) * 1000 FROM lag ORDER BY started LIMIT $LAG_MINUTES" sq lagm)"
 	drop_db lagm
+}
+
+# lag_pg_cron_seconds MODE : a pg_cron '1 seconds' job, over libpq or with
+# background workers (MODE libpq or bgw).  pg_cron's interval jobs have no
+# fixed instants: a run is due one interval after the previous run's start
+# as pg_cron records it (cron.job_run_details.start_time: when the command
+# was sent, or the background worker started), so a run's lag is its
+# command's clock_timestamp() minus that.  period_ms is the mean time
+# between two starts (schedlock's '1 seconds' slots are whole seconds: 1000).
+lag_pg_cron_seconds()
+{
+	local mode=$1 n
+	sl_log "lag: pg_cron, a '1 seconds' job ($mode), $((LAG_SAMPLES + 1)) samples"
+	pg_cron_start "$mode" || return 1
+	cq postgres -c "DROP TABLE IF EXISTS lag" -c "CREATE TABLE lag (started timestamptz)" \
+		-c "TRUNCATE cron.job_run_details"
+	cq postgres -c "SELECT cron.schedule('tick1s', '1 seconds', 'INSERT INTO lag VALUES (clock_timestamp())')" >/dev/null
+	wait_for cq postgres "SELECT count(*) FROM lag" $((LAG_SAMPLES + 2)) $((LAG_SAMPLES * 3 + 60))
+	cq postgres -c "SELECT cron.unschedule('tick1s')" >/dev/null
+	# run n of the job (in the order of start_time; one at a time) wrote
+	# row n (in the order of started): pair them by number, since pg_cron
+	# sets start_time just after it has sent the command over libpq, so a
+	# row can be older than its own run's start_time
+	put_spread "lag.pg_cron_second.$mode" "$(spread "WITH r AS (SELECT start_time, row_number() OVER (ORDER BY start_time) AS n
+			FROM cron.job_run_details WHERE start_time IS NOT NULL),
+		l AS (SELECT started, row_number() OVER (ORDER BY started) AS n FROM lag)
+		SELECT extract(epoch FROM l.started - interval '1 second' - r.start_time) * 1000
+		FROM l JOIN r ON r.n = l.n - 1" cq postgres)"
+	n=$(cq postgres -c "SELECT round((extract(epoch FROM max(started) - min(started)) * 1000 / (count(*) - 1))::numeric, 1) FROM lag")
+	put "lag.pg_cron_second.$mode.period_ms" "$n"
+	put "lag.pg_cron_second.$mode.failed" "$(cq postgres -c "SELECT count(*) FROM cron.job_run_details WHERE status NOT IN ('succeeded', 'running')")"
 }
 
 # --- 2. burst ---------------------------------------------------------------
@@ -302,14 +387,16 @@ burst_result()
 # burst_pg_cron MODE
 burst_pg_cron()
 {
-	local mode=$1
+	local mode=$1 once
 	sl_log "burst: pg_cron, $mode"
 	pg_cron_start "$mode" || return 1
 	cq postgres -c "DROP TABLE IF EXISTS b" -c "CREATE TABLE b (job int, started timestamptz)" \
 		-c "TRUNCATE cron.job_run_details"
 	before_minute 10
-	cq postgres -c "SELECT count(cron.schedule('b' || i, '* * * * *', $BURST_CMD)) FROM generate_series(1, $N_BURST) i" >/dev/null
-	# unschedule once every job has started, before the next minute
+	# due at the next minute only (pg_cron's schedules are in GMT): a burst
+	# that takes longer than a minute must not start a second one
+	once=$(cq postgres -c "SELECT to_char(date_trunc('minute', now() AT TIME ZONE 'UTC') + interval '1 minute', 'FMMI FMHH24 FMDD FMMM') || ' *'")
+	cq postgres -c "SELECT count(cron.schedule('b' || i, '$once', $BURST_CMD)) FROM generate_series(1, $N_BURST) i" >/dev/null
 	wait_for cq postgres "SELECT count(*) FROM b" $N_BURST 120
 	cq postgres -c "SELECT count(cron.unschedule(jobid)) FROM cron.job" >/dev/null
 	wait_for cq postgres "SELECT count(*) FROM cron.job_run_details WHERE end_time IS NOT NULL" $N_BURST 120
@@ -360,7 +447,7 @@ plot_burst()
 set terminal png size 900,520 font ',11'
 set termoption noenhanced
 set output '$OUT/burst.png'
-set title "1000 INSERT jobs due at the same instant: when each job started\n(PostgreSQL 15, 2 cores, fsync on; bash test/bench/run.sh)"
+set title "1000 INSERT jobs due at the same instant: when each job started\n(PostgreSQL $SL_PGVER, $(nproc) cores, fsync on; SL_PGVER=$SL_PGVER bash test/bench/run.sh)"
 set xlabel 'jobs started'
 set ylabel 'seconds after the scheduled instant (log scale)'
 set logscale y
@@ -375,8 +462,8 @@ burst_title()
 	case $1 in
 		schedlock.w2) echo "schedlock, 2 workers (default)" ;;
 		schedlock.w4) echo "schedlock, 4 workers" ;;
-		pg_cron.libpq) echo "pg_cron 1.4, libpq" ;;
-		pg_cron.bgw) echo "pg_cron 1.4, background workers" ;;
+		pg_cron.libpq) echo "pg_cron $CRON_VER, libpq" ;;
+		pg_cron.bgw) echo "pg_cron $CRON_VER, background workers" ;;
 	esac
 }
 
@@ -405,8 +492,9 @@ bench_notify()
 
 # --- 4. scale ---------------------------------------------------------------
 
-N_SCALE=1000000
-N_SCALE_CRON=100000
+N_SCALE=${BENCH_SCALE_JOBS:-1000000}
+N_SCALE_CRON=${BENCH_SCALE_CRON_JOBS:-100000}
+SCALE_SECONDS=${BENCH_SCALE_SECONDS:-60}
 # a schedule days ahead: minute, hour and day of a month two months on
 FAR="format('%s %s %s %s *', i % 60, i % 24, 1 + i % 28, 1 + (extract(month FROM now())::int + 1) % 12)"
 
@@ -418,7 +506,7 @@ scheduler_pids()
 
 bench_scale()
 {
-	local t0 t1 pids c0 c1 w0 w1 batches=$((N_SCALE / 20000))
+	local t0 t1 pids c0 c1 w0 w1 batches=$(((N_SCALE + 19999) / 20000))
 	sl_log "scale: schedlock, $N_SCALE jobs days ahead"
 	fresh_db scale || return 1
 	sq scale -c "CREATE TABLE lag (started timestamptz)"
@@ -426,7 +514,7 @@ bench_scale()
 	{
 		echo "SELECT extract(epoch FROM clock_timestamp());"
 		for i in $(seq 0 $((batches - 1))); do
-			echo "SELECT count(schedule_job('far' || i, $FAR, 'SELECT 1')) FROM generate_series($((i * 20000 + 1)), $(((i + 1) * 20000))) i;"
+			echo "SELECT count(schedule_job('far' || i, $FAR, 'SELECT 1')) FROM generate_series($((i * 20000 + 1)), $((i * 20000 + 20000 < N_SCALE ? i * 20000 + 20000 : N_SCALE))) i;"
 		done
 		echo "SELECT extract(epoch FROM clock_timestamp());"
 	} >"$B/scale.sql"
@@ -440,7 +528,7 @@ bench_scale()
 	pids=$(scheduler_pids sq 'schedlock%')
 	sq scale -c "TRUNCATE lag"
 	c0=$(cpu_ticks $pids) w0=$(now_s)
-	sleep 60
+	sleep "$SCALE_SECONDS"
 	c1=$(cpu_ticks $pids) w1=$(now_s)
 	sq scale -c "SELECT alter_job('tick', enabled => false)" >/dev/null
 	put scale.schedlock.cpu_pct "$(cpu_pct "$c0" "$c1" "$w0" "$w1")"
@@ -458,7 +546,7 @@ bench_scale()
 	cq postgres -c "SELECT cron.schedule('tick', '* * * * *', 'INSERT INTO lag VALUES (clock_timestamp())')" >/dev/null
 	pids=$(scheduler_pids cq 'pg_cron%')
 	c0=$(cpu_ticks $pids) w0=$(now_s)
-	wait_for cq postgres "SELECT count(*) FROM lag" 3 250
+	wait_for cq postgres "SELECT count(*) FROM lag" "$LAG_MINUTES" $((LAG_MINUTES * 60 + 70))
 	c1=$(cpu_ticks $pids) w1=$(now_s)
 	put scale.pg_cron.cpu_pct "$(cpu_pct "$c0" "$c1" "$w0" "$w1")"
 	put scale.pg_cron.processes "$(echo $pids | wc -w)"
