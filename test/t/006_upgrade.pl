@@ -17,6 +17,7 @@
 # the upgrade script.
 use strict;
 use warnings;
+use Time::HiRes qw(usleep);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
