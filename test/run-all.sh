@@ -76,7 +76,14 @@ PGCRON_PACKAGES=""
 case " $SL_ONLY " in
 	*" tap "* | *" security "*) PGCRON_PACKAGES="postgresql-$SL_PGVER-cron" ;;
 esac
-sl_ensure_packages $SL_BASE_PACKAGES $FUZZ_PACKAGES $README_PACKAGES $PGCRON_PACKAGES || exit 2
+# what test/cassert/build.sh needs, installed now: the build runs in the
+# background while the other layers run, and should not need apt then
+CASSERT_PACKAGES=""
+case " $SL_ONLY " in
+	*" cassert "*) CASSERT_PACKAGES="gcc make perl bzip2 xz-utils libipc-run-perl zlib1g-dev" ;;
+esac
+sl_ensure_packages $SL_BASE_PACKAGES $FUZZ_PACKAGES $README_PACKAGES $PGCRON_PACKAGES \
+	$CASSERT_PACKAGES || exit 2
 sl_log "building and installing schedlock"
 sl_build_install || {
 	echo "build failed" >&2
