@@ -208,6 +208,7 @@ schedlock_jobbackend_run(const char *command, Oid user, int timeout_ms,
 	dsm_segment *seg;
 	JobBackendShared *shared;
 	BackgroundWorker worker;
+	bool		finished;
 	bool		ok = false;
 
 	Assert(!IsTransactionState());
@@ -252,9 +253,11 @@ schedlock_jobbackend_run(const char *command, Oid user, int timeout_ms,
 	pfree(current_child);
 	current_child = NULL;
 
-	pg_read_barrier();
 	MemoryContextSwitchTo(cxt);
-	if (!shared->finished)
+	finished = shared->finished;
+	/* the result was written before finished was set */
+	pg_read_barrier();
+	if (!finished)
 		*error = make_error(ERRCODE_ADMIN_SHUTDOWN,
 							"the job's backend ended before the run finished",
 							"It was terminated, or could not connect as the job's role (see the server log).",
