@@ -233,8 +233,9 @@ schedlock_jobbackend_run(const char *command, Oid user, int timeout_ms,
 	worker.bgw_restart_time = BGW_NEVER_RESTART;
 	snprintf(worker.bgw_library_name, BGW_MAXLEN, "schedlock");
 	snprintf(worker.bgw_function_name, BGW_MAXLEN, "schedlock_jobbackend_main");
-	snprintf(worker.bgw_name, BGW_MAXLEN, "schedlock job for worker %d",
-			 MyProcPid);
+	/* the process title names the dispatch worker it runs for */
+	snprintf(worker.bgw_name, BGW_MAXLEN, "schedlock job of %s",
+			 MyBgworkerEntry->bgw_name);
 	snprintf(worker.bgw_type, BGW_MAXLEN, "schedlock job");
 	worker.bgw_main_arg = UInt32GetDatum(dsm_segment_handle(seg));
 	worker.bgw_notify_pid = MyProcPid;
