@@ -1826,6 +1826,8 @@ schedlock_lock_end_session_leases(void)
 		return;
 
 	StartTransactionCommand();
+	/* updating the rows needs an active snapshot (heap_update asserts it) */
+	PushActiveSnapshot(GetTransactionSnapshot());
 	rel = open_lock_table(&indexid);
 	ScanKeyInit(&key, Anum_lock_holder_pid, BTEqualStrategyNumber, F_INT4EQ,
 				Int32GetDatum(MyProcPid));
@@ -1863,6 +1865,7 @@ schedlock_lock_end_session_leases(void)
 	rest = session_bound_after_commit();
 	if (rest > 0)
 		push_session_delta(-rest);
+	PopActiveSnapshot();
 	CommitTransactionCommand();
 	MemoryContextSwitchTo(oldcxt);
 }

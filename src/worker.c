@@ -22,8 +22,9 @@
  *	- NOTIFY job: pg_notify() the run, marked pending with a deadline, and
  *	  the same for the NOTIFY jobs due with it, then commit: listeners hear
  *	  them only if the claims committed;
- *	- non-atomic SQL job: commit the claim, run the command at top level,
- *	  then record the outcome in a new transaction.
+ *	- non-atomic SQL job: commit the claim, run the command at top level in
+ *	  a backend of its own connected as the job's role (jobbackend.c), then
+ *	  record the outcome in a new transaction.
  * A job whose previous run is still pending or running gets its slot
  * recorded as skipped instead (overlap).  The row lock keeps two workers
  * from claiming the same job, and the unique key (job_id, scheduled_for,
@@ -84,6 +85,7 @@
 #include "utils/timestamp.h"
 
 #include "cron_pg.h"
+#include "jobbackend.h"
 #include "jobstore.h"
 #include "schedlock.h"
 #include "scheduler.h"
@@ -671,10 +673,11 @@ dispatch_one(ClaimPosition *pos)
 	pgstat_report_activity(STATE_RUNNING, job.command);
 	if (error == NULL)
 	{
+		/* in a backend of its own, connected as the job's role */
 		job_cancel_begin();
-		(void) schedlock_exec_toplevel(job.command, user, job.timeout_ms, &error);
+		(void) schedlock_jobbackend_run(job.command, user, job.timeout_ms, &error);
 		job_cancel_end();
-		schedlock_exec_discard_job_state();
+		MemoryContextSwitchTo(run_cxt);
 	}
 	set_running_job(0);
 	begin_tx("schedlock: recording a run");

@@ -7,7 +7,8 @@
 # "N passed, M failed" over all of them; the exit status is non-zero when
 # anything failed or a version could not be set up.
 #
-#   15   Debian 12's own packages, on this machine itself
+#   15   Debian 12's own packages, on this machine itself, and the cassert
+#        layer (PostgreSQL 15 built with assertions, in the background)
 #   17   Debian 13 "trixie" packages, in a chroot
 #   18   Debian sid packages, in a chroot
 #
@@ -38,7 +39,10 @@
 #                           pure C code that does not depend on the server,
 #                           and the README samples need a JDK in every root;
 #                           both run on 15)
-#   SL_MATRIX_TIMEOUT=1800  seconds one version's run may take
+#   SL_MATRIX_TIMEOUT=1800  seconds the run of 17 or 18 may take
+#   SL_MATRIX_HOST_TIMEOUT=2700  seconds the run of 15 may take (with the
+#                           cassert layer: its build and a second pass of
+#                           regress, isolation, tap and security)
 #   SL_MIRROR               Debian mirror (default http://deb.debian.org/debian)
 #   SL_KEEP=1               keep the scratch directory (roots and logs)
 
@@ -50,6 +54,7 @@ SL_MATRIX=${SL_MATRIX:-"15 17 18"}
 SL_MATRIX_ONLY=${SL_MATRIX_ONLY:-"regress isolation pgtap suites tap security"}
 SL_MATRIX_SKIP_SUITES=${SL_MATRIX_SKIP_SUITES-"cron-fuzz readme-samples"}
 SL_MATRIX_TIMEOUT=${SL_MATRIX_TIMEOUT:-1800}
+SL_MATRIX_HOST_TIMEOUT=${SL_MATRIX_HOST_TIMEOUT:-2700}
 SL_MIRROR=${SL_MIRROR:-http://deb.debian.org/debian}
 SL_KEEP=${SL_KEEP:-}
 
@@ -150,16 +155,16 @@ TOTAL_PASS=0
 TOTAL_FAIL=0
 SUMMARY=""
 
-# run_logged LOG CMD... : CMD under timeout, its output shown and kept in
-# LOG; returns CMD's status.  Run in the background and waited for, so that
+# run_logged LOG SECONDS CMD... : CMD under a timeout of SECONDS, its output
+# shown and kept in LOG; returns CMD's status.  Run in the background and waited for, so that
 # a signal to this script is handled at once (cleanup ends CMD).
 run_logged()
 {
-	local logf=$1 rc
-	shift
+	local logf=$1 limit=$2 rc
+	shift 2
 	(
 		set -o pipefail
-		timeout --kill-after=60 "$SL_MATRIX_TIMEOUT" "$@" 2>&1 | tee "$logf"
+		timeout --kill-after=60 "$limit" "$@" 2>&1 | tee "$logf"
 	) &
 	CHILD=$!
 	wait "$CHILD"
@@ -199,7 +204,7 @@ for v in $SL_MATRIX; do
 	logf="$WORK/pg$v.log"
 	if [ "$(release_of "$v")" = host ]; then
 		log "PostgreSQL $v: bash test/run-all.sh on this machine"
-		run_logged "$logf" env SL_PGVER="$v" bash test/run-all.sh
+		run_logged "$logf" "$SL_MATRIX_HOST_TIMEOUT" env SL_PGVER="$v" bash test/run-all.sh
 		rc=$?
 	else
 		root="$WORK/root-$v"
@@ -219,7 +224,7 @@ for v in $SL_MATRIX; do
 			tar -xf - -C "$root/schedlock"
 		log "PostgreSQL $v: bash test/run-all.sh in the $(release_of "$v") root" \
 			"(layers: $SL_MATRIX_ONLY; suites skipped: ${SL_MATRIX_SKIP_SUITES:-none})"
-		run_logged "$logf" bash -c "$(declare -f in_root); in_root \"\$@\"" in_root "$root" \
+		run_logged "$logf" "$SL_MATRIX_TIMEOUT" bash -c "$(declare -f in_root); in_root \"\$@\"" in_root "$root" \
 			env SL_PGVER="$v" SL_ONLY="$SL_MATRIX_ONLY" SL_SKIP_SUITES="$SL_MATRIX_SKIP_SUITES" \
 			SL_KEEP="$SL_KEEP" bash /schedlock/test/run-all.sh
 		rc=$?

@@ -17,7 +17,10 @@
 #               session isolation, secrets, role lifecycle
 #   cassert     PostgreSQL 15 built with assertions, and regress, isolation,
 #               tap and security again against it (test/cassert/run.sh);
-#               not in the default set yet: SL_ONLY=cassert runs it
+#               in the default set on PostgreSQL 15 only.  Its build starts
+#               in the background once the shared cluster runs (about 8 min
+#               of the 2 cores' time) and the layer waits for it, so the
+#               build overlaps the other layers
 #   logcheck    always last: every server log of the run is searched for
 #               crashes and internal errors (see check_logs)
 #
@@ -32,7 +35,11 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 source test/lib.sh
 
-SL_ONLY=${SL_ONLY:-"regress isolation pgtap suites tap security"}
+if [ "$SL_PGVER" = 15 ]; then
+	SL_ONLY=${SL_ONLY:-"regress isolation pgtap suites tap security cassert"}
+else
+	SL_ONLY=${SL_ONLY:-"regress isolation pgtap suites tap security"}
+fi
 SL_KEEP=${SL_KEEP:-}
 
 SL_SKIP_SUITES=${SL_SKIP_SUITES:-}
@@ -69,7 +76,14 @@ PGCRON_PACKAGES=""
 case " $SL_ONLY " in
 	*" tap "* | *" security "*) PGCRON_PACKAGES="postgresql-$SL_PGVER-cron" ;;
 esac
-sl_ensure_packages $SL_BASE_PACKAGES $FUZZ_PACKAGES $README_PACKAGES $PGCRON_PACKAGES || exit 2
+# what test/cassert/build.sh needs, installed now: the build runs in the
+# background while the other layers run, and should not need apt then
+CASSERT_PACKAGES=""
+case " $SL_ONLY " in
+	*" cassert "*) CASSERT_PACKAGES="gcc make perl bzip2 xz-utils libipc-run-perl zlib1g-dev" ;;
+esac
+sl_ensure_packages $SL_BASE_PACKAGES $FUZZ_PACKAGES $README_PACKAGES $PGCRON_PACKAGES \
+	$CASSERT_PACKAGES || exit 2
 sl_log "building and installing schedlock"
 sl_build_install || {
 	echo "build failed" >&2
@@ -94,6 +108,21 @@ mkdir -p "$WORK/cluster"
 [ "$(id -u)" -eq 0 ] && chown "$SL_SERVER_USER" "$WORK/cluster"
 sl_log "starting the shared test cluster"
 sl_cluster_start "$WORK/cluster" || exit 2
+
+# the cassert layer's PostgreSQL is built meanwhile (see run_cassert); a
+# session of its own, so that an early exit stops the whole build
+CASSERT_BUILD_PID=""
+case " $SL_ONLY " in
+	*" cassert "*)
+		if [ -z "${SL_CASSERT_PG_CONFIG:-}" ]; then
+			sl_log "cassert: building PostgreSQL $SL_PGVER with assertions in the background"
+			mkdir -p "$WORK/cassert"
+			setsid bash test/cassert/build.sh "$WORK/cassert" >"$WORK/cassert-build.log" 2>&1 &
+			CASSERT_BUILD_PID=$!
+			trap 'kill -- -$CASSERT_BUILD_PID 2>/dev/null; sl_cluster_stop_all' EXIT
+		fi
+		;;
+esac
 
 PGXS_DIR=$(cd "$(dirname "$("$PG_CONFIG" --pgxs)")/../.." && pwd)
 TOTAL_PASS=0
@@ -272,9 +301,24 @@ run_tap_dir()
 # own logcheck against it); its summary lines are recorded as "cassert ..."
 run_cassert()
 {
-	local log="$WORK/cassert.log" rc n p f seen=0 failed=0
-	sl_log "cassert: building PostgreSQL 15 with assertions, then the layers against it"
-	bash test/cassert/run.sh "$WORK/cassert" >"$log" 2>&1
+	local log="$WORK/cassert.log" rc n p f seen=0 failed=0 config t0
+	config=${SL_CASSERT_PG_CONFIG:-}
+	if [ -n "$CASSERT_BUILD_PID" ]; then
+		t0=$(date +%s)
+		sl_log "cassert: waiting for the build of PostgreSQL with assertions"
+		wait "$CASSERT_BUILD_PID"
+		rc=$?
+		CASSERT_BUILD_PID=""
+		sed 's/^/cassert build| /' "$WORK/cassert-build.log"
+		sl_log "cassert: waited $(($(date +%s) - t0)) s for the build"
+		if [ $rc -ne 0 ]; then
+			record cassert 0 1 "(build failed, exit $rc, see $WORK/cassert-build.log)"
+			return
+		fi
+		config=$(tail -n 1 "$WORK/cassert-build.log")
+	fi
+	sl_log "cassert: the layers against PostgreSQL with assertions"
+	SL_CASSERT_PG_CONFIG=$config bash test/cassert/run.sh "$WORK/cassert" >"$log" 2>&1
 	rc=$?
 	sed 's/^/cassert| /' "$log"
 	while read -r n p f; do

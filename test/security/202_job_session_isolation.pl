@@ -34,6 +34,8 @@ $node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'schedlock'
 max_worker_processes = 32
 schedlock.workers = 1
+# one worker runs every job (no pool growth while a run is in progress)
+schedlock.max_workers = 1
 });
 $node->start;
 $node->safe_psql('postgres', 'CREATE DATABASE app');
