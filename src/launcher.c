@@ -608,7 +608,7 @@ schedlock_launcher_main(Datum arg)
 
 	/* no database: only the shared catalogs (pg_database) are needed */
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
-	/* identifiable in pg_stat_activity and in log lines (%a) */
+	/* identifiable in pg_stat_activity */
 	SetConfigOption("application_name", "schedlock launcher",
 					PGC_USERSET, PGC_S_OVERRIDE);
 

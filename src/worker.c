@@ -1327,7 +1327,7 @@ schedlock_worker_main(Datum arg)
 	LWLockRelease(schedlock_shared->lock);
 
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
-	/* identifiable in pg_stat_activity and in log lines (%a) */
+	/* identifiable in pg_stat_activity */
 	SetConfigOption("application_name", "schedlock worker",
 					PGC_USERSET, PGC_S_OVERRIDE);
 

@@ -13,7 +13,6 @@ my $node = PostgreSQL::Test::Cluster->new('job_identity');
 $node->init;
 $node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
 $node->append_conf('postgresql.conf', "max_worker_processes = 32");
-$node->append_conf('postgresql.conf', "log_line_prefix = '%m [%p] %a %e '");
 $node->start;
 $node->safe_psql('postgres', 'CREATE DATABASE app');
 $node->safe_psql('app', 'CREATE EXTENSION schedlock');
