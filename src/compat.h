@@ -137,4 +137,26 @@
 	RelationGetPrimaryKeyIndex(rel)
 #endif
 
+/*
+ * schedlock_wait_event_idle()
+ *		The wait event of a worker sleeping until its next job.  PostgreSQL 17
+ *		offers named custom wait events (WaitEventExtensionNew: shown as
+ *		wait_event "SchedlockIdle" of type "Extension"); before 17 every
+ *		extension waits on PG_WAIT_EXTENSION ("Extension").  The event is
+ *		registered on first use, once per process.
+ */
+#if PG_VERSION_NUM >= 170000
+static inline uint32
+schedlock_wait_event_idle(void)
+{
+	static uint32 event = 0;
+
+	if (event == 0)
+		event = WaitEventExtensionNew("SchedlockIdle");
+	return event;
+}
+#else
+#define schedlock_wait_event_idle() PG_WAIT_EXTENSION
+#endif
+
 #endif							/* SCHEDLOCK_COMPAT_H */

@@ -608,6 +608,9 @@ schedlock_launcher_main(Datum arg)
 
 	/* no database: only the shared catalogs (pg_database) are needed */
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	/* identifiable in pg_stat_activity */
+	SetConfigOption("application_name", "schedlock launcher",
+					PGC_USERSET, PGC_S_OVERRIDE);
 
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
 	schedlock_shared->launcher_pid = MyProcPid;

@@ -84,6 +84,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "cron_pg.h"
 #include "jobbackend.h"
 #include "jobstore.h"
@@ -166,6 +167,26 @@ static void
 set_running_job(int64 job_id)
 {
 	schedlock_pool_set_running(MySlot, job_id);
+}
+
+/*
+ * report_job_activity
+ *		Show the running job in pg_stat_activity.query: its name in a comment,
+ *		then its command (a NOTIFY job: its channel).
+ */
+static void
+report_job_activity(const ClaimedJob *job)
+{
+	char	   *activity;
+
+	if (job->command != NULL)
+		activity = psprintf("/* schedlock job: %s */ %s",
+							job->job_name, job->command);
+	else
+		activity = psprintf("/* schedlock job: %s */ NOTIFY %s",
+							job->job_name, quote_identifier(job->channel));
+	pgstat_report_activity(STATE_RUNNING, activity);
+	pfree(activity);
 }
 
 /*
@@ -653,7 +674,7 @@ dispatch_one(ClaimPosition *pos)
 		else
 			wait_until(start);
 		set_running_job(job.job_id);
-		pgstat_report_activity(STATE_RUNNING, job.command);
+		report_job_activity(&job);
 		job_cancel_begin();
 		if (error == NULL &&
 			!schedlock_exec_atomic(job.command, user, job.timeout_ms, &error))
@@ -670,7 +691,7 @@ dispatch_one(ClaimPosition *pos)
 	end_tx();
 	wait_until(start);
 	set_running_job(job.job_id);
-	pgstat_report_activity(STATE_RUNNING, job.command);
+	report_job_activity(&job);
 	if (error == NULL)
 	{
 		/* in a backend of its own, connected as the job's role */
@@ -795,6 +816,9 @@ schedlock_worker_main(Datum arg)
 	LWLockRelease(schedlock_shared->lock);
 
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+	/* identifiable in pg_stat_activity */
+	SetConfigOption("application_name", "schedlock worker",
+					PGC_USERSET, PGC_S_OVERRIDE);
 
 	run_cxt = AllocSetContextCreate(TopMemoryContext, "schedlock worker",
 									ALLOCSET_DEFAULT_SIZES);
@@ -913,7 +937,7 @@ schedlock_worker_main(Datum arg)
 		(void) WaitLatch(MyLatch,
 						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 sleep_ms,
-						 PG_WAIT_EXTENSION);
+						 schedlock_wait_event_idle());
 		ResetLatch(MyLatch);
 	}
 }

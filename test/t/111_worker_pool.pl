@@ -66,7 +66,7 @@ sleep 2;
 $node->safe_psql('app', q{SELECT run_job('long1'); SELECT run_job('long2')});
 # an atomic run's row commits with it: see the runs in pg_stat_activity
 my $long_q = q{SELECT count(*) FROM pg_stat_activity
-	WHERE backend_type = 'schedlock worker' AND query = 'SELECT pg_sleep(25)'};
+	WHERE backend_type = 'schedlock worker' AND query LIKE '/* schedlock job: % */ SELECT pg_sleep(25)'};
 is(wait_for($long_q, '2', 10), '2', 'both long runs are in progress');
 my $from = $node->safe_psql('app', 'SELECT clock_timestamp()');
 my $max_workers = 0;
@@ -121,7 +121,7 @@ $node->safe_psql('app', q{
 	SET ROLE alice;
 	SELECT run_job('a' || i) FROM generate_series(1, 5) i});
 my $alice_q = q{SELECT count(*) FROM pg_stat_activity
-	WHERE backend_type = 'schedlock worker' AND query = 'SELECT pg_sleep(15)'};
+	WHERE backend_type = 'schedlock worker' AND query LIKE '/* schedlock job: % */ SELECT pg_sleep(15)'};
 is(wait_for($alice_q, '2', 10), '2', "two of alice's runs are in progress");
 $from = $node->safe_psql('app', 'SELECT clock_timestamp()');
 my $max_alice = 0;

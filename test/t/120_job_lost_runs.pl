@@ -64,7 +64,7 @@ wait_true(q{
 $node->safe_psql('app', q{SELECT run_job('hog')});
 wait_true(q{
 	SELECT count(*) = 1 FROM pg_stat_activity
-	 WHERE backend_type = 'schedlock worker' AND query = 'SELECT pg_sleep(10)'}, 30)
+	 WHERE backend_type = 'schedlock worker' AND query LIKE '/* schedlock job: % */ SELECT pg_sleep(10)'}, 30)
   or die 'the hog job did not start';
 $node->safe_psql('app', 'ALTER SYSTEM SET schedlock.workers = 2');
 $node->safe_psql('app', 'SELECT pg_reload_conf()');

@@ -93,7 +93,7 @@ foreach my $atomic ('true', 'false')
 		SELECT run_job('$name');
 	});
 	wait_true(qq{SELECT count(*) = 1 FROM pg_stat_activity
-				  WHERE pid = $pid AND query = 'SELECT pg_sleep(60)'}, 20)
+				  WHERE pid = $pid AND query LIKE '/* schedlock job: % */ SELECT pg_sleep(60)'}, 20)
 	  or die "the $name job did not start";
 	$node->safe_psql('app', "SELECT pg_cancel_backend($pid)");
 	ok(wait_true(qq{

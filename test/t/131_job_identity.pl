@@ -1,0 +1,55 @@
+# 131_job_identity.pl: schedlock's processes are identifiable in
+# pg_stat_activity (issue 13, "Identifiable processes"): the launcher and the
+# workers carry an application_name, an idle worker waits on schedlock's own
+# wait event where the server offers custom wait events (PostgreSQL 17+;
+# "Extension" before), and a running job shows its name in the query column.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('job_identity');
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
+$node->append_conf('postgresql.conf', "max_worker_processes = 32");
+$node->start;
+$node->safe_psql('postgres', 'CREATE DATABASE app');
+$node->safe_psql('app', 'CREATE EXTENSION schedlock');
+
+ok($node->poll_query_until('app', q{
+	SELECT count(*) = 2 FROM pg_stat_activity
+	 WHERE backend_type = 'schedlock worker' AND datname = 'app'}),
+	'two workers serve database app');
+
+is($node->safe_psql('app', q{
+	SELECT string_agg(backend_type || ':' || application_name, ',' ORDER BY backend_type)
+	  FROM pg_stat_activity WHERE backend_type LIKE 'schedlock%'}),
+	'schedlock launcher:schedlock launcher,schedlock worker:schedlock worker,'
+	  . 'schedlock worker:schedlock worker',
+	'launcher and workers carry an application_name');
+
+my $version = $node->safe_psql('app', 'SHOW server_version_num');
+my $event = $version >= 170000 ? 'SchedlockIdle' : 'Extension';
+ok($node->poll_query_until('app', qq{
+	SELECT count(*) = 2 FROM pg_stat_activity
+	 WHERE backend_type = 'schedlock worker' AND wait_event_type = 'Extension'
+	   AND wait_event = '$event'}),
+	"idle workers wait on wait event $event");
+
+$node->safe_psql('app', q{
+	SELECT schedule_job('slow job', '1 second', 'SELECT pg_sleep(30)')});
+ok($node->poll_query_until('app', q{
+	SELECT count(*) = 1 FROM pg_stat_activity
+	 WHERE backend_type = 'schedlock worker' AND state = 'active'
+	   AND query = '/* schedlock job: slow job */ SELECT pg_sleep(30)'}),
+	'a running job shows its name and command in pg_stat_activity.query');
+
+like($node->safe_psql('app', q{
+	SELECT string_agg(DISTINCT query, ',') FROM pg_stat_activity
+	 WHERE backend_type = 'schedlock worker' AND state = 'active'}),
+	qr/^\/\* schedlock job: slow job \*\//, 'no other activity text while it runs');
+
+$node->safe_psql('app', q{SELECT alter_job('slow job', enabled => false)});
+$node->stop;
+done_testing();
