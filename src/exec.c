@@ -1,14 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * exec.c
- *	  Running a job's SQL command in a worker: atomically inside the
- *	  claiming transaction, or at top level in transactions of its own.
+ *	  Running an atomic job's SQL command in a worker, inside the claiming
+ *	  transaction.  (A non-atomic job runs in a backend of its own,
+ *	  connected as the job's role: jobbackend.c.)
  *
- * Both ways run the command as the job's user (its owner, or run_as) with
- * SECURITY_LOCAL_USERID_CHANGE, so the command cannot SET ROLE back to the
- * worker's superuser, and under the job's timeout as statement timeout.
- * Neither throws: an error is caught, returned as ErrorData, and its
- * effects are rolled back.
+ * The command runs as the job's user (its owner, or run_as) with
+ * SECURITY_LOCAL_USERID_CHANGE, so it cannot SET ROLE back to the worker's
+ * superuser, and under the job's timeout as statement timeout.  It does
+ * not throw: an error is caught, returned as ErrorData, and its effects
+ * are rolled back.
  *
  * Jobs of different roles run one after the other in the worker's one
  * session, so a job must leave nothing there for the next job, nor for the
@@ -16,12 +17,10 @@
  * every run, succeeded or failed, the session is brought back to what it
  * was before, as DISCARD ALL would (but keeping the worker's own plans):
  *	- settings (SET, SET LOCAL, set_config(), SET SESSION CHARACTERISTICS)
- *	  are undone: an atomic job's at the end of the GUC nest level it runs
- *	  in, a non-atomic job's with RESET ALL;
+ *	  are undone at the end of the GUC nest level the job runs in;
  *	- cursors (WITH HOLD ones too), temporary objects and LISTEN are
- *	  dropped in a transaction, as the job's user: an atomic job's in its
- *	  own subtransaction, before the claim commits, a non-atomic job's in
- *	  a transaction after its last statement;
+ *	  dropped as the job's user, in the job's own subtransaction, before
+ *	  the claim commits;
  *	- session-bound schedlock leases are ended as schedlock_release ends
  *	  them, and session advisory locks, prepared statements and sequence
  *	  state (currval, lastval), which no transaction end undoes, are
@@ -40,12 +39,6 @@
  * transaction, so its effects commit together with the run's bookkeeping or
  * roll back alone.  Its result rows go to a receiver that drops them: the
  * worker's memory does not grow with the size of a result.
- *
- * Top level: each statement is parsed, planned and run through a portal
- * the way PostgreSQL runs a simple query, in a transaction of its own and
- * with isTopLevel set, so VACUUM runs and a procedure called with CALL may
- * COMMIT.  Each statement's transaction starts when the statement does, so
- * it has a now() of its own.
  *
  * IDENTIFICATION
  *	  src/exec.c
@@ -241,139 +234,6 @@ schedlock_exec_atomic(const char *command, Oid user, int timeout_ms,
 		ok = false;
 	}
 	PG_END_TRY();
-
-	return ok;
-}
-
-/*
- * run_statement
- *		Parse-analyse, plan and run one statement through an unnamed portal
- *		at top level, in its own transaction, as user.  Plans live in cxt,
- *		which must survive transaction ends (a procedure may commit).
- *
- * The transaction starts now, so its now() is the statement's start, and
- * its statistics are reported once it has committed.  The user is switched
- * once the transaction has started (a transaction must not start with
- * SECURITY_LOCAL_USERID_CHANGE set: xact.c asserts that) and back once it
- * has committed, so that what its commit runs (deferred triggers, WITH HOLD
- * cursors) runs as the job's user; an error rolls the switch back with the
- * transaction.
- */
-static void
-run_statement(RawStmt *parsetree, const char *command, MemoryContext cxt,
-			  Oid user, Oid save_uid, int save_sec)
-{
-	bool		snapshot_set = false;
-	List	   *querytrees;
-	List	   *plantrees;
-	Portal		portal;
-	DestReceiver *receiver;
-	int16		format = 0;
-	QueryCompletion qc;
-	CommandTag	tag = CreateCommandTag(parsetree->stmt);
-
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	SetUserIdAndSecContext(user, save_sec | SECURITY_LOCAL_USERID_CHANGE);
-	MemoryContextSwitchTo(cxt);
-	if (analyze_requires_snapshot(parsetree))
-	{
-		PushActiveSnapshot(GetTransactionSnapshot());
-		snapshot_set = true;
-	}
-	querytrees = pg_analyze_and_rewrite_fixedparams(parsetree, command,
-													NULL, 0, NULL);
-	plantrees = pg_plan_queries(querytrees, command, CURSOR_OPT_PARALLEL_OK,
-								NULL);
-	if (snapshot_set)
-		PopActiveSnapshot();
-	CHECK_FOR_INTERRUPTS();
-
-	portal = CreatePortal("", true, true);
-	portal->visible = false;
-	PortalDefineQuery(portal, NULL, command, tag, plantrees, NULL);
-	PortalStart(portal, NULL, 0, InvalidSnapshot);
-	PortalSetResultFormat(portal, 1, &format);
-	receiver = CreateDestReceiver(DestNone);
-	InitializeQueryCompletion(&qc);
-	(void) schedlock_portal_run(portal, FETCH_ALL, true, receiver, receiver, &qc);
-	receiver->rDestroy(receiver);
-	PortalDrop(portal, false);
-
-	/* what the commit runs (deferred triggers, WITH HOLD cursors) is the job's */
-	CommitTransactionCommand();
-	SetUserIdAndSecContext(save_uid, save_sec);
-	MemoryContextSwitchTo(cxt);
-	pgstat_report_stat(false);
-}
-
-/*
- * schedlock_exec_toplevel
- *		Run command statement by statement, each at top level in a
- *		transaction of its own, as user.  Must be called outside a
- *		transaction; CurrentMemoryContext must not be a transaction context.
- *		Returns false and sets *error when a statement failed; the
- *		statements before it stay committed.  Either way the settings the
- *		command changed are reset (RESET ALL) and its cursors and temporary
- *		objects dropped afterwards; the caller calls
- *		schedlock_exec_discard_job_state.
- */
-bool
-schedlock_exec_toplevel(const char *command, Oid user, int timeout_ms,
-						ErrorData **error)
-{
-	MemoryContext cxt = CurrentMemoryContext;
-	Oid			save_uid;
-	int			save_sec;
-	bool		ok = true;
-
-	GetUserIdAndSecContext(&save_uid, &save_sec);
-	PG_TRY();
-	{
-		List	   *parsetrees;
-		ListCell   *lc;
-
-		if (timeout_ms > 0)
-			enable_timeout_after(STATEMENT_TIMEOUT, timeout_ms);
-		parsetrees = pg_parse_query(command);
-		foreach(lc, parsetrees)
-			run_statement(lfirst_node(RawStmt, lc), command, cxt,
-						  user, save_uid, save_sec);
-		if (timeout_ms > 0)
-			disable_timeout(STATEMENT_TIMEOUT, false);
-	}
-	PG_CATCH();
-	{
-		if (timeout_ms > 0)
-			disable_timeout(STATEMENT_TIMEOUT, false);
-		MemoryContextSwitchTo(cxt);
-		*error = CopyErrorData();
-		FlushErrorState();
-		AbortCurrentTransaction();
-		MemoryContextSwitchTo(cxt);
-		SetUserIdAndSecContext(save_uid, save_sec);
-		ok = false;
-	}
-	PG_END_TRY();
-
-	/*
-	 * Undo the job's settings first, outside a transaction (no nest level
-	 * to save them in, as for a SIGHUP): the transaction below must not be
-	 * read-only or serializable because the job said so.  Then drop its
-	 * cursors and temporary objects, as the job's user.  An error here is
-	 * not the job's: it ends the worker, and a new session replaces it.
-	 */
-	ResetAllOptions();
-	StartTransactionCommand();
-	/* dropping temporary objects deletes catalog rows: needs a snapshot */
-	PushActiveSnapshot(GetTransactionSnapshot());
-	SetUserIdAndSecContext(user, save_sec | SECURITY_LOCAL_USERID_CHANGE);
-	finish_job_transaction();
-	SetUserIdAndSecContext(save_uid, save_sec);
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	MemoryContextSwitchTo(cxt);
-	pgstat_report_stat(false);
 
 	return ok;
 }

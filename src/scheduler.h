@@ -183,8 +183,6 @@ extern void schedlock_worker_recover(MemoryContext cxt);
 /* exec.c */
 extern bool schedlock_exec_atomic(const char *command, Oid user,
 								  int timeout_ms, ErrorData **error);
-extern bool schedlock_exec_toplevel(const char *command, Oid user,
-									int timeout_ms, ErrorData **error);
 extern void schedlock_exec_discard_job_state(void);
 
 /* job.c */
