@@ -117,7 +117,11 @@ case " $SL_ONLY " in
 		if [ -z "${SL_CASSERT_PG_CONFIG:-}" ]; then
 			sl_log "cassert: building PostgreSQL $SL_PGVER with assertions in the background"
 			mkdir -p "$WORK/cassert"
-			setsid bash test/cassert/build.sh "$WORK/cassert" >"$WORK/cassert-build.log" 2>&1 &
+			# its exit status goes to a file: wait cannot be relied on for
+			# it (a CI run saw wait return 127 for a build that had succeeded)
+			rm -f "$WORK/cassert-build.rc"
+			setsid bash -c 'bash test/cassert/build.sh "$1"; echo $? >"$1-build.rc"' \
+				cassert-build "$WORK/cassert" >"$WORK/cassert-build.log" 2>&1 &
 			CASSERT_BUILD_PID=$!
 			trap 'kill -- -$CASSERT_BUILD_PID 2>/dev/null; sl_cluster_stop_all' EXIT
 		fi
@@ -306,8 +310,12 @@ run_cassert()
 	if [ -n "$CASSERT_BUILD_PID" ]; then
 		t0=$(date +%s)
 		sl_log "cassert: waiting for the build of PostgreSQL with assertions"
-		wait "$CASSERT_BUILD_PID"
-		rc=$?
+		wait "$CASSERT_BUILD_PID" 2>/dev/null
+		# the status file appears when the build has ended (at most an hour)
+		while [ ! -f "$WORK/cassert-build.rc" ] && [ $(($(date +%s) - t0)) -lt 3600 ]; do
+			sleep 2
+		done
+		rc=$(cat "$WORK/cassert-build.rc" 2>/dev/null || echo 1)
 		CASSERT_BUILD_PID=""
 		sed 's/^/cassert build| /' "$WORK/cassert-build.log"
 		sl_log "cassert: waited $(($(date +%s) - t0)) s for the build"
