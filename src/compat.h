@@ -48,6 +48,14 @@
 #endif
 
 /*
+ * The varlena macros (VARSIZE_ANY_EXHDR, VARDATA_ANY, ...): postgres.h
+ * carried them until PostgreSQL 16 moved them to varatt.h.
+ */
+#if PG_VERSION_NUM >= 160000
+#include "varatt.h"
+#endif
+
+/*
  * schedlock_portal_run(portal, count, isTopLevel, dest, altdest, qc)
  *		PortalRun for a portal that is run once, to completion.  PostgreSQL
  *		18 dropped the run_once argument (it was always true in practice).
