@@ -223,9 +223,9 @@ job_cancel_end(void)
 }
 
 /*
- * begin_tx / end_tx
- *		Open a transaction with SPI and a snapshot, and commit it and report
- *		its statistics, in the worker_spi order.
+ * begin_tx / commit_tx / end_tx
+ *		Open a transaction with SPI and a snapshot; commit it; commit it and
+ *		report its statistics (in the worker_spi order).
  */
 static void
 begin_tx(const char *activity)
@@ -238,12 +238,18 @@ begin_tx(const char *activity)
 }
 
 static void
-end_tx(void)
+commit_tx(void)
 {
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	MemoryContextSwitchTo(run_cxt);
+}
+
+static void
+end_tx(void)
+{
+	commit_tx();
 	/* at most once a second; the main loop flushes the rest before sleeping */
 	pgstat_report_stat(false);
 }
@@ -541,10 +547,7 @@ commit_early_claim(void)
 {
 	(void) set_config_option("synchronous_commit", "off", PGC_SUSET,
 							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	MemoryContextSwitchTo(run_cxt);
+	commit_tx();
 }
 
 /*

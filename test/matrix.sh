@@ -84,15 +84,7 @@ if [ -n "$needs_roots" ]; then
 		echo "test/matrix.sh: building the chroots for$needs_roots needs root" >&2
 		exit 2
 	fi
-	missing=""
-	command -v debootstrap >/dev/null 2>&1 || missing="debootstrap"
-	command -v unshare >/dev/null 2>&1 || missing="$missing util-linux"
-	if [ -n "$missing" ]; then
-		log "installing$missing"
-		DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null &&
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-				--no-install-recommends $missing >/dev/null || exit 2
-	fi
+	roots_ensure_tools || exit 2
 fi
 
 WORK=$(mktemp -d /tmp/schedlock-matrix.XXXXXX)

@@ -10,6 +10,8 @@
 #                           PostgreSQL VERSION, its -dev, pgtap, pg_cron,
 #                           clang and $SL_ROOT_PACKAGES in it
 #   prepare_all VERSION...  prepare_root for each, one after the other
+#   roots_ensure_tools      install debootstrap and unshare (util-linux) on
+#                           this machine when missing
 #
 # The caller defines log MESSAGE and sets WORK (the scratch directory) and
 # SL_MIRROR (the Debian mirror).
@@ -23,6 +25,21 @@ release_of()
 		18) echo sid ;;
 		*) echo none ;;
 	esac
+}
+
+# roots_ensure_tools : install what building and entering a root needs on
+# this machine (debootstrap; unshare, from util-linux) when it is missing.
+# Needs root.  Returns apt-get's status.
+roots_ensure_tools()
+{
+	local missing=""
+	command -v debootstrap >/dev/null 2>&1 || missing="debootstrap"
+	command -v unshare >/dev/null 2>&1 || missing="$missing util-linux"
+	[ -n "$missing" ] || return 0
+	log "installing $missing"
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null &&
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends $missing >/dev/null
 }
 
 # root_pids ROOT : processes whose root directory is ROOT (started in it)

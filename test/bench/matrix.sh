@@ -159,12 +159,7 @@ for v in $BENCH_MATRIX; do
 		ROOT_OF[$v]=$BENCH_ROOT
 		ROOTS="$ROOTS $BENCH_ROOT"
 	else
-		command -v debootstrap >/dev/null 2>&1 || {
-			log "installing debootstrap"
-			DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null &&
-				DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-					--no-install-recommends debootstrap >/dev/null || exit 2
-		}
+		roots_ensure_tools || exit 2
 		ROOTS="$ROOTS $WORK/root-$v"
 		SL_ROOT_PACKAGES=gnuplot-nox prepare_root "$v" || {
 			log "PostgreSQL $v: preparing the root FAILED"
