@@ -24,15 +24,20 @@
  * the whole command.  It reports success, or the error's SQLSTATE,
  * message, detail and hint, in a dynamic shared memory segment
  * (JobBackendShared) that the dispatch worker created and handed over by
- * handle; the dispatch worker records the outcome.
+ * handle; the dispatch worker records the outcome.  An error that ends the
+ * job backend itself (FATAL: it could not connect as the job's role, say
+ * "too many connections for role" under the role's CONNECTION LIMIT, or it
+ * was terminated) is reported the same way, by an emit_log_hook, as the
+ * server logs it.
  *
  * The dispatch worker waits for the job backend to end.  Meanwhile a
  * cancel of the dispatch worker (pg_cancel_backend of the pid shown for
  * the run) is forwarded to the job backend, and a dispatch worker that is
  * terminated terminates the job backend first (the run is then closed as
  * lost by the other workers, through the dispatch worker's pid).  A job
- * backend that ends without reporting (terminated, or refused at
- * connection) fails the run with SQLSTATE 57P01.
+ * backend that ends without reporting anything (killed, or its FATAL was
+ * not logged because log_min_messages is PANIC) fails the run with
+ * SQLSTATE 57P01.
  *
  * Each non-atomic run in progress takes a background worker slot of
  * max_worker_processes besides its dispatch worker's.
@@ -90,6 +95,10 @@ static BackgroundWorkerHandle *current_child = NULL;
 
 /* Whether jobbackend_parent_exit is registered. */
 static bool exit_callback_set = false;
+
+/* The job backend's segment, for report_fatal_error. */
+static JobBackendShared *my_shared = NULL;
+static emit_log_hook_type prev_emit_log_hook = NULL;
 
 /*
  * jobbackend_parent_exit
@@ -328,6 +337,32 @@ run_statement(RawStmt *parsetree, const char *command, MemoryContext cxt)
 }
 
 /*
+ * report_fatal_error
+ *		emit_log_hook of a job backend: an error that ends the process
+ *		(FATAL, PANIC) before the outcome was reported becomes the run's
+ *		outcome, so that the run shows why it failed.  Errors the command
+ *		raises are caught in schedlock_jobbackend_main and never get here
+ *		as FATAL.
+ */
+static void
+report_fatal_error(ErrorData *edata)
+{
+	if (my_shared != NULL && edata->elevel >= FATAL && !my_shared->finished)
+	{
+		my_shared->failed = true;
+		my_shared->sqlerrcode = edata->sqlerrcode;
+		copy_text(my_shared->message,
+				  edata->message ? edata->message : "unknown error");
+		copy_text(my_shared->detail, edata->detail);
+		copy_text(my_shared->hint, edata->hint);
+		pg_write_barrier();
+		my_shared->finished = true;
+	}
+	if (prev_emit_log_hook)
+		prev_emit_log_hook(edata);
+}
+
+/*
  * schedlock_jobbackend_main
  *		Entry point of a job backend; bgw_main_arg is the handle of the
  *		dispatch worker's segment.  Connects as the job's role, runs the
@@ -350,6 +385,9 @@ schedlock_jobbackend_main(Datum arg)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("schedlock job backend could not map its shared memory segment")));
 	shared = dsm_segment_address(seg);
+	my_shared = shared;
+	prev_emit_log_hook = emit_log_hook;
+	emit_log_hook = report_fatal_error;
 
 	/* the job's role logs in: it is session and current user */
 	BackgroundWorkerInitializeConnectionByOid(shared->dboid, shared->user, 0);

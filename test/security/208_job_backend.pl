@@ -14,8 +14,14 @@
 #      function that makes alice superuser when a superuser calls it shows
 #      who ran it).
 #  (c) pg_cancel_backend of the pid shown for the run cancels the job
-#      (57014); terminating the job's backend fails the run (57P01); the
-#      worker goes on running jobs.
+#      (57014); terminating the job's backend fails the run (57P01) with
+#      the server's message; the worker goes on running jobs.
+#      (The message was "the job's backend ended before the run finished",
+#      which named no cause: now a job backend that ends with FATAL reports
+#      that error as the run's.)
+#  (d) A role's CONNECTION LIMIT does not count background workers, so a
+#      job backend is not refused by it, even at CONNECTION LIMIT 0, and
+#      does not take one of the role's connections.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -188,8 +194,22 @@ for (1 .. 300)
 admin("SELECT pg_terminate_backend($child)");
 like(wait_run($run), qr/^failed\|57P01\|/,
 	'terminating the job\'s backend fails the run (57P01)');
+is(admin("SELECT message FROM schedlock.job_runs WHERE run_id = $run"),
+	'terminating background worker "schedlock job" due to administrator command',
+	'the run shows the server\'s reason');
 like(run_nonatomic('after', q{SELECT public.record_who('after')}), qr/^succeeded\|\|\Q$wpid\E$/,
 	'the same worker goes on running jobs');
+
+# --- (d) CONNECTION LIMIT --------------------------------------------------
+admin(q{
+	CREATE ROLE carol LOGIN CONNECTION LIMIT 0;
+	GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO carol;
+});
+$node->safe_psql('app', q{SET ROLE carol;
+	SELECT schedule_job('limited', '0 0 1 1 *', 'SELECT 1', atomic => false)});
+$run = $node->safe_psql('app', q{SET ROLE carol; SELECT run_job('limited')});
+like(wait_run($run), qr/^succeeded\|\|/,
+	'a job of a role at CONNECTION LIMIT 0 runs: background workers do not count');
 
 $node->stop;
 done_testing();
