@@ -4,7 +4,7 @@
  *	  Plain C unit tests of the cron parser and search (src/cron.c).
  *
  * Build and run (no server needed):
- *	  cc -O2 -Wall -Isrc -o test_cron test/unit/test_cron.c src/cron.c && ./test_cron
+ *	  cc -O2 -Wall -Isrc -Itest/unit -o test_cron test/unit/test_cron.c src/cron.c && ./test_cron
  *
  * Prints one line per failure and a summary; exits 1 when anything failed.
  * The expected values are worked out from the calendar by hand
@@ -20,24 +20,7 @@
 #include <time.h>
 
 #include "cron.h"
-
-static int	tests = 0;
-static int	failures = 0;
-
-/*
- * check
- *		Record one assertion.
- */
-static void
-check(int ok, const char *what)
-{
-	tests++;
-	if (!ok)
-	{
-		failures++;
-		printf("FAIL: %s\n", what);
-	}
-}
+#include "unit.h"
 
 /*
  * secs
@@ -414,6 +397,5 @@ main(void)
 	test_next();
 	test_local_edges();
 	test_speed();
-	printf("test_cron: %d tests, %d failed\n", tests, failures);
-	return failures == 0 ? 0 : 1;
+	return unit_report("test_cron");
 }

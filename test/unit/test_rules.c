@@ -5,7 +5,7 @@
  *	  overlap, next_run_at, retry and backoff, the dispatch hold.
  *
  * Build and run (no server needed):
- *	  cc -O2 -Wall -Isrc -o test_rules test/unit/test_rules.c src/rules.c \
+ *	  cc -O2 -Wall -Isrc -Itest/unit -o test_rules test/unit/test_rules.c src/rules.c \
  *		  src/cron.c -lm && ./test_rules
  *
  * Prints one line per failure and a summary; exits 1 when anything failed.
@@ -23,28 +23,11 @@
 
 #include "cron.h"
 #include "rules.h"
+#include "unit.h"
 
 #define SEC		INT64_C(1000000)
 #define MIN		(60 * SEC)
 #define HOUR	(60 * MIN)
-
-static int	tests = 0;
-static int	failures = 0;
-
-/*
- * check
- *		Record one assertion.
- */
-static void
-check(int ok, const char *what)
-{
-	tests++;
-	if (!ok)
-	{
-		failures++;
-		printf("FAIL: %s\n", what);
-	}
-}
 
 /*
  * next_periodic
@@ -589,6 +572,5 @@ main(void)
 	test_next_run_at();
 	test_retry();
 	test_quarantine();
-	printf("test_rules: %d tests, %d failed\n", tests, failures);
-	return failures == 0 ? 0 : 1;
+	return unit_report("test_rules");
 }
