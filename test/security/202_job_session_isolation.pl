@@ -26,50 +26,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
+use SchedlockJobNode;
 
-my $node = PostgreSQL::Test::Cluster->new('session_isolation');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'schedlock'
-max_worker_processes = 32
-schedlock.workers = 1
-# one worker runs every job (no pool growth while a run is in progress)
-schedlock.max_workers = 1
-});
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
-
-# the superuser's own statements: pinned path, whatever the test created
-sub admin
-{
-	my ($sql) = @_;
-	return $node->safe_psql('app', "SET search_path = pg_catalog, public;\n$sql");
-}
-
-sub as_role
-{
-	my ($role, $sql) = @_;
-	return $node->safe_psql('app', $sql, extra_params => [ '-U', $role ]);
-}
-
-# run_job as the job's owner, wait (at most 30 s) until the run finished;
-# returns "status|sqlstate|worker_pid", or "timeout"
-sub run_and_wait
-{
-	my ($role, $job) = @_;
-	my $run = as_role($role, "SELECT run_job('$job')");
-	for (1 .. 300)
-	{
-		my $r = admin(qq{
-			SELECT status || '|' || coalesce(sqlstate, '') || '|' || worker_pid
-			  FROM schedlock.job_runs
-			 WHERE run_id = $run AND finished_at IS NOT NULL});
-		return $r if $r ne '';
-		usleep(100_000);
-	}
-	return 'timeout';
-}
+my $node = job_node('session_isolation');
 
 sub schedule
 {

@@ -14,48 +14,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
+use SchedlockJobNode;
 
-my $node = PostgreSQL::Test::Cluster->new('job_session_leases');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'schedlock'
-max_worker_processes = 32
-schedlock.workers = 1
-# one worker runs every job (no pool growth while a run is in progress)
-schedlock.max_workers = 1
-});
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
-
-sub admin
-{
-	my ($sql) = @_;
-	return $node->safe_psql('app', "SET search_path = pg_catalog, public;\n$sql");
-}
-
-sub as_role
-{
-	my ($role, $sql) = @_;
-	return $node->safe_psql('app', $sql, extra_params => [ '-U', $role ]);
-}
-
-# run_job as the job's owner, wait (at most 30 s) until the run finished;
-# returns "status|worker_pid", or "timeout"
-sub run_and_wait
-{
-	my ($role, $job) = @_;
-	my $run = as_role($role, "SELECT run_job('$job')");
-	for (1 .. 300)
-	{
-		my $r = admin(qq{
-			SELECT status || '|' || worker_pid FROM schedlock.job_runs
-			 WHERE run_id = $run AND finished_at IS NOT NULL});
-		return $r if $r ne '';
-		usleep(100_000);
-	}
-	return 'timeout';
-}
+my $node = job_node('job_session_leases');
 
 admin(q{
 	CREATE ROLE alice LOGIN;
@@ -73,7 +34,7 @@ foreach my $atomic ('true', 'false')
 		SELECT schedule_job('$job', '0 0 1 1 *',
 			\$cmd\$SELECT schedlock_acquire('$lease', '1 hour', session_bound => true)\$cmd\$,
 			atomic => $atomic)});
-	my ($status, $pid) = split /\|/, run_and_wait('alice', $job);
+	my ($status, undef, $pid) = split /\|/, run_and_wait('alice', $job);
 	is($status, 'succeeded', "atomic $atomic: the job that takes a session-bound lease succeeds");
 	$worker{$pid} = 1;
 

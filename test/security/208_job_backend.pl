@@ -27,47 +27,10 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use SchedlockJobNode;
 use Time::HiRes qw(usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('job_backend');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'schedlock'
-max_worker_processes = 32
-schedlock.workers = 1
-# one worker runs every job (no pool growth while a run is in progress)
-schedlock.max_workers = 1
-});
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
-
-sub admin
-{
-	my ($sql) = @_;
-	return $node->safe_psql('app', "SET search_path = pg_catalog, public;\n$sql");
-}
-
-sub as_role
-{
-	my ($role, $sql) = @_;
-	return $node->safe_psql('app', $sql, extra_params => [ '-U', $role ]);
-}
-
-# wait (at most 60 s) until run $run finished; "status|sqlstate|worker_pid"
-sub wait_run
-{
-	my ($run) = @_;
-	for (1 .. 600)
-	{
-		my $r = admin(qq{
-			SELECT status || '|' || coalesce(sqlstate, '') || '|' || worker_pid
-			  FROM schedlock.job_runs
-			 WHERE run_id = $run AND finished_at IS NOT NULL});
-		return $r if $r ne '';
-		usleep(100_000);
-	}
-	return 'timeout';
-}
+my $node = job_node('job_backend');
 
 # schedule a non-atomic job as alice and run it once; returns wait_run's
 sub run_nonatomic
