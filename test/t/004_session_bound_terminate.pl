@@ -8,6 +8,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use SchedlockLockNode;
 
 # Everything runs twice: with schedlock.max_session_locks = 0, session-bound
 # leases are kept in schedlock.lock_state and bound through the session's
@@ -18,23 +19,7 @@ foreach my $max_session_locks (0, 1024)
 {
 	my $in_table = $max_session_locks == 0;
 
-	$node = PostgreSQL::Test::Cluster->new("session_bound_$max_session_locks");
-	$node->init;
-	$node->append_conf('postgresql.conf',
-		"shared_preload_libraries = 'schedlock'\nschedlock.max_session_locks = $max_session_locks");
-	$node->start;
-	$node->safe_psql('postgres', 'CREATE DATABASE app');
-	$node->safe_psql('app', 'CREATE EXTENSION schedlock');
-
-	# the identity locks schedlock keeps for sessions holding session-bound locks
-	# (advisory locks with objsubid SCHEDLOCK_LOCKTAG_SESSION, 0x5353)
-	sub identity_locks
-	{
-		my ($pid) = @_;
-		return $node->safe_psql('app',
-			"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21331 AND pid = $pid AND granted"
-		);
-	}
+	$node = lock_node('session_bound', $max_session_locks);
 
 	# wait until a backend has gone away
 	sub wait_gone
@@ -51,7 +36,7 @@ foreach my $max_session_locks (0, 1024)
 	my $t1 = $s1->query_safe(
 		"SELECT schedlock_acquire('nightly', '1 hour', '0', 'server-1', true)");
 	like($t1, qr/^\d+$/, 'session 1 acquires a session-bound lock with a 1 hour lease');
-	is(identity_locks($pid1), $in_table ? '1' : '0', 'session 1 holds its identity lock');
+	is(identity_locks($node, $pid1), $in_table ? '1' : '0', 'session 1 holds its identity lock');
 
 	is($node->safe_psql('app',
 			"SELECT schedlock_acquire('nightly', '1 hour', '0', 'server-2', true) IS NULL"),
@@ -95,7 +80,7 @@ foreach my $max_session_locks (0, 1024)
 	my $pid3 = $s3->query_safe('SELECT pg_backend_pid()');
 	like($s3->query_safe("SELECT schedlock_acquire('weekly', '1 hour')"),
 		qr/^\d+$/, 'session 3 acquires a plain lease');
-	is(identity_locks($pid3), '0', 'a plain lease takes no identity lock');
+	is(identity_locks($node, $pid3), '0', 'a plain lease takes no identity lock');
 	$node->safe_psql('app', "SELECT pg_terminate_backend($pid3)");
 	wait_gone($pid3);
 	$s3->quit;
@@ -111,12 +96,12 @@ foreach my $max_session_locks (0, 1024)
 		"SELECT schedlock_acquire('b', '1 hour', '0', NULL, true)");
 	is($s4->query_safe("SELECT schedlock_release('a', $a)"),
 		't', 'session 4 releases one of its two session-bound locks');
-	is(identity_locks($pid4), $in_table ? '1' : '0', 'the identity lock stays while one is held');
+	is(identity_locks($node, $pid4), $in_table ? '1' : '0', 'the identity lock stays while one is held');
 	is($node->safe_psql('app', "SELECT schedlock_acquire('b') IS NULL"),
 		't', 'the other lock is still held');
 	is($s4->query_safe("SELECT schedlock_release('b', $b)"),
 		't', 'session 4 releases the second');
-	is(identity_locks($pid4), '0', 'then the identity lock is gone');
+	is(identity_locks($node, $pid4), '0', 'then the identity lock is gone');
 	like($node->safe_psql('app', "SELECT schedlock_acquire('b')"),
 		qr/^\d+$/, 'and the released lock can be taken');
 	$s4->quit;

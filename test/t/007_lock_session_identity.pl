@@ -10,6 +10,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use SchedlockLockNode;
 
 # Everything runs twice: with schedlock.max_session_locks = 0, session-bound
 # leases are kept in schedlock.lock_state and bound through the session's
@@ -20,22 +21,7 @@ foreach my $max_session_locks (0, 1024)
 {
 	my $in_table = $max_session_locks == 0;
 
-	$node = PostgreSQL::Test::Cluster->new("session_identity_$max_session_locks");
-	$node->init;
-	$node->append_conf('postgresql.conf',
-		"shared_preload_libraries = 'schedlock'\nschedlock.max_session_locks = $max_session_locks");
-	$node->start;
-	$node->safe_psql('postgres', 'CREATE DATABASE app');
-	$node->safe_psql('app', 'CREATE EXTENSION schedlock');
-
-	# the identity locks of a backend (objsubid SCHEDLOCK_LOCKTAG_SESSION)
-	sub identity_locks
-	{
-		my ($pid) = @_;
-		return $node->safe_psql('app',
-			"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21331 AND pid = $pid AND granted"
-		);
-	}
+	$node = lock_node('session_identity', $max_session_locks);
 
 	# another session tries to take the lock; true when it was refused
 	sub others_refused
@@ -56,7 +42,7 @@ foreach my $max_session_locks (0, 1024)
 	$h->query_safe('SELECT pg_advisory_unlock_all()');
 	is(others_refused('nightly'), 't',
 		'after pg_advisory_unlock_all() in the holder another session is still refused');
-	is(identity_locks($pid), $in_table ? '1' : '0', 'the holder holds its identity lock again');
+	is(identity_locks($node, $pid), $in_table ? '1' : '0', 'the holder holds its identity lock again');
 	is($node->safe_psql('app',
 			"SELECT held FROM schedlock.locks WHERE lock_name = 'nightly'"),
 		't', 'the view shows the lease held');
@@ -69,7 +55,7 @@ foreach my $max_session_locks (0, 1024)
 	# --- the identity lock lost inside a transaction that stays open
 	$h->query_safe('BEGIN');
 	$h->query_safe('SELECT pg_advisory_unlock_all()');
-	is(identity_locks($pid), '0', 'inside the open transaction the identity lock is gone');
+	is(identity_locks($node, $pid), '0', 'inside the open transaction the identity lock is gone');
 	is(others_refused('nightly'), 't',
 		'while that transaction is open another session is still refused');
 	is($node->safe_psql('app',
@@ -78,13 +64,13 @@ foreach my $max_session_locks (0, 1024)
 	is($h->query_safe("SELECT schedlock_extend('nightly', $t, '1 hour')"),
 		't', 'the holder extends its lease inside that transaction');
 	$h->query_safe('COMMIT');
-	is(identity_locks($pid), $in_table ? '1' : '0', 'after the commit the identity lock is held');
+	is(identity_locks($node, $pid), $in_table ? '1' : '0', 'after the commit the identity lock is held');
 
 	# --- the same, ended by a rollback
 	$h->query_safe('BEGIN');
 	$h->query_safe('SELECT pg_advisory_unlock_all()');
 	$h->query_safe('ROLLBACK');
-	is(identity_locks($pid), $in_table ? '1' : '0', 'after a rollback the identity lock is held again');
+	is(identity_locks($node, $pid), $in_table ? '1' : '0', 'after a rollback the identity lock is held again');
 	is(others_refused('nightly'), 't', 'and another session is refused');
 
 	# --- a new session-bound lock after the identity lock was dropped
@@ -101,12 +87,12 @@ foreach my $max_session_locks (0, 1024)
 	$h->query_safe('SELECT pg_advisory_unlock_all()');
 	$h->query("SELECT schedlock_release('hourly', $t2)");
 	is($h->{stderr}, '', 'releasing after pg_advisory_unlock_all() gives no warning');
-	is(identity_locks($pid), $in_table ? '1' : '0', 'one session-bound lease left: identity lock kept');
+	is(identity_locks($node, $pid), $in_table ? '1' : '0', 'one session-bound lease left: identity lock kept');
 	$h->query("SELECT schedlock_assert('nightly', $t)");
 	is($h->{stderr}, '', 'the holder still passes schedlock_assert');
 	$h->query("SELECT schedlock_release('nightly', $t)");
 	is($h->{stderr}, '', 'the last release gives no warning');
-	is(identity_locks($pid), '0', 'after the last release the identity lock is gone');
+	is(identity_locks($node, $pid), '0', 'after the last release the identity lock is gone');
 	is( $node->safe_psql('app',
 			"SELECT schedlock_acquire('hourly', '1 hour') IS NOT NULL"),
 		't', 'a released lock can be taken');
