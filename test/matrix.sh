@@ -58,7 +58,8 @@ SL_MATRIX_HOST_TIMEOUT=${SL_MATRIX_HOST_TIMEOUT:-2700}
 SL_MIRROR=${SL_MIRROR:-http://deb.debian.org/debian}
 SL_KEEP=${SL_KEEP:-}
 
-# release_of, root_pids, in_root, prepare_root, prepare_all
+# release_of, root_pids, in_root, prepare_root, prepare_all, unmount_under,
+# run_logged
 source test/roots.sh
 
 log()
@@ -93,13 +94,12 @@ log "scratch directory $WORK"
 PREP_PID=""
 CHILD=""
 
-
 # cleanup : end the background preparation and anything still running in a
 # root, unmount whatever is still mounted under the scratch directory, and
 # delete it (unless SL_KEEP).
 cleanup()
 {
-	local r pids m
+	local r pids
 	trap - EXIT INT TERM
 	if [ -n "$CHILD" ]; then
 		# the timeout and tee processes of the run in progress
@@ -119,10 +119,7 @@ cleanup()
 			sleep 1
 		fi
 	done
-	# mounts are made in private namespaces; this only catches leftovers
-	for m in $(awk -v w="$WORK/" 'index($2, w) == 1 { print $2 }' /proc/self/mounts | sort -r); do
-		umount "$m" 2>/dev/null || umount -l "$m"
-	done
+	unmount_under "$WORK"
 	if [ -z "$SL_KEEP" ]; then
 		rm -rf --one-file-system "$WORK"
 	else
@@ -131,9 +128,6 @@ cleanup()
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-
-
 
 if [ -n "$needs_roots" ]; then
 	setsid bash -c "$(declare -f log release_of in_root prepare_root prepare_all);
@@ -146,24 +140,6 @@ fi
 TOTAL_PASS=0
 TOTAL_FAIL=0
 SUMMARY=""
-
-# run_logged LOG SECONDS CMD... : CMD under a timeout of SECONDS, its output
-# shown and kept in LOG; returns CMD's status.  Run in the background and waited for, so that
-# a signal to this script is handled at once (cleanup ends CMD).
-run_logged()
-{
-	local logf=$1 limit=$2 rc
-	shift 2
-	(
-		set -o pipefail
-		timeout --kill-after=60 "$limit" "$@" 2>&1 | tee "$logf"
-	) &
-	CHILD=$!
-	wait "$CHILD"
-	rc=$?
-	CHILD=""
-	return $rc
-}
 
 # result VERSION LOG RC : add the "N passed, M failed" line of LOG to the
 # totals; a run that printed none, or exited non-zero with no failure

@@ -12,6 +12,10 @@
 #   prepare_all VERSION...  prepare_root for each, one after the other
 #   roots_ensure_tools      install debootstrap and unshare (util-linux) on
 #                           this machine when missing
+#   unmount_under DIR       unmount what is still mounted under DIR
+#   run_logged LOG SECONDS CMD...
+#                           CMD under a timeout, its output shown and kept in
+#                           LOG; CHILD names it while it runs
 #
 # The caller defines log MESSAGE and sets WORK (the scratch directory) and
 # SL_MIRROR (the Debian mirror).
@@ -46,6 +50,35 @@ roots_ensure_tools()
 root_pids()
 {
 	find /proc -mindepth 2 -maxdepth 2 -name root -lname "$1" 2>/dev/null | cut -d/ -f3
+}
+
+# unmount_under DIR : unmount whatever is still mounted under DIR, deepest
+# first (in_root mounts in private namespaces; this catches leftovers)
+unmount_under()
+{
+	local m
+	for m in $(awk -v w="$1/" 'index($2, w) == 1 { print $2 }' /proc/self/mounts | sort -r); do
+		umount "$m" 2>/dev/null || umount -l "$m"
+	done
+}
+
+# run_logged LOG SECONDS CMD... : CMD under a timeout of SECONDS, its output
+# shown and kept in LOG; returns CMD's status.  Run in the background and
+# waited for, so that a signal to the calling script is handled at once:
+# CHILD is its pid meanwhile, for the caller's cleanup to end it.
+run_logged()
+{
+	local logf=$1 limit=$2 rc
+	shift 2
+	(
+		set -o pipefail
+		timeout --kill-after=60 "$limit" "$@" 2>&1 | tee "$logf"
+	) &
+	CHILD=$!
+	wait "$CHILD"
+	rc=$?
+	CHILD=""
+	return $rc
 }
 
 # in_root ROOT CMD... : run CMD chrooted in ROOT, in a mount namespace of its

@@ -55,7 +55,7 @@ for k in BENCH_LAG_SAMPLES BENCH_LAG_MINUTES BENCH_SCALE_JOBS BENCH_SCALE_CRON_J
 	[ -n "${!k:-}" ] && PASS="$PASS $k=${!k}"
 done
 
-# release_of, root_pids, in_root, prepare_root
+# release_of, root_pids, in_root, prepare_root, unmount_under, run_logged
 source test/roots.sh
 
 log()
@@ -111,7 +111,7 @@ stop_root()
 # BENCH_ROOT
 cleanup()
 {
-	local r m
+	local r
 	trap - EXIT INT TERM
 	if [ -n "$CHILD" ]; then
 		# the timeout of the run in progress, and (on 15) run.sh itself
@@ -120,9 +120,7 @@ cleanup()
 	fi
 	for r in $ROOTS; do
 		stop_root "$r"
-		for m in $(awk -v w="$r/" 'index($2, w) == 1 { print $2 }' /proc/self/mounts | sort -r); do
-			umount "$m" 2>/dev/null || umount -l "$m"
-		done
+		unmount_under "$r"
 	done
 	[ -n "$BENCH_ROOT" ] && rm -rf "$BENCH_ROOT/schedlock-bench"
 	if [ -z "$SL_KEEP" ]; then
@@ -133,23 +131,6 @@ cleanup()
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-# run_logged LOG CMD... : CMD under timeout, its output shown and kept in
-# LOG, in the background and waited for (a signal is handled at once)
-run_logged()
-{
-	local logf=$1 rc
-	shift
-	(
-		set -o pipefail
-		timeout --kill-after=60 "$BENCH_TIMEOUT" "$@" 2>&1 | tee "$logf"
-	) &
-	CHILD=$!
-	wait "$CHILD"
-	rc=$?
-	CHILD=""
-	return $rc
-}
 
 # 1. the roots, before any benchmark
 declare -A ROOT_OF
@@ -175,7 +156,7 @@ for v in $BENCH_MATRIX; do
 	if [ "$(release_of "$v")" = host ]; then
 		# 2. this machine
 		log "PostgreSQL $v: test/bench/run.sh ($BENCH_ONLY_15)"
-		run_logged "$WORK/bench-$v.log" env $PASS BENCH_ONLY="$BENCH_ONLY_15" BENCH_OUT="$OUT" \
+		run_logged "$WORK/bench-$v.log" "$BENCH_TIMEOUT" env $PASS BENCH_ONLY="$BENCH_ONLY_15" BENCH_OUT="$OUT" \
 			SL_PGVER="$v" bash test/bench/run.sh || failed=1
 	else
 		# 3. in the root
@@ -185,7 +166,7 @@ for v in $BENCH_MATRIX; do
 		tar --exclude=.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
 			--exclude=./test/bench/out -cf - . | tar -xf - -C "$root/schedlock-bench"
 		log "PostgreSQL $v: test/bench/run.sh in the $(release_of "$v") root ($BENCH_ONLY_17)"
-		run_logged "$WORK/bench-$v.log" bash -c "$(declare -f in_root); in_root \"\$@\"" in_root "$root" \
+		run_logged "$WORK/bench-$v.log" "$BENCH_TIMEOUT" bash -c "$(declare -f in_root); in_root \"\$@\"" in_root "$root" \
 			env $PASS BENCH_ONLY="$BENCH_ONLY_17" BENCH_OUT=/schedlock-bench/test/bench/out \
 			SL_PGVER="$v" bash /schedlock-bench/test/bench/run.sh || failed=1
 		stop_root "$root"
