@@ -7,11 +7,12 @@
 #      non-atomic runs, bounded by schedlock.max_notice_bytes with a marker
 #      that says exactly how much was cut, and nothing once it is 0;
 #      duration = finished_at - started_at for succeeded and failed runs,
-#      and for a NOTIFY run finished by schedlock_finish_run;
+#      for a lost run, and for a NOTIFY run finished by schedlock_finish_run;
 #  (b) the server log: NOTICE and INFO of jobs do not reach it (WARNING
 #      does, as before); the worker and launcher starts are not logged at
 #      LOG; schedlock.log_runs = failures (default) logs each failed run
-#      once with its SQLSTATE, all adds succeeded runs with their duration,
+#      once with its SQLSTATE (a lost run with its job and run id), all adds
+#      succeeded runs with their duration,
 #      none logs no run; schedlock.log_statement logs each command before it
 #      runs; changes take effect in the workers on reload.
 use strict;
@@ -166,6 +167,26 @@ like($log, qr/LOG:  schedlock job "na_fail" run \d+ failed: SQLSTATE P0001: job 
 unlike($log, qr/schedlock job "\w+" run \d+ (?:succeeded|statement)/,
 	'no line for succeeded runs, nor statements');
 
+# a lost run: its worker is terminated while the job sleeps (non-atomic:
+# an atomic run shows as running only once it has ended)
+$node->safe_psql('app', q{
+	SELECT schedule_job('stuck', '0 0 1 1 *', 'SELECT pg_sleep(60)', timezone => 'UTC', atomic => false)});
+my $stuck = $node->safe_psql('app', q{SELECT run_job('stuck')});
+$node->poll_query_until('app', qq{
+	SELECT status = 'running' FROM schedlock.job_runs WHERE run_id = $stuck})
+  or die 'the stuck job did not start';
+$node->safe_psql('app', qq{
+	SELECT pg_terminate_backend(worker_pid) FROM schedlock.job_runs WHERE run_id = $stuck});
+$node->poll_query_until('app', qq{
+	SELECT status = 'lost' FROM schedlock.job_runs WHERE run_id = $stuck})
+  or die 'the stuck run was not closed as lost';
+is($node->safe_psql('app', qq{
+	SELECT duration = finished_at - started_at FROM schedlock.job_runs WHERE run_id = $stuck}),
+	't', 'a lost run has its duration');
+$log = slurp_file($node->logfile, $log_start);
+like($log, qr/LOG:  schedlock job "stuck" run $stuck lost: the worker running it ended before the run finished/,
+	'log_runs = failures: a lost run is logged, with its job and run');
+
 # --- log_runs = all and log_statement = on, by ALTER SYSTEM and reload ---
 $node->safe_psql('app', q{
 	ALTER SYSTEM SET schedlock.log_runs = 'all';
@@ -207,7 +228,7 @@ is(last_run('na', q{result_status, notices IS NULL}), 'VACUUM|t',
 like(last_run('fail', 'sqlstate, detail'), qr/^P0001\|the detail of it$/,
 	'the run is still recorded in full');
 
-$node->safe_psql('app', q{SELECT unschedule_job(j) FROM unnest('{ins,fail,chatty,definer,na,na_fail}'::text[]) j});
+$node->safe_psql('app', q{SELECT unschedule_job(j) FROM unnest('{ins,fail,chatty,definer,na,na_fail,stuck,nt}'::text[]) j});
 $node->stop;
 unlike(slurp_file($node->logfile), qr/TRAP:|PANIC|terminated by signal|XX000/, 'server log clean');
 
