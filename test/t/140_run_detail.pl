@@ -91,8 +91,14 @@ $node->safe_psql('app', q{
 	SELECT schedule_job('definer', '1 seconds', 'SELECT as_owner()', run_as => 'tenant');
 	SELECT schedule_job('na', '1 seconds', 'SELECT chat(); VACUUM t', atomic => false);
 	SELECT schedule_job('na_fail', '1 seconds', 'SELECT 1; SELECT fail()', atomic => false);
+	-- a superuser's job that sets log_min_messages: the worker's setting
+	-- is back to what it was after the run (else the NOTICEs of later runs
+	-- would reach the log)
+	SELECT schedule_job('setter', '1 seconds', $$SET log_min_messages = 'notice'; SELECT 1$$);
 });
-wait_run_after($_, $t0) for qw(ins fail chatty definer na na_fail);
+wait_run_after($_, $t0) for qw(ins fail chatty definer na na_fail setter);
+my $t0b = $node->safe_psql('app', 'SELECT clock_timestamp()');
+wait_run_after($_, $t0b) for qw(ins setter);
 
 # --- (a) job_runs ---
 my $chat_out = "NOTICE:  notice from chat\nDETAIL:  notice detail\n"
@@ -154,7 +160,7 @@ is($node->safe_psql('app', qq{
 # --- (b) the server log under the defaults ---
 my $log = slurp_file($node->logfile, $log_start);
 unlike($log, qr/notice from chat|info from chat|raised as|line 1 y/,
-	'NOTICE and INFO output of jobs does not reach the server log');
+	'NOTICE and INFO output of jobs does not reach the server log (also after a job SET log_min_messages)');
 like($log, qr/WARNING:  warning from chat/, 'a WARNING of a job still does, as before');
 my $all = slurp_file($node->logfile);
 unlike($all, qr/LOG:  schedlock (?:worker \d+ for database \w+|launcher) started/,
@@ -228,7 +234,7 @@ is(last_run('na', q{result_status, notices IS NULL}), 'VACUUM|t',
 like(last_run('fail', 'sqlstate, detail'), qr/^P0001\|the detail of it$/,
 	'the run is still recorded in full');
 
-$node->safe_psql('app', q{SELECT unschedule_job(j) FROM unnest('{ins,fail,chatty,definer,na,na_fail,stuck,nt}'::text[]) j});
+$node->safe_psql('app', q{SELECT unschedule_job(j) FROM unnest('{ins,fail,chatty,definer,na,na_fail,stuck,nt,setter}'::text[]) j});
 $node->stop;
 unlike(slurp_file($node->logfile), qr/TRAP:|PANIC|terminated by signal|XX000/, 'server log clean');
 
