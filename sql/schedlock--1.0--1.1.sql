@@ -537,3 +537,23 @@ SELECT s.lock_name,
   FROM schedlock.lock_state s
  WHERE NOT EXISTS (SELECT 1 FROM m
 					WHERE m.lock_name OPERATOR(pg_catalog.=) s.lock_name);
+
+-- Issue 13, a scheduler a DBA can watch: what each run said.  Written by
+-- the same UPDATE that records a run's outcome (src/jobstore.c).
+ALTER TABLE schedlock.job_runs
+	ADD COLUMN detail text,
+	ADD COLUMN hint text,
+	ADD COLUMN duration interval,
+	ADD COLUMN result_status text,
+	ADD COLUMN notices text;
+
+COMMENT ON COLUMN schedlock.job_runs.detail IS
+	'DETAIL of the error of a failed run';
+COMMENT ON COLUMN schedlock.job_runs.hint IS
+	'HINT of the error of a failed run';
+COMMENT ON COLUMN schedlock.job_runs.duration IS
+	'finished_at - started_at, once a run that started has ended';
+COMMENT ON COLUMN schedlock.job_runs.result_status IS
+	'command tag of the last statement of a succeeded SQL run, as psql prints it (INSERT 0 5)';
+COMMENT ON COLUMN schedlock.job_runs.notices IS
+	'NOTICE, INFO and WARNING output of a SQL run, at most schedlock.max_notice_bytes and a marker when cut';

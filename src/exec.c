@@ -38,7 +38,9 @@
  * Atomic: the command runs through SPI in a subtransaction of the claiming
  * transaction, so its effects commit together with the run's bookkeeping or
  * roll back alone.  Its result rows go to a receiver that drops them: the
- * worker's memory does not grow with the size of a result.
+ * worker's memory does not grow with the size of a result.  What it raises
+ * below ERROR (NOTICE, INFO, WARNING) is captured for the run's record
+ * while it runs, and only then (runlog.c).
  *
  * IDENTIFICATION
  *	  src/exec.c
@@ -75,6 +77,7 @@
 #include "utils/timeout.h"
 
 #include "compat.h"
+#include "runlog.h"
 #include "schedlock.h"
 #include "scheduler.h"
 
@@ -168,10 +171,13 @@ schedlock_exec_discard_job_state(void)
  *		settings are undone and its cursors, temporary objects and deferred
  *		triggers dealt with (see finish_job_transaction); the caller calls
  *		schedlock_exec_discard_job_state after the transaction.
+ *		result_status (SCHEDLOCK_RESULT_STATUS_LEN bytes) gets the command
+ *		tag of its last statement when it succeeded, else "";
+ *		*notices the output it raised, or NULL (CurrentMemoryContext).
  */
 bool
 schedlock_exec_atomic(const char *command, Oid user, int timeout_ms,
-					  ErrorData **error)
+					  ErrorData **error, char *result_status, char **notices)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
@@ -179,6 +185,8 @@ schedlock_exec_atomic(const char *command, Oid user, int timeout_ms,
 	int			save_sec;
 	bool		ok = true;
 
+	result_status[0] = '\0';
+	*notices = NULL;
 	GetUserIdAndSecContext(&save_uid, &save_sec);
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(oldcxt);
@@ -188,20 +196,36 @@ schedlock_exec_atomic(const char *command, Oid user, int timeout_ms,
 		int			nestlevel = NewGUCNestLevel();
 		int			rc;
 		SPIExecuteOptions options;
+		List	   *parsetrees;
+		CommandTag	tag = CMDTAG_UNKNOWN;
 
 		/* result rows are dropped as they come, never kept (SPI_tuptable) */
 		memset(&options, 0, sizeof(options));
 		options.dest = None_Receiver;
 
 		SetUserIdAndSecContext(user, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+		schedlock_capture_begin(schedlock_max_notice_bytes);
 		if (timeout_ms > 0)
 			enable_timeout_after(STATEMENT_TIMEOUT, timeout_ms);
+
+		/*
+		 * The tag of the last statement, as a simple query takes it from
+		 * the raw statement (SPI does not return it).
+		 */
+		parsetrees = pg_parse_query(command);
+		if (parsetrees != NIL)
+			tag = CreateCommandTag(llast_node(RawStmt, parsetrees)->stmt);
 		rc = SPI_execute_extended(command, &options);
 		if (rc < 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("job command could not be run: %s",
 							SPI_result_code_string(rc))));
+		/* CREATE TABLE AS and SELECT INTO report as SELECT, as psql shows */
+		if (rc == SPI_OK_SELINTO)
+			tag = CMDTAG_SELECT;
+		if (tag != CMDTAG_UNKNOWN)
+			schedlock_format_result_status(result_status, tag, SPI_processed);
 		finish_job_transaction();
 		if (timeout_ms > 0)
 			disable_timeout(STATEMENT_TIMEOUT, false);
@@ -213,6 +237,8 @@ schedlock_exec_atomic(const char *command, Oid user, int timeout_ms,
 		 */
 		AtEOXact_GUC(false, nestlevel);
 		SetUserIdAndSecContext(save_uid, save_sec);
+		MemoryContextSwitchTo(oldcxt);
+		*notices = schedlock_capture_end();
 
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
@@ -223,12 +249,14 @@ schedlock_exec_atomic(const char *command, Oid user, int timeout_ms,
 		if (timeout_ms > 0)
 			disable_timeout(STATEMENT_TIMEOUT, false);
 		MemoryContextSwitchTo(oldcxt);
+		result_status[0] = '\0';
 		*error = CopyErrorData();
 		FlushErrorState();
 
 		/* also restores the user and the settings */
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
+		*notices = schedlock_capture_end();
 		CurrentResourceOwner = oldowner;
 		SetUserIdAndSecContext(save_uid, save_sec);
 		ok = false;

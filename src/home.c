@@ -397,7 +397,8 @@ adopt_job(SPIPlanPtr *plans, int64 job_id, const char *schedule,
 /*
  * prepare_adoption
  *		Plan adopt_job's two statements once per schedlock_adopt_jobs()
- *		call.  Connected to SPI.
+ *		call.  Connected to SPI.  (job_runs.duration came with 1.1, as
+ *		schedlock_adopt_jobs() did: it is there when this runs.)
  */
 static void
 prepare_adoption(SPIPlanPtr *plans)
@@ -412,6 +413,7 @@ prepare_adoption(SPIPlanPtr *plans)
 		"  status = CASE WHEN status OPERATOR(pg_catalog.=) 'queued' "
 		"    THEN 'skipped' ELSE 'lost' END, "
 		"  finished_at = $2, deadline = NULL, "
+		"  duration = $2 OPERATOR(pg_catalog.-) started_at, "
 		"  message = 'open in the database the job was copied from; closed by schedlock_adopt_jobs()' "
 		"WHERE job_id OPERATOR(pg_catalog.=) $1 "
 		"  AND status OPERATOR(pg_catalog.=) ANY ('{queued,pending,running}'::pg_catalog.text[])"

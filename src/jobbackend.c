@@ -22,7 +22,8 @@
  * of its own unless the command manages its own, the way a simple-query
  * client's statements run; the job's timeout is its statement_timeout for
  * the whole command.  It reports success, or the error's SQLSTATE,
- * message, detail and hint, in a dynamic shared memory segment
+ * message, detail and hint, the command tag of its last statement and the
+ * output its statements raised (runlog.c), in a dynamic shared memory segment
  * (JobBackendShared) that the dispatch worker created and handed over by
  * handle; the dispatch worker records the outcome.  An error that ends the
  * job backend itself (FATAL: it could not connect as the job's role, say
@@ -71,6 +72,7 @@
 
 #include "compat.h"
 #include "jobbackend.h"
+#include "runlog.h"
 
 /* Longest message, detail or hint passed back, in bytes (with the NUL). */
 #define JOBBACKEND_TEXT_LEN		2048
@@ -81,13 +83,21 @@ typedef struct JobBackendShared
 	Oid			dboid;			/* database to connect to */
 	Oid			user;			/* role to connect as */
 	int			timeout_ms;		/* the job's timeout, 0: none */
+	int			max_notice_bytes;	/* capture limit, 0: no capture */
+	Size		notices_offset; /* of the notices area, from command */
 	bool		finished;		/* set last by the job backend: result valid */
 	bool		failed;			/* a statement failed */
 	int			sqlerrcode;		/* its error */
 	char		message[JOBBACKEND_TEXT_LEN];
 	char		detail[JOBBACKEND_TEXT_LEN];	/* "" when none */
 	char		hint[JOBBACKEND_TEXT_LEN];	/* "" when none */
-	char		command[FLEXIBLE_ARRAY_MEMBER]; /* the job's SQL */
+	char		result_status[SCHEDLOCK_RESULT_STATUS_LEN];	/* "": none */
+
+	/*
+	 * The job's SQL, then at notices_offset its captured output (NUL-ended,
+	 * max_notice_bytes + SCHEDLOCK_NOTICE_MARKER_LEN bytes at most).
+	 */
+	char		command[FLEXIBLE_ARRAY_MEMBER];
 } JobBackendShared;
 
 /* The job backend of the run in progress (dispatch worker), or NULL. */
@@ -207,13 +217,20 @@ wait_for_child(BackgroundWorkerHandle *handle)
  *		transaction.  Returns false and sets *error (allocated in
  *		CurrentMemoryContext) when the command failed or could not be
  *		run; the statements before a failed one stay committed.
+ *		result_status (SCHEDLOCK_RESULT_STATUS_LEN bytes) gets the command
+ *		tag of the last statement when the command succeeded, else "";
+ *		*notices the output the statements raised, or NULL.
  */
 bool
 schedlock_jobbackend_run(const char *command, Oid user, int timeout_ms,
-						 ErrorData **error)
+						 ErrorData **error, char *result_status,
+						 char **notices)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	Size		len = strlen(command);
+	int			max_notice_bytes = schedlock_max_notice_bytes;
+	Size		notices_size = max_notice_bytes > 0 ?
+		max_notice_bytes + SCHEDLOCK_NOTICE_MARKER_LEN : 1;
 	dsm_segment *seg;
 	JobBackendShared *shared;
 	BackgroundWorker worker;
@@ -227,13 +244,19 @@ schedlock_jobbackend_run(const char *command, Oid user, int timeout_ms,
 		exit_callback_set = true;
 	}
 
-	seg = dsm_create(offsetof(JobBackendShared, command) + len + 1, 0);
+	result_status[0] = '\0';
+	*notices = NULL;
+	seg = dsm_create(offsetof(JobBackendShared, command) + len + 1 +
+					 notices_size, 0);
 	shared = dsm_segment_address(seg);
 	memset(shared, 0, offsetof(JobBackendShared, command));
 	shared->dboid = MyDatabaseId;
 	shared->user = user;
 	shared->timeout_ms = timeout_ms;
+	shared->max_notice_bytes = max_notice_bytes;
+	shared->notices_offset = len + 1;
 	memcpy(shared->command, command, len + 1);
+	shared->command[shared->notices_offset] = '\0';
 
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS |
@@ -272,14 +295,22 @@ schedlock_jobbackend_run(const char *command, Oid user, int timeout_ms,
 							"the job's backend ended before the run finished",
 							"It was terminated, or could not connect as the job's role (see the server log).",
 							NULL);
-	else if (shared->failed)
-	{
-		*error = make_error(shared->sqlerrcode, shared->message, NULL, NULL);
-		(*error)->detail = text_or_null(shared->detail);
-		(*error)->hint = text_or_null(shared->hint);
-	}
 	else
-		ok = true;
+	{
+		if (shared->failed)
+		{
+			*error = make_error(shared->sqlerrcode, shared->message, NULL, NULL);
+			(*error)->detail = text_or_null(shared->detail);
+			(*error)->hint = text_or_null(shared->hint);
+		}
+		else
+		{
+			ok = true;
+			strlcpy(result_status, shared->result_status,
+					SCHEDLOCK_RESULT_STATUS_LEN);
+		}
+		*notices = text_or_null(shared->command + shared->notices_offset);
+	}
 	dsm_detach(seg);
 	return ok;
 }
@@ -290,10 +321,12 @@ schedlock_jobbackend_run(const char *command, Oid user, int timeout_ms,
  *		at top level, in a transaction of its own started now (so that its
  *		now() is the statement's start), as a simple query would run.  Plans
  *		live in cxt, which survives transaction ends (a procedure may
- *		commit).  Result rows are dropped.
+ *		commit).  Result rows are dropped.  The statement's command tag,
+ *		as psql would print it, goes to result_status.
  */
 static void
-run_statement(RawStmt *parsetree, const char *command, MemoryContext cxt)
+run_statement(RawStmt *parsetree, const char *command, MemoryContext cxt,
+			  char *result_status)
 {
 	bool		snapshot_set = false;
 	List	   *querytrees;
@@ -329,6 +362,9 @@ run_statement(RawStmt *parsetree, const char *command, MemoryContext cxt)
 	InitializeQueryCompletion(&qc);
 	(void) schedlock_portal_run(portal, FETCH_ALL, true, receiver, receiver, &qc);
 	receiver->rDestroy(receiver);
+	if (qc.commandTag != CMDTAG_UNKNOWN)
+		schedlock_format_result_status(result_status, qc.commandTag,
+									   qc.nprocessed);
 	PortalDrop(portal, false);
 
 	CommitTransactionCommand();
@@ -405,11 +441,13 @@ schedlock_jobbackend_main(Datum arg)
 		List	   *parsetrees;
 		ListCell   *lc;
 
+		schedlock_capture_begin(shared->max_notice_bytes);
 		if (shared->timeout_ms > 0)
 			enable_timeout_after(STATEMENT_TIMEOUT, shared->timeout_ms);
 		parsetrees = pg_parse_query(shared->command);
 		foreach(lc, parsetrees)
-			run_statement(lfirst_node(RawStmt, lc), shared->command, cxt);
+			run_statement(lfirst_node(RawStmt, lc), shared->command, cxt,
+						  shared->result_status);
 		if (shared->timeout_ms > 0)
 			disable_timeout(STATEMENT_TIMEOUT, false);
 	}
@@ -423,6 +461,7 @@ schedlock_jobbackend_main(Datum arg)
 		error = CopyErrorData();
 		FlushErrorState();
 		AbortCurrentTransaction();
+		MemoryContextSwitchTo(cxt);
 
 		shared->failed = true;
 		shared->sqlerrcode = error->sqlerrcode;
@@ -431,6 +470,15 @@ schedlock_jobbackend_main(Datum arg)
 		copy_text(shared->hint, error->hint);
 	}
 	PG_END_TRY();
+
+	/* at most max_notice_bytes plus the marker: fits the area */
+	{
+		char	   *notices = schedlock_capture_end();
+
+		if (notices != NULL)
+			strlcpy(shared->command + shared->notices_offset, notices,
+					shared->max_notice_bytes + SCHEDLOCK_NOTICE_MARKER_LEN);
+	}
 
 	pgstat_report_activity(STATE_IDLE, NULL);
 	pg_write_barrier();

@@ -15,7 +15,8 @@
 #include "postgres.h"
 
 extern bool schedlock_jobbackend_run(const char *command, Oid user,
-									 int timeout_ms, ErrorData **error);
+									 int timeout_ms, ErrorData **error,
+									 char *result_status, char **notices);
 extern PGDLLEXPORT void schedlock_jobbackend_main(Datum arg);
 
 #endif							/* SCHEDLOCK_JOBBACKEND_H */

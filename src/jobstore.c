@@ -29,6 +29,7 @@
 #include <math.h>
 
 #include "access/xlog.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -41,6 +42,7 @@
 
 #include "claim_sql.h"
 #include "jobstore.h"
+#include "runlog.h"
 #include "schedlock.h"
 #include "scheduler.h"
 
@@ -207,10 +209,62 @@ schedlock_claim_job(SchedlockClaimKind kind, ClaimPosition *pos,
 }
 
 /*
+ * runs_have_detail
+ *		Whether schedlock.job_runs has the columns of release 1.1 that say
+ *		more about a run (detail, hint, duration, result_status, notices):
+ *		the library may be newer than the tables until ALTER EXTENSION
+ *		schedlock UPDATE.  In a transaction.
+ */
+static bool
+runs_have_detail(void)
+{
+	Oid			nsp = get_namespace_oid("schedlock", true);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid("job_runs", nsp) : InvalidOid;
+
+	return OidIsValid(relid) &&
+		get_attnum(relid, "notices") != InvalidAttrNumber;
+}
+
+/*
+ * The columns a statement that closes runs returns after its own, for
+ * log_closed_run: the run, its job's name, status, SQLSTATE, message and
+ * duration (finished_at - started_at: NULL for a run that never started).
+ */
+#define CLOSED_RUN_RETURNING(r, finished) \
+	r ".run_id, (SELECT j.job_name FROM schedlock.jobs j " \
+	"  WHERE j.job_id OPERATOR(pg_catalog.=) " r ".job_id), " \
+	r ".status, " r ".sqlstate, " r ".message, " \
+	finished " OPERATOR(pg_catalog.-) " r ".started_at"
+
+/*
+ * log_closed_run
+ *		Log row i of tuptable, whose columns from first on
+ *		are those of CLOSED_RUN_RETURNING, as schedlock.log_runs asks.
+ */
+static void
+log_closed_run(SPITupleTable *tuptable, uint64 i, int first)
+{
+	HeapTuple	tup = tuptable->vals[i];
+	TupleDesc	desc = tuptable->tupdesc;
+	bool		isnull;
+	int64		run_id = DatumGetInt64(SPI_getbinval(tup, desc, first, &isnull));
+	Datum		duration = SPI_getbinval(tup, desc, first + 5, &isnull);
+
+	if (schedlock_log_runs == SCHEDLOCK_LOG_RUNS_NONE)
+		return;
+	schedlock_log_run_end(SPI_getvalue(tup, desc, first + 1), run_id,
+						  SPI_getvalue(tup, desc, first + 2),
+						  SPI_getvalue(tup, desc, first + 3),
+						  SPI_getvalue(tup, desc, first + 4),
+						  isnull ? NULL : DatumGetIntervalP(duration));
+}
+
+/*
  * close_runs_failed
  *		For every row returned by the last SPI statement (job_id,
- *		scheduled_for, attempt, manual), count a failure and schedule its
- *		retry.  Inside a transaction, connected to SPI.
+ *		scheduled_for, attempt, manual, then CLOSED_RUN_RETURNING), log it
+ *		per schedlock.log_runs, count a failure and schedule its retry.
+ *		Inside a transaction, connected to SPI.
  */
 static void
 close_runs_failed(TimestampTz now)
@@ -227,6 +281,7 @@ close_runs_failed(TimestampTz now)
 		int32		attempt = DatumGetInt32(SPI_getbinval(tuptable->vals[i], tuptable->tupdesc, 3, &isnull));
 		bool		manual = DatumGetBool(SPI_getbinval(tuptable->vals[i], tuptable->tupdesc, 4, &isnull));
 
+		log_closed_run(tuptable, i, 5);
 		schedlock_run_failed(job_id, slot,
 							 schedlock_rule_failed_attempt(manual, attempt), now);
 	}
@@ -251,20 +306,28 @@ runner_args(Datum *values)
  *		RUNNER_GONE), and retry them per policy.  Returns how many it
  *		closed.  In a transaction, connected to SPI.
  */
+#define LOST_RUNS_SQL(set_duration) \
+	"UPDATE schedlock.job_runs r SET status = 'lost', " \
+	"  finished_at = $1, " set_duration \
+	"  message = 'the worker running it ended before the run finished " \
+	"(it was stopped or terminated, or the server crashed, restarted or failed over)' " \
+	"WHERE r.run_id OPERATOR(pg_catalog.=) ANY (" \
+	"    SELECT x.run_id FROM schedlock.job_runs x " \
+	"    WHERE x.status OPERATOR(pg_catalog.=) 'running' " \
+	"      AND x.claimed_at IS NULL AND " RUNNER_GONE("x") \
+	"    FOR UPDATE SKIP LOCKED) " \
+	"RETURNING r.job_id, r.scheduled_for, r.attempt, r.manual, " \
+	CLOSED_RUN_RETURNING("r", "$1")
+
 uint64
 schedlock_close_lost_runs(void)
 {
 	static SchedlockQuery q = {
-		"UPDATE schedlock.job_runs r SET status = 'lost', "
-		"  finished_at = $1, "
-		"  message = 'the worker running it ended before the run finished "
-		"(it was stopped or terminated, or the server crashed, restarted or failed over)' "
-		"WHERE r.run_id OPERATOR(pg_catalog.=) ANY ("
-		"    SELECT x.run_id FROM schedlock.job_runs x "
-		"    WHERE x.status OPERATOR(pg_catalog.=) 'running' "
-		"      AND x.claimed_at IS NULL AND " RUNNER_GONE("x")
-		"    FOR UPDATE SKIP LOCKED) "
-		"RETURNING r.job_id, r.scheduled_for, r.attempt, r.manual",
+		LOST_RUNS_SQL("duration = $1 OPERATOR(pg_catalog.-) r.started_at, "),
+		4, {TIMESTAMPTZOID, OIDOID, TEXTOID, INT4OID}
+	};
+	static SchedlockQuery q_1_0 = {
+		LOST_RUNS_SQL(""),
 		4, {TIMESTAMPTZOID, OIDOID, TEXTOID, INT4OID}
 	};
 	TimestampTz now = GetCurrentTimestamp();
@@ -273,13 +336,11 @@ schedlock_close_lost_runs(void)
 
 	values[0] = TimestampTzGetDatum(now);
 	runner_args(values);
-	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
+	if (schedlock_query_run(runs_have_detail() ? &q : &q_1_0, values, NULL,
+							false, 0) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not close lost runs");
 	closed = SPI_processed;
-	if (closed > 0)
-		ereport(LOG,
-				(errmsg("schedlock closed %llu lost job runs",
-						(unsigned long long) closed)));
+	/* one line per lost run, by schedlock.log_runs */
 	close_runs_failed(now);
 	return closed;
 }
@@ -363,28 +424,38 @@ schedlock_next_queued_run(int64 job_id, int64 *run_id,
  *		EXPIRE_BATCH_ROWS.  Returns how many it closed.  In a transaction,
  *		connected to SPI.
  */
+#define EXPIRE_RUNS_SQL(set_duration) \
+	"UPDATE schedlock.job_runs r SET status = 'timed_out', " \
+	"  finished_at = $1, deadline = NULL, " set_duration \
+	"  message = CASE WHEN r.status OPERATOR(pg_catalog.=) 'pending' " \
+	"    THEN 'not claimed within the timeout' " \
+	"    ELSE 'not finished within the timeout' END " \
+	"WHERE r.run_id OPERATOR(pg_catalog.=) ANY (" \
+	"    SELECT x.run_id FROM schedlock.job_runs x " \
+	"    WHERE x.status OPERATOR(pg_catalog.=) ANY ('{pending,running}') " \
+	"      AND x.deadline OPERATOR(pg_catalog.<=) $1 " \
+	"    ORDER BY x.deadline LIMIT " CppAsString2(EXPIRE_BATCH_ROWS) \
+	"    FOR UPDATE SKIP LOCKED) " \
+	"RETURNING r.job_id, r.scheduled_for, r.attempt, r.manual, " \
+	CLOSED_RUN_RETURNING("r", "$1")
+
 uint64
 schedlock_expire_runs(TimestampTz now)
 {
+	/* a run that was never claimed has no start, and no duration */
 	static SchedlockQuery q = {
-		"UPDATE schedlock.job_runs r SET status = 'timed_out', "
-		"  finished_at = $1, deadline = NULL, "
-		"  message = CASE WHEN r.status OPERATOR(pg_catalog.=) 'pending' "
-		"    THEN 'not claimed within the timeout' "
-		"    ELSE 'not finished within the timeout' END "
-		"WHERE r.run_id OPERATOR(pg_catalog.=) ANY ("
-		"    SELECT x.run_id FROM schedlock.job_runs x "
-		"    WHERE x.status OPERATOR(pg_catalog.=) ANY ('{pending,running}') "
-		"      AND x.deadline OPERATOR(pg_catalog.<=) $1 "
-		"    ORDER BY x.deadline LIMIT " CppAsString2(EXPIRE_BATCH_ROWS)
-		"    FOR UPDATE SKIP LOCKED) "
-		"RETURNING r.job_id, r.scheduled_for, r.attempt, r.manual",
+		EXPIRE_RUNS_SQL("duration = $1 OPERATOR(pg_catalog.-) r.started_at, "),
+		1, {TIMESTAMPTZOID}
+	};
+	static SchedlockQuery q_1_0 = {
+		EXPIRE_RUNS_SQL(""),
 		1, {TIMESTAMPTZOID}
 	};
 	Datum		values[1] = {TimestampTzGetDatum(now)};
 	uint64		closed;
 
-	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
+	if (schedlock_query_run(runs_have_detail() ? &q : &q_1_0, values, NULL,
+							false, 0) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not close overdue runs");
 	closed = SPI_processed;
 	close_runs_failed(now);
@@ -597,41 +668,89 @@ schedlock_record_run(ClaimedJob *job, ClaimPlan *plan, const char *status,
 
 /*
  * schedlock_record_outcome
- *		Close a run as succeeded or failed and update the job's failure
- *		count and retry.  Connected to SPI, in a transaction.
+ *		Close a run as succeeded or failed (error), with what the run said:
+ *		the error's SQLSTATE, message, detail and hint, its duration, the
+ *		command tag of its last statement (result_status, may be NULL or
+ *		"") and its captured output (notices, may be NULL), all in one
+ *		statement; log it per schedlock.log_runs, and update the job's
+ *		failure count and retry.  Connected to SPI, in a transaction.
  */
 void
 schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
-						 ErrorData *error)
+						 ErrorData *error, const char *result_status,
+						 const char *notices)
 {
 	static SchedlockQuery q = {
 		"UPDATE schedlock.job_runs SET status = $2, "
 		"  finished_at = $3, sqlstate = $4, "
+		"  message = COALESCE($5, message), detail = $6, hint = $7, "
+		"  duration = $3 OPERATOR(pg_catalog.-) started_at, "
+		"  result_status = $8, notices = $9 "
+		"WHERE run_id OPERATOR(pg_catalog.=) $1 "
+		"RETURNING duration",
+		9, {INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID, TEXTOID,
+		TEXTOID, TEXTOID, TEXTOID}
+	};
+	static SchedlockQuery q_1_0 = {
+		"UPDATE schedlock.job_runs SET status = $2, "
+		"  finished_at = $3, sqlstate = $4, "
 		"  message = COALESCE($5, message) "
-		"WHERE run_id OPERATOR(pg_catalog.=) $1",
+		"WHERE run_id OPERATOR(pg_catalog.=) $1 "
+		"RETURNING $3 OPERATOR(pg_catalog.-) started_at",
 		5, {INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID}
 	};
 	TimestampTz now = GetCurrentTimestamp();
-	Datum		values[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	Datum		values[9];
+	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', 'n', 'n', 'n', 'n'};
+	char	   *state = NULL;
+	const char *message = NULL;
+	Datum		duration = (Datum) 0;
+	bool		isnull = true;
 
 	values[0] = Int64GetDatum(run_id);
 	values[1] = CStringGetTextDatum(error ? "failed" : "succeeded");
 	values[2] = TimestampTzGetDatum(now);
 	if (error)
 	{
-		values[3] = CStringGetTextDatum(unpack_sql_state(error->sqlerrcode));
-		values[4] = CStringGetTextDatum(error->message ? error->message : "unknown error");
+		/* unpack_sql_state returns a static buffer that ereport reuses */
+		state = pstrdup(unpack_sql_state(error->sqlerrcode));
+		message = error->message ? error->message : "unknown error";
+		values[3] = CStringGetTextDatum(state);
+		values[4] = CStringGetTextDatum(message);
+		if (error->detail)
+		{
+			values[5] = CStringGetTextDatum(error->detail);
+			nulls[5] = ' ';
+		}
+		if (error->hint)
+		{
+			values[6] = CStringGetTextDatum(error->hint);
+			nulls[6] = ' ';
+		}
 	}
 	else
 		nulls[3] = nulls[4] = 'n';
-	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE)
+	if (result_status != NULL && result_status[0] != '\0')
+	{
+		values[7] = CStringGetTextDatum(result_status);
+		nulls[7] = ' ';
+	}
+	if (notices != NULL)
+	{
+		values[8] = CStringGetTextDatum(notices);
+		nulls[8] = ' ';
+	}
+	if (schedlock_query_run(runs_have_detail() ? &q : &q_1_0, values, nulls,
+							false, 0) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not record the outcome of run " INT64_FORMAT, run_id);
+	if (SPI_processed == 1)
+		duration = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+								 1, &isnull);
+	schedlock_log_run_end(job->job_name, run_id,
+						  error ? "failed" : "succeeded", state, message,
+						  isnull ? NULL : DatumGetIntervalP(duration));
 	if (error)
 	{
-		ereport(LOG,
-				(errmsg("schedlock job \"%s\" run " INT64_FORMAT " failed: %s",
-						job->job_name, run_id, error->message ? error->message : "")));
 		schedlock_run_failed(job->job_id, plan->scheduled_for,
 							 schedlock_rule_failed_attempt(plan->manual_run_id != 0,
 														   plan->attempt),
@@ -916,12 +1035,17 @@ schedlock_finish_running_run(int64 run_id, bool succeeded,
 	if (message == NULL)
 		nulls[2] = 'n';
 	values[3] = TimestampTzGetDatum(now);
-	if (SPI_execute_with_args("UPDATE schedlock.job_runs SET "
-							  "  status = CASE WHEN $2 THEN 'succeeded' ELSE 'failed' END, "
-							  "  finished_at = $4, deadline = NULL, message = $3 "
-							  "WHERE run_id OPERATOR(pg_catalog.=) $1 "
-							  "  AND status OPERATOR(pg_catalog.=) 'running' "
-							  "RETURNING job_id, scheduled_for, attempt, manual",
+#define FINISH_RUN_SQL(set_duration) \
+	"UPDATE schedlock.job_runs r SET " \
+	"  status = CASE WHEN $2 THEN 'succeeded' ELSE 'failed' END, " \
+	"  finished_at = $4, deadline = NULL, message = $3 " set_duration \
+	"WHERE r.run_id OPERATOR(pg_catalog.=) $1 " \
+	"  AND r.status OPERATOR(pg_catalog.=) 'running' " \
+	"RETURNING r.job_id, r.scheduled_for, r.attempt, r.manual, " \
+	CLOSED_RUN_RETURNING("r", "$4")
+	if (SPI_execute_with_args(runs_have_detail() ?
+							  FINISH_RUN_SQL(", duration = $4 OPERATOR(pg_catalog.-) r.started_at ") :
+							  FINISH_RUN_SQL(""),
 							  4, types, values, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not finish run " INT64_FORMAT, run_id);
 	finished = (SPI_processed == 1);
@@ -934,6 +1058,8 @@ schedlock_finish_running_run(int64 run_id, bool succeeded,
 		TimestampTz slot = DatumGetTimestampTz(SPI_getbinval(tup, desc, 2, &isnull));
 		int32		attempt = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
 		bool		manual = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
+
+		log_closed_run(SPI_tuptable, 0, 5);
 
 		if (succeeded)
 			schedlock_run_succeeded(job_id);
@@ -957,19 +1083,27 @@ schedlock_fail_dispatch_runs(TimestampTz now, const char *state,
 {
 	Oid			types[4] = {TIMESTAMPTZOID, TEXTOID, TEXTOID, INT4OID};
 	Datum		values[4];
+	uint64		i;
 
 	values[0] = TimestampTzGetDatum(now);
 	values[1] = CStringGetTextDatum(state);
 	values[2] = CStringGetTextDatum(message);
 	values[3] = Int32GetDatum(MyProcPid);
-	if (SPI_execute_with_args("UPDATE schedlock.job_runs SET status = 'failed', "
-							  "  finished_at = $1, sqlstate = $2, message = $3, "
-							  "  deadline = NULL "
-							  "WHERE status OPERATOR(pg_catalog.=) 'running' "
-							  "  AND worker_pid OPERATOR(pg_catalog.=) $4 "
-							  "  AND claimed_at IS NULL",
-							  4, types, values, NULL, false, 0) != SPI_OK_UPDATE)
+#define FAIL_DISPATCH_SQL(set_duration) \
+	"UPDATE schedlock.job_runs r SET status = 'failed', " \
+	"  finished_at = $1, sqlstate = $2, message = $3, " \
+	"  deadline = NULL " set_duration \
+	"WHERE r.status OPERATOR(pg_catalog.=) 'running' " \
+	"  AND r.worker_pid OPERATOR(pg_catalog.=) $4 " \
+	"  AND r.claimed_at IS NULL " \
+	"RETURNING " CLOSED_RUN_RETURNING("r", "$1")
+	if (SPI_execute_with_args(runs_have_detail() ?
+							  FAIL_DISPATCH_SQL(", duration = $1 OPERATOR(pg_catalog.-) r.started_at ") :
+							  FAIL_DISPATCH_SQL(""),
+							  4, types, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not close the runs of a failed dispatch");
+	for (i = 0; i < SPI_processed; i++)
+		log_closed_run(SPI_tuptable, i, 1);
 }
 
 /*

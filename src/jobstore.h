@@ -122,7 +122,9 @@ extern int64 schedlock_record_run(ClaimedJob *job, ClaimPlan *plan,
 								  const char *status, TimestampTz now,
 								  TimestampTz deadline, bool has_deadline);
 extern void schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan,
-									 int64 run_id, ErrorData *error);
+									 int64 run_id, ErrorData *error,
+									 const char *result_status,
+									 const char *notices);
 extern uint64 schedlock_close_lost_runs(void);
 extern bool schedlock_sql_runs_in_progress(void);
 extern uint64 schedlock_expire_runs(TimestampTz now);

@@ -626,8 +626,8 @@ schedlock_launcher_main(Datum arg)
 							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	adopt_workers();
 
-	ereport(LOG,
-			(errmsg("schedlock launcher started")));
+	ereport(DEBUG1,
+			(errmsg_internal("schedlock launcher started")));
 
 	for (;;)
 	{

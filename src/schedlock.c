@@ -29,6 +29,7 @@
 #include "compat.h"
 #include "cron_pg.h"
 #include "lock_shmem.h"
+#include "runlog.h"
 #include "schedlock.h"
 #include "scheduler.h"
 
@@ -296,6 +297,7 @@ _PG_init(void)
 							NULL);
 
 	schedlock_lock_shmem_define_guc();
+	schedlock_runlog_init();
 
 	MarkGUCPrefixReserved("schedlock");
 

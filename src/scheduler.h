@@ -182,7 +182,8 @@ extern void schedlock_worker_recover(MemoryContext cxt);
 
 /* exec.c */
 extern bool schedlock_exec_atomic(const char *command, Oid user,
-								  int timeout_ms, ErrorData **error);
+								  int timeout_ms, ErrorData **error,
+								  char *result_status, char **notices);
 extern void schedlock_exec_discard_job_state(void);
 
 /* job.c */

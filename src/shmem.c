@@ -706,8 +706,8 @@ schedlock_pool_retire_if_idle(SchedlockWorkerSlot *slot, bool claimed,
 		LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
 		slot->retired = true;
 		LWLockRelease(schedlock_shared->lock);
-		ereport(LOG,
-				(errmsg("%s leaves the pool after %d s without a job",
+		ereport(DEBUG1,
+				(errmsg_internal("%s leaves the pool after %d s without a job",
 						MyBgworkerEntry->bgw_name,
 						SCHEDLOCK_POOL_IDLE_MS / 1000)));
 		proc_exit(0);

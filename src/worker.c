@@ -88,6 +88,7 @@
 #include "cron_pg.h"
 #include "jobbackend.h"
 #include "jobstore.h"
+#include "runlog.h"
 #include "schedlock.h"
 #include "scheduler.h"
 
@@ -569,7 +570,7 @@ notify_job(ClaimedJob *job, ClaimPlan *plan, TimestampTz now)
 	{
 		run_id = schedlock_record_run(job, plan, "running", now, 0, false);
 		if (run_id != 0)
-			schedlock_record_outcome(job, plan, run_id, error);
+			schedlock_record_outcome(job, plan, run_id, error, NULL, NULL);
 		return;
 	}
 	run_id = schedlock_record_run(job, plan, "pending", now, deadline, true);
@@ -599,6 +600,8 @@ dispatch_one(ClaimPosition *pos)
 	int64		run_id;
 	Oid			user;
 	ErrorData  *error = NULL;
+	char		result_status[SCHEDLOCK_RESULT_STATUS_LEN] = "";
+	char	   *notices = NULL;
 	SchedlockClaimKind q;
 
 	schedlock_pool_release_role(MySlot);
@@ -678,13 +681,17 @@ dispatch_one(ClaimPosition *pos)
 			wait_until(start);
 		set_running_job(job.job_id);
 		report_job_activity(&job);
+		if (error == NULL)
+			schedlock_log_run_statement(job.job_name, run_id, job.command);
 		job_cancel_begin();
 		if (error == NULL &&
-			!schedlock_exec_atomic(job.command, user, job.timeout_ms, &error))
+			!schedlock_exec_atomic(job.command, user, job.timeout_ms, &error,
+								   result_status, &notices))
 			MemoryContextSwitchTo(run_cxt);
 		job_cancel_end();
 		set_running_job(0);
-		schedlock_record_outcome(&job, &plan, run_id, error);
+		schedlock_record_outcome(&job, &plan, run_id, error, result_status,
+								 notices);
 		end_tx();
 		schedlock_exec_discard_job_state();
 		return true;
@@ -698,14 +705,17 @@ dispatch_one(ClaimPosition *pos)
 	if (error == NULL)
 	{
 		/* in a backend of its own, connected as the job's role */
+		schedlock_log_run_statement(job.job_name, run_id, job.command);
 		job_cancel_begin();
-		(void) schedlock_jobbackend_run(job.command, user, job.timeout_ms, &error);
+		(void) schedlock_jobbackend_run(job.command, user, job.timeout_ms,
+										&error, result_status, &notices);
 		job_cancel_end();
 		MemoryContextSwitchTo(run_cxt);
 	}
 	set_running_job(0);
 	begin_tx("schedlock: recording a run");
-	schedlock_record_outcome(&job, &plan, run_id, error);
+	schedlock_record_outcome(&job, &plan, run_id, error, result_status,
+							 notices);
 	end_tx();
 	return true;
 }
@@ -854,12 +864,14 @@ schedlock_worker_main(Datum arg)
 		LWLockRelease(schedlock_shared->lock);
 		schedlock_wake_launcher();
 	}
-	ereport(LOG,
-			(errmsg("%s started", MyBgworkerEntry->bgw_name)));
+	ereport(DEBUG1,
+			(errmsg_internal("%s started", MyBgworkerEntry->bgw_name)));
 
 	/* an error in the loop is logged and the loop goes on (quarantine.c) */
 	if (sigsetjmp(local_sigjmp_buf, 1) != 0)
 	{
+		/* a capture is never left on (exec.c ends it on every way out) */
+		schedlock_capture_abort();
 		schedlock_worker_recover(run_cxt);
 		job_cancel_end();
 		set_running_job(0);

@@ -83,12 +83,24 @@ stays_paused($node, 'tcopy', qr/copy of the database with OID \d+/);
 ok(ticks_go_on($node, 'app'), 'app goes on running its jobs');
 is(warnings_for($node, 'tcopy'), 1, 'one WARNING in the server log for tcopy');
 
+# a run the copy holds as running (as if copied mid-run) is closed as lost by
+# the adoption, with its duration
+$node->safe_psql('tcopy', q{
+	INSERT INTO schedlock.job_runs (job_id, owner, scheduled_for, attempt, status,
+									started_at, worker_pid)
+	SELECT job_id, owner, now() - interval '1 hour', 99, 'running',
+		   now() - interval '10 minutes', 1
+	  FROM schedlock.jobs WHERE job_name = 'nightly'});
 my ($ret, $stdout, $stderr) = $node->psql('tcopy', 'SELECT schedlock_adopt_jobs()',
 	extra_params => [ '-U', 'other' ]);
 like($stderr, qr/permission denied|must be owner/, 'another role may not adopt the jobs');
 is($node->safe_psql('tcopy', q{
 	SET ROLE dbowner; SELECT schedlock_adopt_jobs()}), '2',
 	'the database owner adopts the 2 jobs of tcopy');
+is($node->safe_psql('tcopy', q{
+	SELECT status, duration = finished_at - started_at, duration >= interval '10 minutes'
+	  FROM schedlock.job_runs WHERE attempt = 99}),
+	'lost|t|t', 'the run the copy held open is closed as lost, with its duration');
 ok(ticks_go_on($node, 'tcopy'), 'after adoption the jobs run in tcopy');
 is($node->safe_psql('tcopy', 'SELECT count(*) FROM schedlock.job_status WHERE paused_reason IS NOT NULL'),
 	'0', 'tcopy: job_status shows nothing paused');

@@ -1,0 +1,57 @@
+/*-------------------------------------------------------------------------
+ *
+ * runlog.h
+ *	  What a run tells the DBA: the output (NOTICE, INFO, WARNING) a job's
+ *	  command raises, captured for schedlock.job_runs.notices, and the
+ *	  server log lines per run (schedlock.log_runs, schedlock.log_statement).
+ *
+ * IDENTIFICATION
+ *	  src/runlog.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SCHEDLOCK_RUNLOG_H
+#define SCHEDLOCK_RUNLOG_H
+
+#include "postgres.h"
+
+#include "datatype/timestamp.h"
+#include "tcop/cmdtag.h"
+
+/* schedlock.log_runs: what the server log gets per finished run */
+typedef enum SchedlockLogRuns
+{
+	SCHEDLOCK_LOG_RUNS_NONE,
+	SCHEDLOCK_LOG_RUNS_FAILURES,	/* failed, timed_out and lost runs */
+	SCHEDLOCK_LOG_RUNS_ALL			/* and succeeded runs, with duration */
+} SchedlockLogRuns;
+
+/* Longest job_runs.result_status, with the NUL (COMPLETION_TAG_BUFSIZE). */
+#define SCHEDLOCK_RESULT_STATUS_LEN	64
+
+/* Room for the marker that ends captured output that was cut. */
+#define SCHEDLOCK_NOTICE_MARKER_LEN	160
+
+extern int	schedlock_log_runs;
+extern bool schedlock_log_statement;
+extern int	schedlock_max_notice_bytes;
+
+extern void schedlock_runlog_init(void);
+
+/* capturing a job's output, in the process that runs its command */
+extern void schedlock_capture_begin(int max_bytes);
+extern char *schedlock_capture_end(void);
+extern void schedlock_capture_abort(void);
+
+extern void schedlock_format_result_status(char *buf, CommandTag tag,
+										   uint64 processed);
+
+/* server log lines */
+extern void schedlock_log_run_statement(const char *job_name, int64 run_id,
+										const char *command);
+extern void schedlock_log_run_end(const char *job_name, int64 run_id,
+								  const char *status, const char *sqlstate,
+								  const char *message,
+								  const Interval *duration);
+
+#endif							/* SCHEDLOCK_RUNLOG_H */
