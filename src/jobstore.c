@@ -29,6 +29,7 @@
 #include <math.h>
 
 #include "access/xlog.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -64,6 +65,18 @@
 	"   WHERE a.datid OPERATOR(pg_catalog.=) $2 " \
 	"     AND a.backend_type OPERATOR(pg_catalog.=) $3 " \
 	"     AND a.backend_start OPERATOR(pg_catalog.<=) " r ".started_at)) "
+
+/*
+ * The columns a statement that ends runs returns from its UPDATE of
+ * job_runs r (a common table expression "e"): what close_runs_failed reads
+ * first, then what SCHEDLOCK_RUN_STATS_CTE (jobstore.h) counts.  Its main
+ * query, ENDED_RUNS_SELECT, hands close_runs_failed its four columns.
+ */
+#define ENDED_RUN_COLUMNS(r) \
+	r ".job_id, " r ".scheduled_for, " r ".attempt, " r ".manual, " \
+	r ".run_id, " r ".status, " r ".started_at, " r ".finished_at"
+#define ENDED_RUNS_SELECT \
+	"SELECT e.job_id, e.scheduled_for, e.attempt, e.manual FROM e"
 
 
 /* Fetchers for the claim statement's columns. */
@@ -207,6 +220,22 @@ schedlock_claim_job(SchedlockClaimKind kind, ClaimPosition *pos,
 }
 
 /*
+ * schedlock_jobs_have_stats
+ *		Whether schedlock.jobs has the run statistics columns of release 1.1
+ *		(the library may be newer than the extension's tables until ALTER
+ *		EXTENSION schedlock UPDATE).  In a transaction.
+ */
+bool
+schedlock_jobs_have_stats(void)
+{
+	Oid			nsp = get_namespace_oid("schedlock", true);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid("jobs", nsp) : InvalidOid;
+
+	return OidIsValid(relid) &&
+		get_attnum(relid, "last_start_lag") != InvalidAttrNumber;
+}
+
+/*
  * close_runs_failed
  *		For every row returned by the last SPI statement (job_id,
  *		scheduled_for, attempt, manual), count a failure and schedule its
@@ -254,17 +283,23 @@ runner_args(Datum *values)
 uint64
 schedlock_close_lost_runs(void)
 {
+#define LOST_RUNS_SQL \
+	"UPDATE schedlock.job_runs r SET status = 'lost', " \
+	"  finished_at = $1, " \
+	"  message = 'the worker running it ended before the run finished " \
+	"(it was stopped or terminated, or the server crashed, restarted or failed over)' " \
+	"WHERE r.run_id OPERATOR(pg_catalog.=) ANY (" \
+	"    SELECT x.run_id FROM schedlock.job_runs x " \
+	"    WHERE x.status OPERATOR(pg_catalog.=) 'running' " \
+	"      AND x.claimed_at IS NULL AND " RUNNER_GONE("x") \
+	"    FOR UPDATE SKIP LOCKED) " \
+	"RETURNING " ENDED_RUN_COLUMNS("r")
 	static SchedlockQuery q = {
-		"UPDATE schedlock.job_runs r SET status = 'lost', "
-		"  finished_at = $1, "
-		"  message = 'the worker running it ended before the run finished "
-		"(it was stopped or terminated, or the server crashed, restarted or failed over)' "
-		"WHERE r.run_id OPERATOR(pg_catalog.=) ANY ("
-		"    SELECT x.run_id FROM schedlock.job_runs x "
-		"    WHERE x.status OPERATOR(pg_catalog.=) 'running' "
-		"      AND x.claimed_at IS NULL AND " RUNNER_GONE("x")
-		"    FOR UPDATE SKIP LOCKED) "
-		"RETURNING r.job_id, r.scheduled_for, r.attempt, r.manual",
+		"WITH e AS (" LOST_RUNS_SQL ") " ENDED_RUNS_SELECT,
+		4, {TIMESTAMPTZOID, OIDOID, TEXTOID, INT4OID}
+	};
+	static SchedlockQuery q_stats = {
+		"WITH e AS (" LOST_RUNS_SQL "), " SCHEDLOCK_RUN_STATS_CTE ENDED_RUNS_SELECT,
 		4, {TIMESTAMPTZOID, OIDOID, TEXTOID, INT4OID}
 	};
 	TimestampTz now = GetCurrentTimestamp();
@@ -273,7 +308,8 @@ schedlock_close_lost_runs(void)
 
 	values[0] = TimestampTzGetDatum(now);
 	runner_args(values);
-	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
+	if (schedlock_query_run(schedlock_jobs_have_stats() ? &q_stats : &q,
+							values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not close lost runs");
 	closed = SPI_processed;
 	if (closed > 0)
@@ -366,25 +402,32 @@ schedlock_next_queued_run(int64 job_id, int64 *run_id,
 uint64
 schedlock_expire_runs(TimestampTz now)
 {
+#define EXPIRE_RUNS_SQL \
+	"UPDATE schedlock.job_runs r SET status = 'timed_out', " \
+	"  finished_at = $1, deadline = NULL, " \
+	"  message = CASE WHEN r.status OPERATOR(pg_catalog.=) 'pending' " \
+	"    THEN 'not claimed within the timeout' " \
+	"    ELSE 'not finished within the timeout' END " \
+	"WHERE r.run_id OPERATOR(pg_catalog.=) ANY (" \
+	"    SELECT x.run_id FROM schedlock.job_runs x " \
+	"    WHERE x.status OPERATOR(pg_catalog.=) ANY ('{pending,running}') " \
+	"      AND x.deadline OPERATOR(pg_catalog.<=) $1 " \
+	"    ORDER BY x.deadline LIMIT " CppAsString2(EXPIRE_BATCH_ROWS) \
+	"    FOR UPDATE SKIP LOCKED) " \
+	"RETURNING " ENDED_RUN_COLUMNS("r")
 	static SchedlockQuery q = {
-		"UPDATE schedlock.job_runs r SET status = 'timed_out', "
-		"  finished_at = $1, deadline = NULL, "
-		"  message = CASE WHEN r.status OPERATOR(pg_catalog.=) 'pending' "
-		"    THEN 'not claimed within the timeout' "
-		"    ELSE 'not finished within the timeout' END "
-		"WHERE r.run_id OPERATOR(pg_catalog.=) ANY ("
-		"    SELECT x.run_id FROM schedlock.job_runs x "
-		"    WHERE x.status OPERATOR(pg_catalog.=) ANY ('{pending,running}') "
-		"      AND x.deadline OPERATOR(pg_catalog.<=) $1 "
-		"    ORDER BY x.deadline LIMIT " CppAsString2(EXPIRE_BATCH_ROWS)
-		"    FOR UPDATE SKIP LOCKED) "
-		"RETURNING r.job_id, r.scheduled_for, r.attempt, r.manual",
+		"WITH e AS (" EXPIRE_RUNS_SQL ") " ENDED_RUNS_SELECT,
+		1, {TIMESTAMPTZOID}
+	};
+	static SchedlockQuery q_stats = {
+		"WITH e AS (" EXPIRE_RUNS_SQL "), " SCHEDLOCK_RUN_STATS_CTE ENDED_RUNS_SELECT,
 		1, {TIMESTAMPTZOID}
 	};
 	Datum		values[1] = {TimestampTzGetDatum(now)};
 	uint64		closed;
 
-	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
+	if (schedlock_query_run(schedlock_jobs_have_stats() ? &q_stats : &q,
+							values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not close overdue runs");
 	closed = SPI_processed;
 	close_runs_failed(now);
@@ -485,7 +528,9 @@ schedlock_save_job_state(ClaimedJob *job, TimestampTz now)
 	if (!job->has_retry)
 		nulls[2] = nulls[3] = nulls[4] = 'n';
 	values[5] = Int32GetDatum(job->manual_pending);
-	nulls[6] = schedlock_rule_next_run_at(job->has_next_slot, job->next_slot,
+	/* the claim found the job enabled, and holds its row */
+	nulls[6] = schedlock_rule_next_run_at(true,
+										  job->has_next_slot, job->next_slot,
 										  job->has_retry, job->retry_at,
 										  job->manual_pending, now,
 										  &next_run_at) ? ' ' : 'n';
@@ -597,23 +642,33 @@ schedlock_record_run(ClaimedJob *job, ClaimPlan *plan, const char *status,
 
 /*
  * schedlock_record_outcome
- *		Close a run as succeeded or failed and update the job's failure
- *		count and retry.  Connected to SPI, in a transaction.
+ *		Close a run as succeeded or failed and update the job's statistics,
+ *		failure count and retry.  A success is one statement (the run's row
+ *		and the job's, on the tables of 1.1).  Connected to SPI, in a
+ *		transaction.
  */
 void
 schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 						 ErrorData *error)
 {
+#define OUTCOME_SQL \
+	"UPDATE schedlock.job_runs r SET status = $2, " \
+	"  finished_at = $3, sqlstate = $4, " \
+	"  message = COALESCE($5, message) " \
+	"WHERE run_id OPERATOR(pg_catalog.=) $1"
 	static SchedlockQuery q = {
-		"UPDATE schedlock.job_runs SET status = $2, "
-		"  finished_at = $3, sqlstate = $4, "
-		"  message = COALESCE($5, message) "
-		"WHERE run_id OPERATOR(pg_catalog.=) $1",
+		OUTCOME_SQL,
+		5, {INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID}
+	};
+	static SchedlockQuery q_stats = {
+		"WITH e AS (" OUTCOME_SQL " RETURNING " ENDED_RUN_COLUMNS("r") "), "
+		SCHEDLOCK_RUN_STATS_CTE "SELECT 1",
 		5, {INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID}
 	};
 	TimestampTz now = GetCurrentTimestamp();
 	Datum		values[5];
 	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	bool		stats = schedlock_jobs_have_stats();
 
 	values[0] = Int64GetDatum(run_id);
 	values[1] = CStringGetTextDatum(error ? "failed" : "succeeded");
@@ -625,7 +680,8 @@ schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 	}
 	else
 		nulls[3] = nulls[4] = 'n';
-	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE)
+	if (schedlock_query_run(stats ? &q_stats : &q, values, nulls, false, 0) !=
+		(stats ? SPI_OK_SELECT : SPI_OK_UPDATE))
 		elog(ERROR, "could not record the outcome of run " INT64_FORMAT, run_id);
 	if (error)
 	{
@@ -637,7 +693,7 @@ schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 														   plan->attempt),
 							 now);
 	}
-	else if (job->failures != 0)
+	else if (job->failures != 0 && !stats)
 		schedlock_run_succeeded(job->job_id);
 }
 
@@ -645,9 +701,9 @@ schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
  * read_job_timing
  *		Read and lock (FOR NO KEY UPDATE, as an UPDATE of the row would) the
  *		job's max_attempts, retry_delay in seconds (as EXTRACT(epoch FROM
- *		...)), next slot, pending retry time and count of queued run_job()
- *		calls, into SPI_tuptable (columns 1 to 5).  False when the job does
- *		not exist (any more).  Caller is connected to SPI.
+ *		...)), next slot, pending retry time, count of queued run_job()
+ *		calls and enabled, into SPI_tuptable (columns 1 to 6).  False when
+ *		the job does not exist (any more).  Caller is connected to SPI.
  */
 static bool
 read_job_timing(int64 job_id)
@@ -655,7 +711,7 @@ read_job_timing(int64 job_id)
 	static SchedlockQuery q = {
 		"SELECT max_attempts, "
 		"  pg_catalog.date_part('epoch', retry_delay)::pg_catalog.float8, "
-		"  next_slot, retry_at, manual_pending "
+		"  next_slot, retry_at, manual_pending, enabled "
 		"FROM schedlock.jobs WHERE job_id OPERATOR(pg_catalog.=) $1 "
 		"FOR NO KEY UPDATE",
 		1, {INT8OID}
@@ -682,7 +738,7 @@ timing_column(int n, bool *isnull)
  *		The next_run_at of the row read_job_timing read, with its pending
  *		retry replaced by the given one when has_retry is not -1 (0: none,
  *		1: retry_at), by schedlock_rule_next_run_at.  False when it has none
- *		(NULL).
+ *		(NULL), as while the job is disabled.
  */
 static bool
 timing_next_run_at(int has_retry, TimestampTz retry_at, TimestampTz now,
@@ -694,13 +750,16 @@ timing_next_run_at(int has_retry, TimestampTz retry_at, TimestampTz now,
 	Datum		slot = timing_column(3, &slot_null);
 	Datum		old_retry = timing_column(4, &retry_null);
 	Datum		manual = timing_column(5, &manual_null);
+	bool		enabled_null;
+	Datum		enabled = timing_column(6, &enabled_null);
 
 	if (has_retry < 0)
 	{
 		has_retry = !retry_null;
 		retry_at = retry_null ? 0 : DatumGetTimestampTz(old_retry);
 	}
-	return schedlock_rule_next_run_at(!slot_null,
+	return schedlock_rule_next_run_at(!enabled_null && DatumGetBool(enabled),
+									  !slot_null,
 									  slot_null ? 0 : DatumGetTimestampTz(slot),
 									  has_retry != 0, retry_at,
 									  manual_null ? 0 : DatumGetInt32(manual),
@@ -898,17 +957,26 @@ schedlock_claim_pending_run(int64 run_id, const char *claimed_by,
 /*
  * schedlock_finish_running_run
  *		Close a running run of a NOTIFY job as succeeded or failed at now,
- *		with message (may be NULL), and update its job's failure count and
- *		retry.  False when the run is not running (any more).
+ *		with message (may be NULL), and update its job's statistics,
+ *		failure count and retry.  False when the run is not running (any
+ *		more).
  */
 bool
 schedlock_finish_running_run(int64 run_id, bool succeeded,
 							 const char *message, TimestampTz now)
 {
+#define FINISH_RUN_SQL \
+	"UPDATE schedlock.job_runs r SET " \
+	"  status = CASE WHEN $2 THEN 'succeeded' ELSE 'failed' END, " \
+	"  finished_at = $4, deadline = NULL, message = $3 " \
+	"WHERE run_id OPERATOR(pg_catalog.=) $1 " \
+	"  AND status OPERATOR(pg_catalog.=) 'running' " \
+	"RETURNING " ENDED_RUN_COLUMNS("r")
 	Oid			types[4] = {INT8OID, BOOLOID, TEXTOID, TIMESTAMPTZOID};
 	Datum		values[4];
 	char		nulls[4] = {' ', ' ', ' ', ' '};
 	bool		finished;
+	bool		stats = schedlock_jobs_have_stats();
 
 	values[0] = Int64GetDatum(run_id);
 	values[1] = BoolGetDatum(succeeded);
@@ -916,13 +984,11 @@ schedlock_finish_running_run(int64 run_id, bool succeeded,
 	if (message == NULL)
 		nulls[2] = 'n';
 	values[3] = TimestampTzGetDatum(now);
-	if (SPI_execute_with_args("UPDATE schedlock.job_runs SET "
-							  "  status = CASE WHEN $2 THEN 'succeeded' ELSE 'failed' END, "
-							  "  finished_at = $4, deadline = NULL, message = $3 "
-							  "WHERE run_id OPERATOR(pg_catalog.=) $1 "
-							  "  AND status OPERATOR(pg_catalog.=) 'running' "
-							  "RETURNING job_id, scheduled_for, attempt, manual",
-							  4, types, values, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
+	if (SPI_execute_with_args(stats ?
+							  "WITH e AS (" FINISH_RUN_SQL "), "
+							  SCHEDLOCK_RUN_STATS_CTE ENDED_RUNS_SELECT :
+							  "WITH e AS (" FINISH_RUN_SQL ") " ENDED_RUNS_SELECT,
+							  4, types, values, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not finish run " INT64_FORMAT, run_id);
 	finished = (SPI_processed == 1);
 	if (finished)
@@ -935,9 +1001,10 @@ schedlock_finish_running_run(int64 run_id, bool succeeded,
 		int32		attempt = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
 		bool		manual = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
 
-		if (succeeded)
+		/* with the statistics, a success was counted by the statement */
+		if (succeeded && !stats)
 			schedlock_run_succeeded(job_id);
-		else
+		else if (!succeeded)
 			schedlock_run_failed(job_id, slot,
 								 schedlock_rule_failed_attempt(manual, attempt),
 								 now);
@@ -949,12 +1016,20 @@ schedlock_finish_running_run(int64 run_id, bool succeeded,
  * schedlock_fail_dispatch_runs
  *		Close the SQL runs this worker left running (a dispatch that failed
  *		in the worker's own bookkeeping) as failed at now, with the error's
- *		SQLSTATE and message.
+ *		SQLSTATE and message, and count them in their jobs' statistics.
  */
 void
 schedlock_fail_dispatch_runs(TimestampTz now, const char *state,
 							 const char *message)
 {
+#define FAIL_DISPATCH_SQL \
+	"UPDATE schedlock.job_runs r SET status = 'failed', " \
+	"  finished_at = $1, sqlstate = $2, message = $3, " \
+	"  deadline = NULL " \
+	"WHERE status OPERATOR(pg_catalog.=) 'running' " \
+	"  AND worker_pid OPERATOR(pg_catalog.=) $4 " \
+	"  AND claimed_at IS NULL " \
+	"RETURNING " ENDED_RUN_COLUMNS("r")
 	Oid			types[4] = {TIMESTAMPTZOID, TEXTOID, TEXTOID, INT4OID};
 	Datum		values[4];
 
@@ -962,13 +1037,11 @@ schedlock_fail_dispatch_runs(TimestampTz now, const char *state,
 	values[1] = CStringGetTextDatum(state);
 	values[2] = CStringGetTextDatum(message);
 	values[3] = Int32GetDatum(MyProcPid);
-	if (SPI_execute_with_args("UPDATE schedlock.job_runs SET status = 'failed', "
-							  "  finished_at = $1, sqlstate = $2, message = $3, "
-							  "  deadline = NULL "
-							  "WHERE status OPERATOR(pg_catalog.=) 'running' "
-							  "  AND worker_pid OPERATOR(pg_catalog.=) $4 "
-							  "  AND claimed_at IS NULL",
-							  4, types, values, NULL, false, 0) != SPI_OK_UPDATE)
+	if (SPI_execute_with_args(schedlock_jobs_have_stats() ?
+							  "WITH e AS (" FAIL_DISPATCH_SQL "), "
+							  SCHEDLOCK_RUN_STATS_CTE ENDED_RUNS_SELECT :
+							  FAIL_DISPATCH_SQL,
+							  4, types, values, NULL, false, 0) < 0)
 		elog(ERROR, "could not close the runs of a failed dispatch");
 }
 
@@ -1023,7 +1096,7 @@ schedlock_read_dispatch_errors(int64 job_id, bool *run_since, int32 *errors,
  * schedlock_save_dispatch_error
  *		Record the job's breaks-th dispatch error in a row, at now: hold it
  *		until hold_until (its next_run_at), and when reason is not NULL,
- *		quarantine it (disabled, with the reason).
+ *		quarantine it (disabled, with the reason, and so no next_run_at).
  */
 void
 schedlock_save_dispatch_error(int64 job_id, int breaks, TimestampTz now,
@@ -1045,7 +1118,8 @@ schedlock_save_dispatch_error(int64 job_id, int breaks, TimestampTz now,
 							  "  dispatch_error_at = $3, "
 							  "  enabled = enabled AND $5 IS NULL, "
 							  "  quarantine_reason = $5, "
-							  "  next_run_at = $4 "
+							  "  next_run_at = CASE WHEN enabled AND $5 IS NULL "
+							  "    THEN $4 END "
 							  "WHERE job_id OPERATOR(pg_catalog.=) $1",
 							  5, types, values, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record a dispatch error of job " INT64_FORMAT, job_id);
@@ -1087,9 +1161,10 @@ static Oid	write_types[17] = {
 /*
  * schedlock_upsert_job
  *		Create job job_name of role owner from def, or replace the
- *		definition of the one it has: its next slot (and next_run_at) is
- *		slot (none unless has_slot), and a pending retry and a quarantine
- *		are forgotten.  *manual_pending gets the job's queued run_job()
+ *		definition of the one it has: its next slot is slot (none unless
+ *		has_slot), and so is its next_run_at while enabled (NULL while
+ *		disabled), and a pending retry and a quarantine are forgotten.  The
+ *		run statistics of a job it replaces are kept.  *manual_pending gets the job's queued run_job()
  *		calls.  Returns the job id.  As the extension owner.
  */
 int64
@@ -1115,7 +1190,7 @@ schedlock_upsert_job(const char *job_name, Oid owner, const JobDef *def,
 							  "  timeout, max_attempts, retry_delay, misfire, atomic, "
 							  "  enabled, run_as, reboot, next_slot, next_run_at) "
 							  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
-							  "  $12, $13, $14, $15, $16, $16) "
+							  "  $12, $13, $14, $15, $16, CASE WHEN $13 THEN $16 END) "
 							  "ON CONFLICT (owner, job_name) DO UPDATE SET "
 							  "  schedule = EXCLUDED.schedule, command = EXCLUDED.command, "
 							  "  notify_channel = EXCLUDED.notify_channel, "
@@ -1128,7 +1203,7 @@ schedlock_upsert_job(const char *job_name, Oid owner, const JobDef *def,
 							  "  reboot = EXCLUDED.reboot, next_slot = EXCLUDED.next_slot, "
 							  "  retry_slot = NULL, retry_attempt = NULL, retry_at = NULL, "
 							  "  %s"
-							  "  next_run_at = EXCLUDED.next_slot "
+							  "  next_run_at = EXCLUDED.next_run_at "
 							  "RETURNING job_id, manual_pending",
 									   schedlock_jobs_have_quarantine() ?
 									   "dispatch_errors = 0, dispatch_error_at = NULL, "
