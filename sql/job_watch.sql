@@ -5,7 +5,7 @@
 -- one-off job keeps its instant in next_slot meanwhile.  job_status's
 -- stopped_reason says why a job will not run.  The instants lie years
 -- ahead, or are written in transactions that roll back, so that no worker
--- runs anything.  (schedlock.enabled = off is in test/t/140_job_stats.pl:
+-- runs anything.  (schedlock.enabled = off is in test/t/141_job_stats.pl:
 -- the setting is the server's.)
 --
 SET client_min_messages = warning;
