@@ -7,6 +7,10 @@
  *	  history pruning, the next wakeup, and the run bookkeeping of the SQL
  *	  API (run.c).
  *
+ * Every statement that ends runs also counts them in their jobs' run
+ * statistics (release 1.1: SCHEDLOCK_RUN_STATS_CTE in jobstore.h), in the
+ * same statement; on the tables of 1.0 it runs without.
+ *
  * The callers decide; this file only reads and writes.  What a job does
  * next (its next slot, retry, next_run_at) is worked out by the scheduling
  * rules (rules.c) from what is read here, and written back here.  The
