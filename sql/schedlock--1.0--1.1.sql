@@ -557,3 +557,104 @@ COMMENT ON COLUMN schedlock.job_runs.result_status IS
 	'command tag of the last statement of a succeeded SQL run, as psql prints it (INSERT 0 5)';
 COMMENT ON COLUMN schedlock.job_runs.notices IS
 	'NOTICE, INFO and WARNING output of a SQL run, at most schedlock.max_notice_bytes and a marker when cut';
+-------------------------------------------------------------------------------
+-- Issue 13: a scheduler a DBA can watch: run statistics per job, no
+-- next_run_at while disabled, and why a job will not run
+-------------------------------------------------------------------------------
+
+/*
+ * Every run that ends (succeeded, failed, timed_out, lost; a skipped slot is
+ * no run) counts once on its job's row, in the statement that ends it
+ * (SCHEDLOCK_RUN_STATS_CTE in src/jobstore.h).  schedule_job and
+ * schedule_once replacing a definition keep the counts; a new job starts at
+ * 0, and so do the jobs of 1.0 (their history is not counted again).
+ */
+ALTER TABLE schedlock.jobs
+	ADD COLUMN total_runs bigint NOT NULL DEFAULT 0,
+	ADD COLUMN succeeded_runs bigint NOT NULL DEFAULT 0,
+	ADD COLUMN failed_runs bigint NOT NULL DEFAULT 0,
+	ADD COLUMN total_duration interval NOT NULL DEFAULT '0',
+	ADD COLUMN last_duration interval,
+	ADD COLUMN last_success_at timestamptz,
+	ADD COLUMN last_start_lag interval;
+
+COMMENT ON COLUMN schedlock.jobs.total_runs IS
+	'runs of the job that ended (succeeded, failed, timed_out or lost; skipped slots are not runs)';
+COMMENT ON COLUMN schedlock.jobs.succeeded_runs IS
+	'runs of the job that ended succeeded';
+COMMENT ON COLUMN schedlock.jobs.failed_runs IS
+	'runs of the job that ended failed, timed_out or lost';
+COMMENT ON COLUMN schedlock.jobs.total_duration IS
+	'sum of finished_at - started_at of the runs counted in total_runs';
+COMMENT ON COLUMN schedlock.jobs.last_duration IS
+	'finished_at - started_at of the run that ended last';
+COMMENT ON COLUMN schedlock.jobs.last_success_at IS
+	'finished_at of the last run that succeeded';
+COMMENT ON COLUMN schedlock.jobs.last_start_lag IS
+	'started_at - scheduled_for of the run that ended last (for a NOTIFY job: until an application claimed it)';
+
+-- a disabled (or quarantined) job has no next run; its next slot, a
+-- one-off job's instant among them, stays in next_slot
+UPDATE schedlock.jobs SET next_run_at = NULL
+ WHERE NOT enabled AND next_run_at IS NOT NULL;
+
+COMMENT ON COLUMN schedlock.jobs.next_run_at IS
+	'when a worker next has something to do for the job: least(next_slot, retry_at, now if run_job is pending); NULL while the job is disabled';
+
+-- job_status gains the statistics and stopped_reason: why the job will not
+-- run (NULL when it will)
+CREATE OR REPLACE VIEW schedlock.job_status WITH (security_invoker = true) AS
+SELECT j.job_id,
+	   j.job_name,
+	   j.owner,
+	   j.schedule,
+	   COALESCE(j.timezone,
+						   pg_catalog.current_setting('schedlock.timezone')) AS timezone,
+	   j.enabled,
+	   j.next_run_at,
+	   l.status AS last_status,
+	   l.scheduled_for AS last_scheduled_for,
+	   l.finished_at AS last_finished_at,
+	   l.sqlstate AS last_sqlstate,
+	   l.message AS last_message,
+	   j.consecutive_failures,
+	   COALESCE(r.worker_pid, schedlock.job_worker_pid(j.job_id)) AS running_pid,
+	   COALESCE((SELECT schedlock.paused_reason()), j.quarantine_reason) AS paused_reason,
+	   j.total_runs,
+	   j.succeeded_runs,
+	   j.failed_runs,
+	   j.last_duration,
+	   j.total_duration OPERATOR(pg_catalog./)
+		 NULLIF(j.total_runs, 0)::pg_catalog.float8 AS average_duration,
+	   j.last_success_at,
+	   j.last_start_lag,
+	   CASE
+		 WHEN pg_catalog.current_setting('schedlock.enabled', true) OPERATOR(pg_catalog.=) 'off'
+		 THEN 'schedlock.enabled is off: the workers run no job'
+		 ELSE COALESCE((SELECT schedlock.paused_reason()), j.quarantine_reason,
+			  CASE
+				WHEN NOT j.enabled
+				THEN 'disabled: alter_job(..., enabled => true) enables the job'
+				WHEN j.schedule OPERATOR(pg_catalog.=) '@once' AND j.next_run_at IS NULL
+				  AND NOT EXISTS (SELECT 1 FROM schedlock.job_runs x
+								   WHERE x.job_id OPERATOR(pg_catalog.=) j.job_id
+									 AND x.status IN ('queued', 'pending', 'running'))
+				THEN 'ended: the one-off job has run; alter_job(..., next_run_at => ...) runs it again'
+			  END)
+	   END AS stopped_reason
+  FROM schedlock.jobs j
+  LEFT JOIN LATERAL (SELECT x.status, x.scheduled_for, x.finished_at, x.sqlstate, x.message
+					   FROM schedlock.job_runs x
+					  WHERE x.job_id OPERATOR(pg_catalog.=) j.job_id
+						AND x.status NOT IN ('queued', 'pending', 'running')
+					  ORDER BY x.run_id DESC
+					  LIMIT 1) l ON true
+  LEFT JOIN LATERAL (SELECT x.worker_pid
+					   FROM schedlock.job_runs x
+					  WHERE x.job_id OPERATOR(pg_catalog.=) j.job_id
+						AND x.status OPERATOR(pg_catalog.=) 'running'
+					  ORDER BY x.run_id DESC
+					  LIMIT 1) r ON true;
+
+COMMENT ON VIEW schedlock.job_status IS
+	'per job: schedule, time zone, next run, last finished run and its error, consecutive failures, pid running it now, why it is paused (a copy) or quarantined, run statistics, and why it will not run';

@@ -59,6 +59,7 @@
 
 #include "cron_pg.h"
 #include "compat.h"
+#include "jobstore.h"
 #include "schedlock.h"
 #include "scheduler.h"
 
@@ -390,7 +391,7 @@ adopt_job(SPIPlanPtr *plans, int64 job_id, const char *schedule,
 		elog(ERROR, "could not adopt job " INT64_FORMAT, job_id);
 
 	values[1] = TimestampTzGetDatum(now);
-	if (SPI_execute_plan(plans[1], values, NULL, false, 0) != SPI_OK_UPDATE)
+	if (SPI_execute_plan(plans[1], values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not close the open runs of job " INT64_FORMAT, job_id);
 }
 
@@ -403,20 +404,23 @@ adopt_job(SPIPlanPtr *plans, int64 job_id, const char *schedule,
 static void
 prepare_adoption(SPIPlanPtr *plans)
 {
+	/* the runs it closes as lost count in the job's statistics */
 	static const char *const sql[2] = {
 		"UPDATE schedlock.jobs SET home_id = $2, "
-		"  next_slot = $3, next_run_at = $3, "
+		"  next_slot = $3, next_run_at = CASE WHEN enabled THEN $3 END, "
 		"  retry_slot = NULL, retry_attempt = NULL, retry_at = NULL, "
 		"  manual_pending = 0 "
 		"WHERE job_id OPERATOR(pg_catalog.=) $1",
-		"UPDATE schedlock.job_runs SET "
+		"WITH e AS (UPDATE schedlock.job_runs SET "
 		"  status = CASE WHEN status OPERATOR(pg_catalog.=) 'queued' "
 		"    THEN 'skipped' ELSE 'lost' END, "
 		"  finished_at = $2, deadline = NULL, "
 		"  duration = $2 OPERATOR(pg_catalog.-) started_at, "
 		"  message = 'open in the database the job was copied from; closed by schedlock_adopt_jobs()' "
 		"WHERE job_id OPERATOR(pg_catalog.=) $1 "
-		"  AND status OPERATOR(pg_catalog.=) ANY ('{queued,pending,running}'::pg_catalog.text[])"
+		"  AND status OPERATOR(pg_catalog.=) ANY ('{queued,pending,running}'::pg_catalog.text[]) "
+		"RETURNING job_id, run_id, status, started_at, finished_at, scheduled_for), "
+		SCHEDLOCK_RUN_STATS_CTE "SELECT 1"
 	};
 	Oid			types[2][3] = {{INT8OID, UUIDOID, TIMESTAMPTZOID},
 							   {INT8OID, TIMESTAMPTZOID}};

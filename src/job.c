@@ -554,15 +554,21 @@ upsert_job(const char *job_name, Oid caller, const JobDef *def, bool reboot,
 	int64		job_id;
 	int32		manual_pending;
 	TimestampTz next_run_at;
+	bool		written;
 
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
 	job_id = schedlock_upsert_job(job_name, caller, def, reboot, has_slot,
 								  slot, &manual_pending);
-	/* next_run_at is the slot, unless run_job() calls of the job are queued */
-	if (schedlock_rule_next_run_at(has_slot, slot, false, 0, manual_pending,
-								   now, &next_run_at) != has_slot ||
-		(has_slot && next_run_at != slot))
+	/*
+	 * The upsert wrote the slot as next_run_at (none while disabled): right
+	 * unless run_job() calls of the job are queued
+	 */
+	written = def->enabled && has_slot;
+	if (schedlock_rule_next_run_at(def->enabled, has_slot, slot, false, 0,
+								   manual_pending, now,
+								   &next_run_at) != written ||
+		(written && next_run_at != slot))
 		schedlock_recompute_next_run(job_id, now);
 	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
 	SPI_finish();

@@ -7,6 +7,10 @@
  *	  history pruning, the next wakeup, and the run bookkeeping of the SQL
  *	  API (run.c).
  *
+ * Every statement that ends runs also counts them in their jobs' run
+ * statistics (release 1.1: SCHEDLOCK_RUN_STATS_CTE in jobstore.h), in the
+ * same statement; on the tables of 1.0 it runs without.
+ *
  * The callers decide; this file only reads and writes.  What a job does
  * next (its next slot, retry, next_run_at) is worked out by the scheduling
  * rules (rules.c) from what is read here, and written back here.  The
@@ -66,6 +70,26 @@
 	"   WHERE a.datid OPERATOR(pg_catalog.=) $2 " \
 	"     AND a.backend_type OPERATOR(pg_catalog.=) $3 " \
 	"     AND a.backend_start OPERATOR(pg_catalog.<=) " r ".started_at)) "
+
+/*
+ * The columns a statement that ends runs returns from its UPDATE of
+ * job_runs r (a common table expression "e"), finished being the time it
+ * ends them at: what close_runs_failed reads (job_id, scheduled_for,
+ * attempt, manual), what log_closed_run reads (run_id, job_name, status,
+ * sqlstate, message, duration: NULL for a run that never started), and
+ * what SCHEDLOCK_RUN_STATS_CTE (jobstore.h) counts.  The statement's main
+ * query, ENDED_RUNS_SELECT, hands on the first ten.
+ */
+#define ENDED_RUN_COLUMNS(r, finished) \
+	r ".job_id, " r ".scheduled_for, " r ".attempt, " r ".manual, " \
+	r ".run_id, (SELECT j.job_name FROM schedlock.jobs j " \
+	"  WHERE j.job_id OPERATOR(pg_catalog.=) " r ".job_id) AS job_name, " \
+	r ".status, " r ".sqlstate, " r ".message, " \
+	finished " OPERATOR(pg_catalog.-) " r ".started_at AS duration, " \
+	r ".started_at, " r ".finished_at"
+#define ENDED_RUNS_SELECT \
+	"SELECT e.job_id, e.scheduled_for, e.attempt, e.manual, e.run_id, " \
+	"  e.job_name, e.status, e.sqlstate, e.message, e.duration FROM e"
 
 
 /* Fetchers for the claim statement's columns. */
@@ -209,37 +233,28 @@ schedlock_claim_job(SchedlockClaimKind kind, ClaimPosition *pos,
 }
 
 /*
- * runs_have_detail
- *		Whether schedlock.job_runs has the columns of release 1.1 that say
- *		more about a run (detail, hint, duration, result_status, notices):
- *		the library may be newer than the tables until ALTER EXTENSION
- *		schedlock UPDATE.  In a transaction.
+ * schedlock_jobs_have_stats
+ *		Whether the tables have the columns of release 1.1: the run
+ *		statistics of schedlock.jobs, and what schedlock.job_runs says of a
+ *		run (detail, hint, duration, result_status, notices), which come in
+ *		the same update.  The library may be newer than the extension's
+ *		tables until ALTER EXTENSION schedlock UPDATE.  In a transaction.
  */
-static bool
-runs_have_detail(void)
+bool
+schedlock_jobs_have_stats(void)
 {
 	Oid			nsp = get_namespace_oid("schedlock", true);
-	Oid			relid = OidIsValid(nsp) ? get_relname_relid("job_runs", nsp) : InvalidOid;
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid("jobs", nsp) : InvalidOid;
 
 	return OidIsValid(relid) &&
-		get_attnum(relid, "notices") != InvalidAttrNumber;
+		get_attnum(relid, "last_start_lag") != InvalidAttrNumber;
 }
-
-/*
- * The columns a statement that closes runs returns after its own, for
- * log_closed_run: the run, its job's name, status, SQLSTATE, message and
- * duration (finished_at - started_at: NULL for a run that never started).
- */
-#define CLOSED_RUN_RETURNING(r, finished) \
-	r ".run_id, (SELECT j.job_name FROM schedlock.jobs j " \
-	"  WHERE j.job_id OPERATOR(pg_catalog.=) " r ".job_id), " \
-	r ".status, " r ".sqlstate, " r ".message, " \
-	finished " OPERATOR(pg_catalog.-) " r ".started_at"
 
 /*
  * log_closed_run
  *		Log row i of tuptable, whose columns from first on
- *		are those of CLOSED_RUN_RETURNING, as schedlock.log_runs asks.
+ *		are those of ENDED_RUN_COLUMNS from run_id on, as schedlock.log_runs
+ *		asks.
  */
 static void
 log_closed_run(SPITupleTable *tuptable, uint64 i, int first)
@@ -262,7 +277,8 @@ log_closed_run(SPITupleTable *tuptable, uint64 i, int first)
 /*
  * close_runs_failed
  *		For every row returned by the last SPI statement (job_id,
- *		scheduled_for, attempt, manual, then CLOSED_RUN_RETURNING), log it
+ *		scheduled_for, attempt, manual, then the rest of
+ *		ENDED_RUNS_SELECT's columns), log it
  *		per schedlock.log_runs, count a failure and schedule its retry.
  *		Inside a transaction, connected to SPI.
  */
@@ -316,18 +332,19 @@ runner_args(Datum *values)
 	"    WHERE x.status OPERATOR(pg_catalog.=) 'running' " \
 	"      AND x.claimed_at IS NULL AND " RUNNER_GONE("x") \
 	"    FOR UPDATE SKIP LOCKED) " \
-	"RETURNING r.job_id, r.scheduled_for, r.attempt, r.manual, " \
-	CLOSED_RUN_RETURNING("r", "$1")
+	"RETURNING " ENDED_RUN_COLUMNS("r", "$1")
 
 uint64
 schedlock_close_lost_runs(void)
 {
 	static SchedlockQuery q = {
-		LOST_RUNS_SQL("duration = $1 OPERATOR(pg_catalog.-) r.started_at, "),
+		"WITH e AS ("
+		LOST_RUNS_SQL("duration = $1 OPERATOR(pg_catalog.-) r.started_at, ")
+		"), " SCHEDLOCK_RUN_STATS_CTE ENDED_RUNS_SELECT,
 		4, {TIMESTAMPTZOID, OIDOID, TEXTOID, INT4OID}
 	};
 	static SchedlockQuery q_1_0 = {
-		LOST_RUNS_SQL(""),
+		"WITH e AS (" LOST_RUNS_SQL("") ") " ENDED_RUNS_SELECT,
 		4, {TIMESTAMPTZOID, OIDOID, TEXTOID, INT4OID}
 	};
 	TimestampTz now = GetCurrentTimestamp();
@@ -336,8 +353,8 @@ schedlock_close_lost_runs(void)
 
 	values[0] = TimestampTzGetDatum(now);
 	runner_args(values);
-	if (schedlock_query_run(runs_have_detail() ? &q : &q_1_0, values, NULL,
-							false, 0) != SPI_OK_UPDATE_RETURNING)
+	if (schedlock_query_run(schedlock_jobs_have_stats() ? &q : &q_1_0,
+							values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not close lost runs");
 	closed = SPI_processed;
 	/* one line per lost run, by schedlock.log_runs */
@@ -436,26 +453,27 @@ schedlock_next_queued_run(int64 job_id, int64 *run_id,
 	"      AND x.deadline OPERATOR(pg_catalog.<=) $1 " \
 	"    ORDER BY x.deadline LIMIT " CppAsString2(EXPIRE_BATCH_ROWS) \
 	"    FOR UPDATE SKIP LOCKED) " \
-	"RETURNING r.job_id, r.scheduled_for, r.attempt, r.manual, " \
-	CLOSED_RUN_RETURNING("r", "$1")
+	"RETURNING " ENDED_RUN_COLUMNS("r", "$1")
 
 uint64
 schedlock_expire_runs(TimestampTz now)
 {
 	/* a run that was never claimed has no start, and no duration */
 	static SchedlockQuery q = {
-		EXPIRE_RUNS_SQL("duration = $1 OPERATOR(pg_catalog.-) r.started_at, "),
+		"WITH e AS ("
+		EXPIRE_RUNS_SQL("duration = $1 OPERATOR(pg_catalog.-) r.started_at, ")
+		"), " SCHEDLOCK_RUN_STATS_CTE ENDED_RUNS_SELECT,
 		1, {TIMESTAMPTZOID}
 	};
 	static SchedlockQuery q_1_0 = {
-		EXPIRE_RUNS_SQL(""),
+		"WITH e AS (" EXPIRE_RUNS_SQL("") ") " ENDED_RUNS_SELECT,
 		1, {TIMESTAMPTZOID}
 	};
 	Datum		values[1] = {TimestampTzGetDatum(now)};
 	uint64		closed;
 
-	if (schedlock_query_run(runs_have_detail() ? &q : &q_1_0, values, NULL,
-							false, 0) != SPI_OK_UPDATE_RETURNING)
+	if (schedlock_query_run(schedlock_jobs_have_stats() ? &q : &q_1_0,
+							values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not close overdue runs");
 	closed = SPI_processed;
 	close_runs_failed(now);
@@ -556,7 +574,9 @@ schedlock_save_job_state(ClaimedJob *job, TimestampTz now)
 	if (!job->has_retry)
 		nulls[2] = nulls[3] = nulls[4] = 'n';
 	values[5] = Int32GetDatum(job->manual_pending);
-	nulls[6] = schedlock_rule_next_run_at(job->has_next_slot, job->next_slot,
+	/* the claim found the job enabled, and holds its row */
+	nulls[6] = schedlock_rule_next_run_at(true,
+										  job->has_next_slot, job->next_slot,
 										  job->has_retry, job->retry_at,
 										  job->manual_pending, now,
 										  &next_run_at) ? ' ' : 'n';
@@ -671,9 +691,11 @@ schedlock_record_run(ClaimedJob *job, ClaimPlan *plan, const char *status,
  *		Close a run as succeeded or failed (error), with what the run said:
  *		the error's SQLSTATE, message, detail and hint, its duration, the
  *		command tag of its last statement (result_status, may be NULL or
- *		"") and its captured output (notices, may be NULL), all in one
- *		statement; log it per schedlock.log_runs, and update the job's
- *		failure count and retry.  Connected to SPI, in a transaction.
+ *		"") and its captured output (notices, may be NULL), and count it in
+ *		the job's statistics, all in one statement; log it per
+ *		schedlock.log_runs, and update the job's failure count and retry
+ *		(a success resets the count in that statement).  Connected to SPI,
+ *		in a transaction.
  */
 void
 schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
@@ -681,13 +703,15 @@ schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 						 const char *notices)
 {
 	static SchedlockQuery q = {
-		"UPDATE schedlock.job_runs SET status = $2, "
+		"WITH e AS ("
+		"UPDATE schedlock.job_runs r SET status = $2, "
 		"  finished_at = $3, sqlstate = $4, "
 		"  message = COALESCE($5, message), detail = $6, hint = $7, "
 		"  duration = $3 OPERATOR(pg_catalog.-) started_at, "
 		"  result_status = $8, notices = $9 "
 		"WHERE run_id OPERATOR(pg_catalog.=) $1 "
-		"RETURNING duration",
+		"RETURNING " ENDED_RUN_COLUMNS("r", "$3") "), "
+		SCHEDLOCK_RUN_STATS_CTE "SELECT e.duration FROM e",
 		9, {INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID, TEXTOID,
 		TEXTOID, TEXTOID, TEXTOID}
 	};
@@ -706,6 +730,7 @@ schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 	const char *message = NULL;
 	Datum		duration = (Datum) 0;
 	bool		isnull = true;
+	bool		stats = schedlock_jobs_have_stats();
 
 	values[0] = Int64GetDatum(run_id);
 	values[1] = CStringGetTextDatum(error ? "failed" : "succeeded");
@@ -740,8 +765,8 @@ schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 		values[8] = CStringGetTextDatum(notices);
 		nulls[8] = ' ';
 	}
-	if (schedlock_query_run(runs_have_detail() ? &q : &q_1_0, values, nulls,
-							false, 0) != SPI_OK_UPDATE_RETURNING)
+	if (schedlock_query_run(stats ? &q : &q_1_0, values, nulls, false, 0) !=
+		(stats ? SPI_OK_SELECT : SPI_OK_UPDATE_RETURNING))
 		elog(ERROR, "could not record the outcome of run " INT64_FORMAT, run_id);
 	if (SPI_processed == 1)
 		duration = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
@@ -756,7 +781,7 @@ schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 														   plan->attempt),
 							 now);
 	}
-	else if (job->failures != 0)
+	else if (job->failures != 0 && !stats)
 		schedlock_run_succeeded(job->job_id);
 }
 
@@ -764,9 +789,9 @@ schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
  * read_job_timing
  *		Read and lock (FOR NO KEY UPDATE, as an UPDATE of the row would) the
  *		job's max_attempts, retry_delay in seconds (as EXTRACT(epoch FROM
- *		...)), next slot, pending retry time and count of queued run_job()
- *		calls, into SPI_tuptable (columns 1 to 5).  False when the job does
- *		not exist (any more).  Caller is connected to SPI.
+ *		...)), next slot, pending retry time, count of queued run_job()
+ *		calls and enabled, into SPI_tuptable (columns 1 to 6).  False when
+ *		the job does not exist (any more).  Caller is connected to SPI.
  */
 static bool
 read_job_timing(int64 job_id)
@@ -774,7 +799,7 @@ read_job_timing(int64 job_id)
 	static SchedlockQuery q = {
 		"SELECT max_attempts, "
 		"  pg_catalog.date_part('epoch', retry_delay)::pg_catalog.float8, "
-		"  next_slot, retry_at, manual_pending "
+		"  next_slot, retry_at, manual_pending, enabled "
 		"FROM schedlock.jobs WHERE job_id OPERATOR(pg_catalog.=) $1 "
 		"FOR NO KEY UPDATE",
 		1, {INT8OID}
@@ -801,7 +826,7 @@ timing_column(int n, bool *isnull)
  *		The next_run_at of the row read_job_timing read, with its pending
  *		retry replaced by the given one when has_retry is not -1 (0: none,
  *		1: retry_at), by schedlock_rule_next_run_at.  False when it has none
- *		(NULL).
+ *		(NULL), as while the job is disabled.
  */
 static bool
 timing_next_run_at(int has_retry, TimestampTz retry_at, TimestampTz now,
@@ -813,13 +838,16 @@ timing_next_run_at(int has_retry, TimestampTz retry_at, TimestampTz now,
 	Datum		slot = timing_column(3, &slot_null);
 	Datum		old_retry = timing_column(4, &retry_null);
 	Datum		manual = timing_column(5, &manual_null);
+	bool		enabled_null;
+	Datum		enabled = timing_column(6, &enabled_null);
 
 	if (has_retry < 0)
 	{
 		has_retry = !retry_null;
 		retry_at = retry_null ? 0 : DatumGetTimestampTz(old_retry);
 	}
-	return schedlock_rule_next_run_at(!slot_null,
+	return schedlock_rule_next_run_at(!enabled_null && DatumGetBool(enabled),
+									  !slot_null,
 									  slot_null ? 0 : DatumGetTimestampTz(slot),
 									  has_retry != 0, retry_at,
 									  manual_null ? 0 : DatumGetInt32(manual),
@@ -1017,17 +1045,26 @@ schedlock_claim_pending_run(int64 run_id, const char *claimed_by,
 /*
  * schedlock_finish_running_run
  *		Close a running run of a NOTIFY job as succeeded or failed at now,
- *		with message (may be NULL), and update its job's failure count and
- *		retry.  False when the run is not running (any more).
+ *		with message (may be NULL), and update its job's statistics,
+ *		failure count and retry.  False when the run is not running (any
+ *		more).
  */
 bool
 schedlock_finish_running_run(int64 run_id, bool succeeded,
 							 const char *message, TimestampTz now)
 {
+#define FINISH_RUN_SQL(set_duration) \
+	"UPDATE schedlock.job_runs r SET " \
+	"  status = CASE WHEN $2 THEN 'succeeded' ELSE 'failed' END, " \
+	"  finished_at = $4, deadline = NULL, message = $3 " set_duration \
+	"WHERE r.run_id OPERATOR(pg_catalog.=) $1 " \
+	"  AND r.status OPERATOR(pg_catalog.=) 'running' " \
+	"RETURNING " ENDED_RUN_COLUMNS("r", "$4")
 	Oid			types[4] = {INT8OID, BOOLOID, TEXTOID, TIMESTAMPTZOID};
 	Datum		values[4];
 	char		nulls[4] = {' ', ' ', ' ', ' '};
 	bool		finished;
+	bool		stats = schedlock_jobs_have_stats();
 
 	values[0] = Int64GetDatum(run_id);
 	values[1] = BoolGetDatum(succeeded);
@@ -1035,18 +1072,12 @@ schedlock_finish_running_run(int64 run_id, bool succeeded,
 	if (message == NULL)
 		nulls[2] = 'n';
 	values[3] = TimestampTzGetDatum(now);
-#define FINISH_RUN_SQL(set_duration) \
-	"UPDATE schedlock.job_runs r SET " \
-	"  status = CASE WHEN $2 THEN 'succeeded' ELSE 'failed' END, " \
-	"  finished_at = $4, deadline = NULL, message = $3 " set_duration \
-	"WHERE r.run_id OPERATOR(pg_catalog.=) $1 " \
-	"  AND r.status OPERATOR(pg_catalog.=) 'running' " \
-	"RETURNING r.job_id, r.scheduled_for, r.attempt, r.manual, " \
-	CLOSED_RUN_RETURNING("r", "$4")
-	if (SPI_execute_with_args(runs_have_detail() ?
-							  FINISH_RUN_SQL(", duration = $4 OPERATOR(pg_catalog.-) r.started_at ") :
-							  FINISH_RUN_SQL(""),
-							  4, types, values, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
+	if (SPI_execute_with_args(stats ?
+							  "WITH e AS ("
+							  FINISH_RUN_SQL(", duration = $4 OPERATOR(pg_catalog.-) r.started_at ")
+							  "), " SCHEDLOCK_RUN_STATS_CTE ENDED_RUNS_SELECT :
+							  "WITH e AS (" FINISH_RUN_SQL("") ") " ENDED_RUNS_SELECT,
+							  4, types, values, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not finish run " INT64_FORMAT, run_id);
 	finished = (SPI_processed == 1);
 	if (finished)
@@ -1061,9 +1092,10 @@ schedlock_finish_running_run(int64 run_id, bool succeeded,
 
 		log_closed_run(SPI_tuptable, 0, 5);
 
-		if (succeeded)
+		/* with the statistics, a success was counted by the statement */
+		if (succeeded && !stats)
 			schedlock_run_succeeded(job_id);
-		else
+		else if (!succeeded)
 			schedlock_run_failed(job_id, slot,
 								 schedlock_rule_failed_attempt(manual, attempt),
 								 now);
@@ -1075,12 +1107,20 @@ schedlock_finish_running_run(int64 run_id, bool succeeded,
  * schedlock_fail_dispatch_runs
  *		Close the SQL runs this worker left running (a dispatch that failed
  *		in the worker's own bookkeeping) as failed at now, with the error's
- *		SQLSTATE and message.
+ *		SQLSTATE and message, and count them in their jobs' statistics.
  */
 void
 schedlock_fail_dispatch_runs(TimestampTz now, const char *state,
 							 const char *message)
 {
+#define FAIL_DISPATCH_SQL(set_duration) \
+	"UPDATE schedlock.job_runs r SET status = 'failed', " \
+	"  finished_at = $1, sqlstate = $2, message = $3, " \
+	"  deadline = NULL " set_duration \
+	"WHERE r.status OPERATOR(pg_catalog.=) 'running' " \
+	"  AND r.worker_pid OPERATOR(pg_catalog.=) $4 " \
+	"  AND r.claimed_at IS NULL " \
+	"RETURNING " ENDED_RUN_COLUMNS("r", "$1")
 	Oid			types[4] = {TIMESTAMPTZOID, TEXTOID, TEXTOID, INT4OID};
 	Datum		values[4];
 	uint64		i;
@@ -1089,21 +1129,15 @@ schedlock_fail_dispatch_runs(TimestampTz now, const char *state,
 	values[1] = CStringGetTextDatum(state);
 	values[2] = CStringGetTextDatum(message);
 	values[3] = Int32GetDatum(MyProcPid);
-#define FAIL_DISPATCH_SQL(set_duration) \
-	"UPDATE schedlock.job_runs r SET status = 'failed', " \
-	"  finished_at = $1, sqlstate = $2, message = $3, " \
-	"  deadline = NULL " set_duration \
-	"WHERE r.status OPERATOR(pg_catalog.=) 'running' " \
-	"  AND r.worker_pid OPERATOR(pg_catalog.=) $4 " \
-	"  AND r.claimed_at IS NULL " \
-	"RETURNING " CLOSED_RUN_RETURNING("r", "$1")
-	if (SPI_execute_with_args(runs_have_detail() ?
-							  FAIL_DISPATCH_SQL(", duration = $1 OPERATOR(pg_catalog.-) r.started_at ") :
-							  FAIL_DISPATCH_SQL(""),
-							  4, types, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
+	if (SPI_execute_with_args(schedlock_jobs_have_stats() ?
+							  "WITH e AS ("
+							  FAIL_DISPATCH_SQL(", duration = $1 OPERATOR(pg_catalog.-) r.started_at ")
+							  "), " SCHEDLOCK_RUN_STATS_CTE ENDED_RUNS_SELECT :
+							  "WITH e AS (" FAIL_DISPATCH_SQL("") ") " ENDED_RUNS_SELECT,
+							  4, types, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not close the runs of a failed dispatch");
 	for (i = 0; i < SPI_processed; i++)
-		log_closed_run(SPI_tuptable, i, 1);
+		log_closed_run(SPI_tuptable, i, 5);
 }
 
 /*
@@ -1157,7 +1191,7 @@ schedlock_read_dispatch_errors(int64 job_id, bool *run_since, int32 *errors,
  * schedlock_save_dispatch_error
  *		Record the job's breaks-th dispatch error in a row, at now: hold it
  *		until hold_until (its next_run_at), and when reason is not NULL,
- *		quarantine it (disabled, with the reason).
+ *		quarantine it (disabled, with the reason, and so no next_run_at).
  */
 void
 schedlock_save_dispatch_error(int64 job_id, int breaks, TimestampTz now,
@@ -1179,7 +1213,8 @@ schedlock_save_dispatch_error(int64 job_id, int breaks, TimestampTz now,
 							  "  dispatch_error_at = $3, "
 							  "  enabled = enabled AND $5 IS NULL, "
 							  "  quarantine_reason = $5, "
-							  "  next_run_at = $4 "
+							  "  next_run_at = CASE WHEN enabled AND $5 IS NULL "
+							  "    THEN $4 END "
 							  "WHERE job_id OPERATOR(pg_catalog.=) $1",
 							  5, types, values, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record a dispatch error of job " INT64_FORMAT, job_id);
@@ -1221,9 +1256,10 @@ static Oid	write_types[17] = {
 /*
  * schedlock_upsert_job
  *		Create job job_name of role owner from def, or replace the
- *		definition of the one it has: its next slot (and next_run_at) is
- *		slot (none unless has_slot), and a pending retry and a quarantine
- *		are forgotten.  *manual_pending gets the job's queued run_job()
+ *		definition of the one it has: its next slot is slot (none unless
+ *		has_slot), and so is its next_run_at while enabled (NULL while
+ *		disabled), and a pending retry and a quarantine are forgotten.  The
+ *		run statistics of a job it replaces are kept.  *manual_pending gets the job's queued run_job()
  *		calls.  Returns the job id.  As the extension owner.
  */
 int64
@@ -1249,7 +1285,7 @@ schedlock_upsert_job(const char *job_name, Oid owner, const JobDef *def,
 							  "  timeout, max_attempts, retry_delay, misfire, atomic, "
 							  "  enabled, run_as, reboot, next_slot, next_run_at) "
 							  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
-							  "  $12, $13, $14, $15, $16, $16) "
+							  "  $12, $13, $14, $15, $16, CASE WHEN $13 THEN $16 END) "
 							  "ON CONFLICT (owner, job_name) DO UPDATE SET "
 							  "  schedule = EXCLUDED.schedule, command = EXCLUDED.command, "
 							  "  notify_channel = EXCLUDED.notify_channel, "
@@ -1262,7 +1298,7 @@ schedlock_upsert_job(const char *job_name, Oid owner, const JobDef *def,
 							  "  reboot = EXCLUDED.reboot, next_slot = EXCLUDED.next_slot, "
 							  "  retry_slot = NULL, retry_attempt = NULL, retry_at = NULL, "
 							  "  %s"
-							  "  next_run_at = EXCLUDED.next_slot "
+							  "  next_run_at = EXCLUDED.next_run_at "
 							  "RETURNING job_id, manual_pending",
 									   schedlock_jobs_have_quarantine() ?
 									   "dispatch_errors = 0, dispatch_error_at = NULL, "

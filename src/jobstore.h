@@ -26,6 +26,44 @@
 #define EXPIRE_BATCH_ROWS	100
 #define PRUNE_BATCH_ROWS	1000
 
+/*
+ * The run statistics of a job (release 1.1, issue 13), kept on its row of
+ * schedlock.jobs: a common table expression "s" to follow a common table
+ * expression "e" that ends runs, in the same statement.  e returns the
+ * ended runs' job_id, run_id, status, started_at, finished_at and
+ * scheduled_for; skipped slots are not runs and are left out.  Per job, the
+ * counts and the sum of the durations grow by the runs that ended, and the
+ * "last" columns take the values of the run that ended last (finished_at,
+ * then run_id); a success resets consecutive_failures (a failure counts
+ * there through schedlock_run_failed).  Only on tables that have the
+ * columns (schedlock_jobs_have_stats).
+ */
+#define SCHEDLOCK_RUN_STATS_LAST(x) \
+	"(pg_catalog.array_agg(" x " ORDER BY e.finished_at DESC, e.run_id DESC))[1]"
+#define SCHEDLOCK_RUN_STATS_CTE \
+	"s AS (UPDATE schedlock.jobs j SET " \
+	"  total_runs = j.total_runs OPERATOR(pg_catalog.+) a.n, " \
+	"  succeeded_runs = j.succeeded_runs OPERATOR(pg_catalog.+) a.ok, " \
+	"  failed_runs = j.failed_runs OPERATOR(pg_catalog.+) " \
+	"    (a.n OPERATOR(pg_catalog.-) a.ok), " \
+	"  total_duration = j.total_duration OPERATOR(pg_catalog.+) a.duration, " \
+	"  last_duration = a.last_duration, " \
+	"  last_start_lag = a.last_start_lag, " \
+	"  last_success_at = COALESCE(a.last_success_at, j.last_success_at), " \
+	"  consecutive_failures = CASE WHEN a.last_succeeded THEN 0 " \
+	"    ELSE j.consecutive_failures END " \
+	"  FROM (SELECT e.job_id, pg_catalog.count(*) AS n, " \
+	"      pg_catalog.count(*) FILTER (WHERE e.status OPERATOR(pg_catalog.=) 'succeeded') AS ok, " \
+	"      COALESCE(pg_catalog.sum(e.finished_at OPERATOR(pg_catalog.-) e.started_at), " \
+	"        '0'::pg_catalog.interval) AS duration, " \
+	"      " SCHEDLOCK_RUN_STATS_LAST("e.finished_at OPERATOR(pg_catalog.-) e.started_at") " AS last_duration, " \
+	"      " SCHEDLOCK_RUN_STATS_LAST("e.started_at OPERATOR(pg_catalog.-) e.scheduled_for") " AS last_start_lag, " \
+	"      " SCHEDLOCK_RUN_STATS_LAST("e.status") " OPERATOR(pg_catalog.=) 'succeeded' AS last_succeeded, " \
+	"      pg_catalog.max(e.finished_at) FILTER (WHERE e.status OPERATOR(pg_catalog.=) 'succeeded') " \
+	"        AS last_success_at " \
+	"    FROM e WHERE e.status OPERATOR(pg_catalog.<>) 'skipped' GROUP BY e.job_id) a " \
+	"  WHERE j.job_id OPERATOR(pg_catalog.=) a.job_id) "
+
 /* A claimed job, copied out of SPI memory into the worker's run memory. */
 typedef struct ClaimedJob
 {
@@ -134,6 +172,7 @@ extern uint64 schedlock_prune_runs(TimestampTz now, int retention_mins);
 extern void schedlock_run_failed(int64 job_id, TimestampTz scheduled_for,
 								 int32 attempt, TimestampTz now);
 extern void schedlock_run_succeeded(int64 job_id);
+extern bool schedlock_jobs_have_stats(void);
 extern void schedlock_recompute_next_run(int64 job_id, TimestampTz now);
 
 /* runs of NOTIFY jobs claimed and finished by applications (run.c) */

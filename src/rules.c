@@ -175,10 +175,12 @@ schedlock_rule_overlap(bool previous_in_progress)
  *		A job's next_run_at, the instant a worker next claims it: the
  *		earliest of its next slot, its pending retry, and now when run_job()
  *		calls are queued (manual_pending > 0).  False when it has none of
- *		them (next_run_at NULL: not due).
+ *		them (next_run_at NULL: not due), and always while the job is
+ *		disabled (issue 13: a disabled or quarantined job has no next run;
+ *		its next slot, a one-off job's instant among them, is kept apart).
  */
 bool
-schedlock_rule_next_run_at(bool has_slot, SchedlockTime slot,
+schedlock_rule_next_run_at(bool enabled, bool has_slot, SchedlockTime slot,
 						   bool has_retry, SchedlockTime retry_at,
 						   int32_t manual_pending, SchedlockTime now,
 						   SchedlockTime *next_run_at)
@@ -186,6 +188,11 @@ schedlock_rule_next_run_at(bool has_slot, SchedlockTime slot,
 	bool		has = false;
 	SchedlockTime t = 0;
 
+	if (!enabled)
+	{
+		*next_run_at = 0;
+		return false;
+	}
 	if (has_slot)
 	{
 		t = slot;

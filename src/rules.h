@@ -118,8 +118,9 @@ extern void schedlock_rule_due_slot(SchedlockTime slot, SchedlockTime now,
 /* Why a run is skipped for a run of the job in progress, or NULL. */
 extern const char *schedlock_rule_overlap(bool previous_in_progress);
 
-/* A job's next_run_at; false when it has none (NULL). */
-extern bool schedlock_rule_next_run_at(bool has_slot, SchedlockTime slot,
+/* A job's next_run_at; false when it has none (NULL, also while disabled). */
+extern bool schedlock_rule_next_run_at(bool enabled,
+									   bool has_slot, SchedlockTime slot,
 									   bool has_retry, SchedlockTime retry_at,
 									   int32_t manual_pending,
 									   SchedlockTime now,

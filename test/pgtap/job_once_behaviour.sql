@@ -132,9 +132,11 @@ BEGIN
 	RETURN format('%s|%s|%s|%s|%s|%s', got_state, j.schedule, j.enabled,
 				  CASE WHEN next_ok THEN 'next_slot as expected' ELSE 'next_slot ' || coalesce(j.next_slot::text, 'NULL') END,
 				  CASE WHEN j.retry_at IS NULL THEN 'none' ELSE 'kept' END,
-				  -- next_run_at follows next_slot and the retry
+				  -- next_run_at follows next_slot and the retry; none while
+				  -- the job is disabled
 				  CASE WHEN j.next_run_at IS NOT DISTINCT FROM
-						  (CASE WHEN j.retry_at IS NULL THEN j.next_slot ELSE least(j.next_slot, j.retry_at) END)
+						  (CASE WHEN NOT j.enabled THEN NULL
+								WHEN j.retry_at IS NULL THEN j.next_slot ELSE least(j.next_slot, j.retry_at) END)
 					   THEN 'next_run_at consistent' ELSE 'next_run_at ' || coalesce(j.next_run_at::text, 'NULL') END);
 END
 $$;

@@ -358,7 +358,8 @@ test_claim_serves(void)
 
 /*
  * test_next_run_at
- *		The earliest of next slot, retry and queued run_job() calls.
+ *		The earliest of next slot, retry and queued run_job() calls; none
+ *		while the job is disabled, whatever it has.
  */
 static void
 test_next_run_at(void)
@@ -366,6 +367,7 @@ test_next_run_at(void)
 	static const struct
 	{
 		const char *what;
+		bool		enabled;
 		bool		has_slot;
 		SchedlockTime slot;
 		bool		has_retry;
@@ -375,25 +377,30 @@ test_next_run_at(void)
 		bool		has;
 		SchedlockTime expected;
 	}			cases[] = {
-		{"nothing: not due", false, 0, false, 0, 0, 50, false, 0},
-		{"slot only", true, 100, false, 0, 0, 50, true, 100},
-		{"retry only", false, 0, true, 70, 0, 50, true, 70},
-		{"retry before the slot", true, 100, true, 70, 0, 50, true, 70},
-		{"retry after the slot", true, 100, true, 170, 0, 50, true, 100},
-		{"queued run_job: now", true, 100, true, 70, 1, 50, true, 50},
-		{"queued run_job, slot earlier than now", true, 40, false, 0, 2, 50, true, 40},
-		{"queued run_job only", false, 0, false, 0, 1, 50, true, 50},
-		{"no queued run_job (0)", false, 0, false, 0, 0, 50, false, 0},
-		{"negative queue counts as none", true, 100, false, 0, -1, 50, true, 100},
-		{"equal slot and retry", true, 100, true, 100, 0, 50, true, 100},
-		{"largest instant", true, INT64_MAX, false, 0, 0, 50, true, INT64_MAX},
+		{"nothing: not due", true, false, 0, false, 0, 0, 50, false, 0},
+		{"slot only", true, true, 100, false, 0, 0, 50, true, 100},
+		{"retry only", true, false, 0, true, 70, 0, 50, true, 70},
+		{"retry before the slot", true, true, 100, true, 70, 0, 50, true, 70},
+		{"retry after the slot", true, true, 100, true, 170, 0, 50, true, 100},
+		{"queued run_job: now", true, true, 100, true, 70, 1, 50, true, 50},
+		{"queued run_job, slot earlier than now", true, true, 40, false, 0, 2, 50, true, 40},
+		{"queued run_job only", true, false, 0, false, 0, 1, 50, true, 50},
+		{"no queued run_job (0)", true, false, 0, false, 0, 0, 50, false, 0},
+		{"negative queue counts as none", true, true, 100, false, 0, -1, 50, true, 100},
+		{"equal slot and retry", true, true, 100, true, 100, 0, 50, true, 100},
+		{"largest instant", true, true, INT64_MAX, false, 0, 0, 50, true, INT64_MAX},
+		{"disabled: slot kept apart, not due", false, true, 100, false, 0, 0, 50, false, 0},
+		{"disabled with a retry: not due", false, true, 100, true, 70, 0, 50, false, 0},
+		{"disabled with queued run_job: not due", false, false, 0, false, 0, 1, 50, false, 0},
+		{"disabled one-off instant in the past: not due", false, true, 10, false, 0, 0, 50, false, 0},
 	};
 	int			i;
 
 	for (i = 0; i < (int) (sizeof(cases) / sizeof(cases[0])); i++)
 	{
 		SchedlockTime t = -1;
-		bool		has = schedlock_rule_next_run_at(cases[i].has_slot, cases[i].slot,
+		bool		has = schedlock_rule_next_run_at(cases[i].enabled,
+													 cases[i].has_slot, cases[i].slot,
 													 cases[i].has_retry, cases[i].retry_at,
 													 cases[i].manual, cases[i].now, &t);
 
