@@ -711,7 +711,7 @@ schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 		"  result_status = $8, notices = $9 "
 		"WHERE run_id OPERATOR(pg_catalog.=) $1 "
 		"RETURNING " ENDED_RUN_COLUMNS("r", "$3") "), "
-		SCHEDLOCK_RUN_STATS_CTE "SELECT e.duration FROM e",
+		SCHEDLOCK_RUN_STATS_ONE_CTE "SELECT e.duration FROM e",
 		9, {INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID, TEXTOID,
 		TEXTOID, TEXTOID, TEXTOID}
 	};
