@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# test/bench/claim_probe.sh - one worker, N no-op '* * * * *' jobs due at
+# once, on a throwaway cluster of the PostgreSQL in PG_BINDIR (with schedlock
+# installed there): jobs per second, commits and WAL bytes per job.  For A/B
+# comparisons of two builds, each installed into a copy of PostgreSQL of its
+# own; run as root (the server runs as postgres).
+#
+#   PG_BINDIR=/path/to/bin N=50000 bash test/bench/claim_probe.sh PORT
+set -u
+P=${PG_BINDIR:?set PG_BINDIR}
+PORT=${1:?port}
+N=${N:-50000}
+D=$(mktemp -d /tmp/schedlock-claimprobe.XXXXXX)
+chown postgres "$D"
+as() { runuser -u postgres -- "$@"; }
+q() { as "$P/psql" -h "$D" -p "$PORT" -XAtq -d "$@"; }
+trap 'as "$P/pg_ctl" -D "$D/data" -m fast stop >/dev/null 2>&1; rm -rf "$D"' EXIT
+as "$P/initdb" -D "$D/data" -A trust >/dev/null
+cat >>"$D/data/postgresql.conf" <<C
+listen_addresses = ''
+unix_socket_directories = '$D'
+port = $PORT
+shared_preload_libraries = 'schedlock'
+schedlock.workers = 1
+C
+as "$P/pg_ctl" -D "$D/data" -l "$D/log" -w start >/dev/null
+q postgres -c "CREATE DATABASE b"
+q b -c "CREATE EXTENSION schedlock"
+sleep 3
+# schedule well before a minute boundary, measure from just before it
+s=$(q b -c "SELECT floor(extract(epoch FROM clock_timestamp()))::bigint % 60")
+[ $((60 - s)) -lt 20 ] && sleep $((62 - s))
+q b -c "SELECT count(schedule_job('c' || i, '* * * * *', 'SELECT 1')) FROM generate_series(1, $N) i" >/dev/null
+s=$(q b -c "SELECT floor(extract(epoch FROM clock_timestamp()))::bigint % 60")
+sleep $((59 - s))
+c0=$(q b -c "SELECT xact_commit FROM pg_stat_database WHERE datname = 'b'")
+l0=$(q b -c "SELECT pg_current_wal_lsn()")
+for _ in $(seq 1 300); do
+	[ "$(q b -c "SELECT count(*) FROM schedlock.job_runs WHERE finished_at IS NOT NULL")" -ge "$N" ] && break
+	sleep 1
+done
+q b -c "UPDATE schedlock.jobs SET enabled = false" >/dev/null
+sleep 1
+c1=$(q b -c "SELECT xact_commit FROM pg_stat_database WHERE datname = 'b'")
+l1=$(q b -c "SELECT pg_current_wal_lsn()")
+q b -F ' ' -c "SELECT 'per_s', round(count(*) / extract(epoch FROM max(finished_at) - min(scheduled_for))),
+	'commits/job', round(($c1 - $c0)::numeric / count(*), 2),
+	'wal/job', round(pg_wal_lsn_diff('$l1', '$l0') / count(*)) FROM schedlock.job_runs"
