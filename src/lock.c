@@ -105,11 +105,13 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/rmgr.h"
 #include "access/stratnum.h"
 #include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "access/xloginsert.h"
@@ -127,6 +129,7 @@
 #include "fmgr.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
 #include "storage/ipc.h"
 #include "storage/lock.h"
 #include "storage/procarray.h"
@@ -442,6 +445,7 @@ lock_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 			schedlock_lease_shmem_end_xact(true, 1);
+			schedlock_marks_end_xact(true, 1);
 			for (i = 0; i < npending; i++)
 				session_bound_count += pending[i].delta;
 			if (session_bound_count < 0)
@@ -449,9 +453,14 @@ lock_xact_callback(XactEvent event, void *arg)
 			npending = 0;
 			drop_session_lock_if_unused();
 			break;
+		case XACT_EVENT_PREPARE:
+			/* COMMIT PREPARED may come from anywhere: keep the marks */
+			schedlock_marks_end_xact(false, 1);
+			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			schedlock_lease_shmem_end_xact(false, 1);
+			schedlock_marks_end_xact(false, 1);
 			npending = 0;
 			if (session_bound_count > 0)
 				retake_session_lock_at_abort();
@@ -480,6 +489,7 @@ lock_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		int			keep = 0;
 
 		schedlock_lease_shmem_end_xact(false, level);
+		schedlock_marks_end_xact(false, level);
 		for (i = 0; i < npending; i++)
 			if (pending[i].nestlevel < level)
 				pending[keep++] = pending[i];
@@ -488,6 +498,7 @@ lock_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	else if (event == SUBXACT_EVENT_COMMIT_SUB)
 	{
 		schedlock_lease_shmem_end_xact(true, level);
+		schedlock_marks_end_xact(true, level);
 		for (i = 0; i < npending; i++)
 			if (pending[i].nestlevel >= level)
 				pending[i].nestlevel = level - 1;
@@ -1173,7 +1184,8 @@ give_up(Relation rel, LOCKTAG *mutex)
  *		commits.
  */
 static void
-end_lease(Relation rel, HeapTuple oldtup, const LockRow *row, TimestampTz now)
+end_lease(Relation rel, HeapTuple oldtup, const char *name, const LockRow *row,
+		  TimestampTz now)
 {
 	Datum		values[Natts_lock];
 	bool		nulls[Natts_lock];
@@ -1192,6 +1204,11 @@ end_lease(Relation rel, HeapTuple oldtup, const LockRow *row, TimestampTz now)
 	values[Anum_lock_session_bound - 1] = BoolGetDatum(false);
 	repl[Anum_lock_session_bound - 1] = true;
 	update_lock_row(rel, oldtup, values, nulls, repl);
+	/* the lock_at_least_for window still blocks; else the row blocks nobody */
+	if (min_until > now)
+		schedlock_marks_add(name, min_until, now);
+	else
+		schedlock_marks_unmark_at_commit(name);
 
 	if (row->session_bound && row->holder_pid == MyProcPid &&
 		row->holder_session_start == MyStartTimestamp)
@@ -1278,6 +1295,89 @@ check_shmem_role(const char *name, const SchedlockLease *lease,
 	check_lease_role(name, &row, NULL, mutex, funcname);
 }
 
+/*
+ * scan_for_marks
+ *		Mark every row of the table that is current or being written (a
+ *		dirty snapshot over all versions) and blocks acquires after now, or
+ *		whose token is at least floor.  False when the marks do not fit, or
+ *		the table is not a heap table.
+ */
+static bool
+scan_for_marks(TimestampTz now, int64 floor)
+{
+	Relation	rel;
+	Oid			indexid;
+	TableScanDesc scan;
+	HeapTuple	tup;
+	SnapshotData dirty;
+	bool		ok = true;
+
+	rel = open_lock_table(&indexid);
+	if (rel->rd_rel->relam != HEAP_TABLE_AM_OID)
+	{
+		table_close(rel, RowExclusiveLock);
+		return false;
+	}
+	InitDirtySnapshot(dirty);
+	scan = table_beginscan(rel, SnapshotAny, 0, NULL);
+	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		Buffer		buf = ((HeapScanDesc) scan)->rs_cbuf;
+		bool		current;
+		Datum		values[Natts_lock];
+		bool		nulls[Natts_lock];
+		int64		token;
+		TimestampTz until;
+		char	   *name;
+
+		CHECK_FOR_INTERRUPTS();
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		current = HeapTupleSatisfiesVisibility(tup, &dirty, buf);
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+		if (!current)
+			continue;
+		heap_deform_tuple(tup, RelationGetDescr(rel), values, nulls);
+		token = DatumGetInt64(values[Anum_lock_token - 1]);
+		until = DatumGetTimestampTz(values[Anum_lock_lock_until - 1]);
+		if (token >= floor)
+			until = DT_NOEND;
+		else if (until <= now)
+			continue;
+		name = TextDatumGetCString(values[Anum_lock_name - 1]);
+		ok = schedlock_marks_load_add(name, until, now);
+		pfree(name);
+		if (!ok)
+			break;
+	}
+	table_endscan(scan);
+	table_close(rel, RowExclusiveLock);
+	return ok;
+}
+
+/*
+ * load_marks
+ *		Load this database's marks (see lock_shmem.c), unless somebody else
+ *		is doing it or it cannot be done now.
+ */
+static void
+load_marks(TimestampTz now)
+{
+	uint64		gen;
+	volatile bool ok = false;
+
+	if (!schedlock_marks_begin_load(&gen, now))
+		return;
+	PG_TRY();
+	{
+		ok = scan_for_marks(now, schedlock_lease_shmem_token_floor());
+	}
+	PG_FINALLY();
+	{
+		schedlock_marks_end_load(gen, ok, now);
+	}
+	PG_END_TRY();
+}
+
 /* What acquire_in_shmem did. */
 typedef enum ShmemAcquire
 {
@@ -1305,8 +1405,24 @@ acquire_in_shmem(const char *name, const SchedlockLease *old, LOCKTAG *mutex,
 	SchedlockLease lease;
 	bool		has_prev = old != NULL;
 	int64		prev = old != NULL ? old->token : 0;
+	bool		probed = false;
 
+	/* the table's row matters only when the marks say it may */
 	if (old == NULL)
+	{
+		switch (schedlock_marks_check(name, now))
+		{
+			case MARKS_CLEAR:
+				break;
+			case MARKS_LOAD:
+				load_marks(now);
+				/* FALLTHROUGH */
+			case MARKS_PROBE:
+				probed = true;
+				break;
+		}
+	}
+	if (probed)
 	{
 		Relation	rel;
 		Oid			indexid;
@@ -1347,6 +1463,8 @@ acquire_in_shmem(const char *name, const SchedlockLease *old, LOCKTAG *mutex,
 	if (!schedlock_lease_shmem_put(name, &lease, now))
 		return SHMEM_FALLBACK;
 	shmem_leases_taken = true;
+	if (probed)
+		schedlock_marks_forget(name);
 	return SHMEM_ACQUIRED;
 }
 
@@ -1375,6 +1493,7 @@ schedlock_acquire(PG_FUNCTION_ARGS)
 	LockRow		row;
 	HeapTuple	oldtup;
 	int64		token;
+	bool		from_wal;
 	XLogRecPtr	lsn;
 	Datum		values[Natts_lock];
 	bool		nulls[Natts_lock];
@@ -1462,7 +1581,8 @@ schedlock_acquire(PG_FUNCTION_ARGS)
 	/* read after the name's last holder committed: see the file header */
 	lsn = GetXLogInsertRecPtr();
 	token = next_token(oldtup != NULL, oldtup != NULL ? row.token : 0, lsn);
-	if (token == token_base(lsn))
+	from_wal = token == token_base(lsn);
+	if (from_wal)
 		schedlock_lease_shmem_note_token(token);
 	if (session_bound)
 		ensure_session_lock();
@@ -1499,6 +1619,8 @@ schedlock_acquire(PG_FUNCTION_ARGS)
 		heap_freetuple(newtup);
 		CommandCounterIncrement();
 	}
+	/* a token from the row may exceed the batch's: mark the name for good */
+	schedlock_marks_add(name, from_wal ? until : DT_NOEND, now);
 	table_close(rel, RowExclusiveLock);
 	advance_wal(lsn, token);
 
@@ -1567,7 +1689,7 @@ schedlock_release(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(false);
 	}
 
-	end_lease(rel, oldtup, &row, now);
+	end_lease(rel, oldtup, name, &row, now);
 	table_close(rel, RowExclusiveLock);
 
 	PG_RETURN_BOOL(true);
@@ -1595,6 +1717,7 @@ schedlock_extend(PG_FUNCTION_ARGS)
 	Datum		values[Natts_lock];
 	bool		nulls[Natts_lock];
 	bool		repl[Natts_lock];
+	TimestampTz until;
 	SchedlockLease lease;
 
 	/* bad input fails before any waiting; judged again at the final now */
@@ -1627,9 +1750,11 @@ schedlock_extend(PG_FUNCTION_ARGS)
 
 	memset(repl, false, sizeof(repl));
 	memset(nulls, false, sizeof(nulls));
-	values[Anum_lock_lock_until - 1] = TimestampTzGetDatum(lease_until(now, most));
+	until = lease_until(now, most);
+	values[Anum_lock_lock_until - 1] = TimestampTzGetDatum(until);
 	repl[Anum_lock_lock_until - 1] = true;
 	update_lock_row(rel, oldtup, values, nulls, repl);
+	schedlock_marks_add(name, until, now);
 	table_close(rel, RowExclusiveLock);
 
 	/* a renewal the caller relies on must survive a crash, as in acquire */
@@ -1856,7 +1981,7 @@ schedlock_lock_end_session_leases(void)
 		(void) LockAcquire(&mutex, ExclusiveLock, false, false);
 		oldtup = fetch_lock_row(rel, indexid, name, &row);
 		if (oldtup != NULL && held_by_this_session(&row))
-			end_lease(rel, oldtup, &row, GetCurrentTimestamp());
+			end_lease(rel, oldtup, name, &row, GetCurrentTimestamp());
 		else
 			LockRelease(&mutex, ExclusiveLock, false);
 	}

@@ -42,6 +42,34 @@
  * tokens of both kinds keep growing together.  A new timeline (promotion)
  * starts a new batch.
  *
+ * Marks: a session-bound acquire of a name that has no entry here must not
+ * hand out a lease while the table's row blocks, nor a token that is not
+ * larger than the row's.  Probing the table's primary key for that costs a
+ * third of such an acquire, so a second shared hash table (as large as the
+ * first) marks the names whose row may matter: rows that may block until
+ * some time (mark.until), and rows whose token may be larger than the tokens
+ * the batches will still hand out (until = DT_NOEND).  A database's marks are
+ * loaded by one scan of its table when a session-bound acquire first needs
+ * them; from then on every lock function that leaves a row blocking marks it
+ * after writing it (acquire, extend, a release with a lock_at_least_for
+ * window), a table acquire whose token comes from the row rather than the WAL
+ * position marks it for good, and an acquire kept here that probed the row
+ * removes the name's mark.  A name of a loaded database that is not marked
+ * (or whose mark's time has passed) needs no probe.  Writes to the table by
+ * SQL (INSERT, UPDATE, COPY FROM by the table's owner, a restore) are seen by
+ * lock_watch.c: while such a transaction is open every acquire probes, and
+ * when it ends the database's marks are loaded again.  When the marks do not
+ * fit, acquires probe until a later load fits (tried at most every
+ * MARK_RELOAD_SECONDS).
+ *
+ * The load cannot miss a row a lock function writes meanwhile: it first
+ * clears the database's marks and then scans every row version that is
+ * current or being written (a dirty snapshot); a writer marks after writing,
+ * so either its mark comes after the clear and stays, or its row version
+ * existed before the scan began.  A load that overlapped a change it cannot
+ * see (SQL writes, marks that did not fit) is not used (the database's
+ * generation moved on).
+ *
  * IDENTIFICATION
  *	  src/lock_shmem.c
  *
@@ -101,6 +129,35 @@ typedef struct LeaseTokens
 	int64		limit;			/* first token not reserved */
 } LeaseTokens;
 
+/* A mark: the name's row may block until until, or carries a large token. */
+typedef struct MarkEntry
+{
+	LeaseKey	key;			/* must be first */
+	TimestampTz until;			/* DT_NOEND: the row's token may be large */
+} MarkEntry;
+
+/* Databases whose marks are kept, and how long a failed load waits. */
+#define MARK_DATABASES			64
+#define MARK_RELOAD_SECONDS		5
+
+/* The marks' state of one database. */
+typedef struct MarkDatabase
+{
+	Oid			dbid;			/* InvalidOid: a free slot */
+	bool		loaded;			/* the marks cover every row */
+	bool		loading;		/* a session is loading them */
+	int			writers;		/* open transactions that wrote the table by SQL */
+	uint64		gen;			/* moves on whenever loaded is reset */
+	TimestampTz next_load;		/* no load before it */
+} MarkDatabase;
+
+/* The marks' state, guarded by the third LWLock of the tranche. */
+typedef struct LeaseMarks
+{
+	int			orphan_writers; /* SQL writers of databases without a slot */
+	MarkDatabase dbs[MARK_DATABASES];
+} LeaseMarks;
+
 /* schedlock.max_session_locks */
 int			schedlock_max_session_locks = 1024;
 
@@ -108,6 +165,9 @@ static HTAB *lease_table = NULL;
 static LeaseTokens *lease_tokens = NULL;
 static LWLock *lease_lock = NULL;
 static LWLock *token_lock = NULL;
+static HTAB *mark_table = NULL;
+static LeaseMarks *marks = NULL;
+static LWLock *mark_lock = NULL;
 
 /* One undo record: the state of an entry before this transaction changed it. */
 typedef struct LeaseUndo
@@ -117,6 +177,17 @@ typedef struct LeaseUndo
 	bool		existed;
 	SchedlockLease old;
 } LeaseUndo;
+
+/* A name whose mark goes when the transaction commits (a release). */
+typedef struct PendingUnmark
+{
+	int			nestlevel;
+	char	   *name;
+} PendingUnmark;
+
+static PendingUnmark *unmarks = NULL;
+static int	nunmarks = 0;
+static int	maxunmarks = 0;
 
 static LeaseUndo *undo = NULL;
 static int	nundo = 0;
@@ -196,9 +267,14 @@ schedlock_lock_shmem_size(void)
 {
 	Size		size = MAXALIGN(sizeof(LeaseTokens));
 
+	size = add_size(size, MAXALIGN(sizeof(LeaseMarks)));
 	if (schedlock_max_session_locks > 0)
+	{
 		size = add_size(size, hash_estimate_size(schedlock_max_session_locks,
 												 sizeof(LeaseEntry)));
+		size = add_size(size, hash_estimate_size(schedlock_max_session_locks,
+												 sizeof(MarkEntry)));
+	}
 	return size;
 }
 
@@ -210,7 +286,7 @@ void
 schedlock_lock_shmem_request(void)
 {
 	RequestAddinShmemSpace(schedlock_lock_shmem_size());
-	RequestNamedLWLockTranche("schedlock_leases", 2);
+	RequestNamedLWLockTranche("schedlock_leases", 3);
 }
 
 /*
@@ -230,9 +306,13 @@ schedlock_lock_shmem_startup(void)
 								   sizeof(LeaseTokens), &found);
 	if (!found)
 		memset(lease_tokens, 0, sizeof(LeaseTokens));
+	marks = ShmemInitStruct("schedlock lease mark state", sizeof(LeaseMarks), &found);
+	if (!found)
+		memset(marks, 0, sizeof(LeaseMarks));
 	locks = GetNamedLWLockTranche("schedlock_leases");
 	lease_lock = &locks[0].lock;
 	token_lock = &locks[1].lock;
+	mark_lock = &locks[2].lock;
 	if (schedlock_max_session_locks > 0)
 	{
 		memset(&ctl, 0, sizeof(ctl));
@@ -247,6 +327,13 @@ schedlock_lock_shmem_startup(void)
 									&ctl,
 									HASH_ELEM | HASH_FUNCTION | HASH_COMPARE |
 									HASH_KEYCOPY);
+		ctl.entrysize = sizeof(MarkEntry);
+		mark_table = ShmemInitHash("schedlock lease marks",
+								   schedlock_max_session_locks,
+								   schedlock_max_session_locks,
+								   &ctl,
+								   HASH_ELEM | HASH_FUNCTION | HASH_COMPARE |
+								   HASH_KEYCOPY);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -646,6 +733,443 @@ schedlock_lease_shmem_note_token(int64 token)
 	if (lease_tokens->tli == tli && lease_tokens->next <= token)
 		lease_tokens->next = token + 1;
 	LWLockRelease(token_lock);
+}
+
+/*
+ * schedlock_lease_shmem_token_floor
+ *		A number no token handed out through shared memory from now on is
+ *		below: the batch's next token, or (no batch on this timeline yet)
+ *		the token of the WAL insert position, where the next batch starts.
+ */
+int64
+schedlock_lease_shmem_token_floor(void)
+{
+	TimeLineID	tli = GetWALInsertionTimeLine();
+	int64		floor = -1;
+
+	LWLockAcquire(token_lock, LW_SHARED);
+	if (lease_tokens->tli == tli)
+		floor = lease_tokens->next;
+	LWLockRelease(token_lock);
+	if (floor < 0)
+		floor = schedlock_token_base(GetXLogInsertRecPtr());
+	return floor;
+}
+
+/*
+ * mark_database
+ *		The marks' state of this database; when it has none and create is
+ *		true, a free slot, or else one taken from a database nobody loads or
+ *		writes by SQL (its marks are removed).  NULL when there is none.
+ *		Caller holds mark_lock (exclusively to create).
+ */
+static MarkDatabase *
+mark_database(bool create)
+{
+	MarkDatabase *slot = NULL;
+	MarkDatabase *evict = NULL;
+	int			i;
+
+	for (i = 0; i < MARK_DATABASES; i++)
+	{
+		MarkDatabase *d = &marks->dbs[i];
+
+		if (d->dbid == MyDatabaseId)
+			return d;
+		if (d->dbid == InvalidOid)
+		{
+			if (slot == NULL)
+				slot = d;
+		}
+		else if (evict == NULL && d->writers == 0 && !d->loading)
+			evict = d;
+	}
+	if (!create)
+		return NULL;
+	if (slot == NULL && evict != NULL)
+	{
+		HASH_SEQ_STATUS status;
+		MarkEntry  *entry;
+
+		hash_seq_init(&status, mark_table);
+		while ((entry = hash_seq_search(&status)) != NULL)
+		{
+			if (entry->key.dbid == evict->dbid)
+				(void) hash_search(mark_table, &entry->key, HASH_REMOVE, NULL);
+		}
+		slot = evict;
+	}
+	if (slot != NULL)
+	{
+		memset(slot, 0, sizeof(MarkDatabase));
+		slot->dbid = MyDatabaseId;
+	}
+	return slot;
+}
+
+/*
+ * unload
+ *		The database's marks no longer cover every row; a load that is under
+ *		way must not be used.  Caller holds mark_lock exclusively.
+ */
+static void
+unload(MarkDatabase *d)
+{
+	d->loaded = false;
+	d->gen++;
+}
+
+/*
+ * add_mark
+ *		Mark a name of this database until until (keeping a later time it
+ *		had).  False when the marks are full even after removing those whose
+ *		time has passed.  Caller holds mark_lock exclusively.
+ */
+static bool
+add_mark(const char *name, TimestampTz until, TimestampTz now)
+{
+	LeaseKey	key;
+	MarkEntry  *entry;
+	bool		found;
+
+	if (strlen(name) >= sizeof(key.name))
+		return false;
+	set_key(&key, name);
+	entry = hash_search(mark_table, &key, HASH_FIND, NULL);
+	if (entry != NULL)
+	{
+		entry->until = Max(entry->until, until);
+		return true;
+	}
+	if (hash_get_num_entries(mark_table) >= schedlock_max_session_locks)
+	{
+		HASH_SEQ_STATUS status;
+
+		hash_seq_init(&status, mark_table);
+		while ((entry = hash_seq_search(&status)) != NULL)
+		{
+			if (entry->until <= now)
+				(void) hash_search(mark_table, &entry->key, HASH_REMOVE, NULL);
+		}
+		if (hash_get_num_entries(mark_table) >= schedlock_max_session_locks)
+			return false;
+	}
+	entry = hash_search(mark_table, &key, HASH_ENTER_NULL, &found);
+	if (entry == NULL)
+		return false;
+	entry->until = until;
+	return true;
+}
+
+/*
+ * schedlock_marks_check
+ *		What a session-bound acquire kept in shared memory must do about the
+ *		table's row of a name that has no entry here, under the name's mutex:
+ *		MARKS_CLEAR, nothing (no row blocks, no row's token is too large);
+ *		MARKS_PROBE, read the row; MARKS_LOAD, load the database's marks
+ *		first (schedlock_marks_begin_load), then read the row.
+ */
+SchedlockMarks
+schedlock_marks_check(const char *name, TimestampTz now)
+{
+	MarkDatabase *d;
+	SchedlockMarks result;
+
+	if (mark_table == NULL)
+		return MARKS_PROBE;
+	LWLockAcquire(mark_lock, LW_SHARED);
+	d = mark_database(false);
+	if (marks->orphan_writers > 0 ||
+		(d != NULL && (d->writers > 0 || d->loading)))
+		result = MARKS_PROBE;
+	else if (d == NULL || !d->loaded)
+		result = (d == NULL || now >= d->next_load) ? MARKS_LOAD : MARKS_PROBE;
+	else
+	{
+		LeaseKey	key;
+		MarkEntry  *entry;
+
+		set_key(&key, name);
+		entry = hash_search(mark_table, &key, HASH_FIND, NULL);
+		result = (entry != NULL && entry->until > now) ? MARKS_PROBE : MARKS_CLEAR;
+	}
+	LWLockRelease(mark_lock);
+	return result;
+}
+
+/*
+ * schedlock_marks_begin_load
+ *		Start loading this database's marks: clear them, and return the
+ *		generation to hand to schedlock_marks_end_load.  False when there is
+ *		nothing to do now (loaded, being loaded, written by SQL, no slot, a
+ *		failed load too recently).
+ */
+bool
+schedlock_marks_begin_load(uint64 *gen, TimestampTz now)
+{
+	MarkDatabase *d;
+	HASH_SEQ_STATUS status;
+	MarkEntry  *entry;
+
+	if (mark_table == NULL)
+		return false;
+	LWLockAcquire(mark_lock, LW_EXCLUSIVE);
+	d = mark_database(true);
+	if (d == NULL || d->loaded || d->loading || d->writers > 0 ||
+		marks->orphan_writers > 0 || now < d->next_load)
+	{
+		LWLockRelease(mark_lock);
+		return false;
+	}
+	hash_seq_init(&status, mark_table);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		if (entry->key.dbid == MyDatabaseId)
+			(void) hash_search(mark_table, &entry->key, HASH_REMOVE, NULL);
+	}
+	d->loading = true;
+	*gen = d->gen;
+	LWLockRelease(mark_lock);
+	return true;
+}
+
+/*
+ * schedlock_marks_load_add
+ *		During a load: mark a row's name until until.  False when the marks
+ *		are full (the load fails).
+ */
+bool
+schedlock_marks_load_add(const char *name, TimestampTz until, TimestampTz now)
+{
+	bool		ok;
+
+	LWLockAcquire(mark_lock, LW_EXCLUSIVE);
+	ok = add_mark(name, until, now);
+	LWLockRelease(mark_lock);
+	return ok;
+}
+
+/*
+ * schedlock_marks_end_load
+ *		End the load begun with generation gen: the marks now cover every
+ *		row when it went through (ok) and nothing it cannot see happened
+ *		meanwhile.  A failed load is tried again MARK_RELOAD_SECONDS later.
+ *		Must not fail (runs on the error path too).
+ */
+void
+schedlock_marks_end_load(uint64 gen, bool ok, TimestampTz now)
+{
+	MarkDatabase *d;
+
+	LWLockAcquire(mark_lock, LW_EXCLUSIVE);
+	d = mark_database(false);
+	if (d != NULL && d->loading)
+	{
+		d->loading = false;
+		if (ok && d->gen == gen && d->writers == 0 && marks->orphan_writers == 0)
+			d->loaded = true;
+		else if (!ok)
+		{
+			unload(d);
+			d->next_load = now + MARK_RELOAD_SECONDS * USECS_PER_SEC;
+		}
+	}
+	LWLockRelease(mark_lock);
+}
+
+/*
+ * schedlock_marks_add
+ *		A lock function wrote the name's row so that it blocks acquires
+ *		until until (DT_NOEND: its token came from the row, not from the WAL
+ *		position); call after writing it, under the name's mutex.  When the
+ *		mark does not fit, the database's marks are loaded again later.
+ */
+void
+schedlock_marks_add(const char *name, TimestampTz until, TimestampTz now)
+{
+	MarkDatabase *d;
+	int			i;
+
+	if (mark_table == NULL)
+		return;
+	/* a release earlier in this transaction no longer has the last word */
+	for (i = 0; i < nunmarks; i++)
+	{
+		if (unmarks[i].name != NULL && strcmp(unmarks[i].name, name) == 0)
+		{
+			pfree(unmarks[i].name);
+			unmarks[i].name = NULL;
+		}
+	}
+	LWLockAcquire(mark_lock, LW_EXCLUSIVE);
+	d = mark_database(false);
+	/* without a slot nothing is loaded: a later load scans the row */
+	if (d != NULL && !add_mark(name, until, now))
+	{
+		unload(d);
+		d->next_load = now + MARK_RELOAD_SECONDS * USECS_PER_SEC;
+	}
+	LWLockRelease(mark_lock);
+}
+
+/*
+ * schedlock_marks_unmark_at_commit
+ *		A lock function released the name's lease in the table, leaving no
+ *		lock_at_least_for window: if the transaction commits (and no later
+ *		change of this transaction marks the name again), the row blocks
+ *		nobody and the name's mark can go.  Removed at commit, while the
+ *		name's mutex is still held (schedlock_marks_end_xact).
+ */
+void
+schedlock_marks_unmark_at_commit(const char *name)
+{
+	if (mark_table == NULL)
+		return;
+	if (nunmarks >= maxunmarks)
+	{
+		int			newmax = maxunmarks == 0 ? 8 : maxunmarks * 2;
+
+		if (unmarks == NULL)
+			unmarks = MemoryContextAlloc(TopMemoryContext,
+										 newmax * sizeof(PendingUnmark));
+		else
+			unmarks = repalloc(unmarks, newmax * sizeof(PendingUnmark));
+		maxunmarks = newmax;
+	}
+	unmarks[nunmarks].nestlevel = GetCurrentTransactionNestLevel();
+	unmarks[nunmarks].name = MemoryContextStrdup(TopMemoryContext, name);
+	nunmarks++;
+}
+
+/*
+ * schedlock_marks_end_xact
+ *		At the end of a (sub)transaction at nesting level level: at the top
+ *		level's commit remove the marks of the names it released (not those
+ *		of rows with a large token); at an abort forget them; at a
+ *		subtransaction's commit hand them to the parent.  Must not fail.
+ */
+void
+schedlock_marks_end_xact(bool commit, int level)
+{
+	int			i;
+	int			keep = 0;
+
+	if (nunmarks == 0)
+		return;
+	if (commit && level > 1)
+	{
+		for (i = 0; i < nunmarks; i++)
+			if (unmarks[i].nestlevel >= level)
+				unmarks[i].nestlevel = level - 1;
+		return;
+	}
+	if (commit)
+	{
+		LWLockAcquire(mark_lock, LW_EXCLUSIVE);
+		for (i = 0; i < nunmarks; i++)
+		{
+			LeaseKey	key;
+			MarkEntry  *entry;
+
+			if (unmarks[i].name == NULL || strlen(unmarks[i].name) >= sizeof(key.name))
+				continue;
+			set_key(&key, unmarks[i].name);
+			entry = hash_search(mark_table, &key, HASH_FIND, NULL);
+			if (entry != NULL && entry->until != DT_NOEND)
+				(void) hash_search(mark_table, &key, HASH_REMOVE, NULL);
+		}
+		LWLockRelease(mark_lock);
+	}
+	for (i = 0; i < nunmarks; i++)
+	{
+		if (!commit && unmarks[i].nestlevel < level)
+			unmarks[keep++] = unmarks[i];
+		else if (unmarks[i].name != NULL)
+			pfree(unmarks[i].name);
+	}
+	nunmarks = keep;
+}
+
+/*
+ * schedlock_marks_forget
+ *		A session-bound acquire kept in shared memory read the name's row
+ *		and took the name over: the row blocks nobody and its token is below
+ *		every token to come, so the name needs no mark.
+ */
+void
+schedlock_marks_forget(const char *name)
+{
+	LeaseKey	key;
+
+	if (mark_table == NULL || strlen(name) >= sizeof(key.name))
+		return;
+	set_key(&key, name);
+	LWLockAcquire(mark_lock, LW_EXCLUSIVE);
+	(void) hash_search(mark_table, &key, HASH_REMOVE, NULL);
+	LWLockRelease(mark_lock);
+}
+
+/*
+ * schedlock_marks_writer_start
+ *		The open transaction writes the table by SQL (lock_watch.c): until
+ *		schedlock_marks_writer_end, acquires in this database probe the
+ *		table.  Returns whether the database has a slot (pass it on to
+ *		writer_end); without one, every database probes meanwhile.
+ */
+bool
+schedlock_marks_writer_start(void)
+{
+	MarkDatabase *d;
+
+	if (mark_table == NULL)
+		return false;
+	LWLockAcquire(mark_lock, LW_EXCLUSIVE);
+	d = mark_database(true);
+	if (d != NULL)
+	{
+		d->writers++;
+		unload(d);
+	}
+	else
+		marks->orphan_writers++;
+	LWLockRelease(mark_lock);
+	return d != NULL;
+}
+
+/*
+ * schedlock_marks_writer_end
+ *		The transaction that wrote the table by SQL has ended (committed,
+ *		aborted or prepared): the next acquire loads the marks again, seeing
+ *		its rows.  Must not fail.
+ */
+void
+schedlock_marks_writer_end(bool had_slot)
+{
+	int			i;
+
+	if (mark_table == NULL)
+		return;
+	LWLockAcquire(mark_lock, LW_EXCLUSIVE);
+	if (had_slot)
+	{
+		MarkDatabase *d = mark_database(false);
+
+		if (d != NULL)
+		{
+			if (d->writers > 0)
+				d->writers--;
+			unload(d);
+			d->next_load = 0;
+		}
+	}
+	else
+	{
+		if (marks->orphan_writers > 0)
+			marks->orphan_writers--;
+		for (i = 0; i < MARK_DATABASES; i++)
+			unload(&marks->dbs[i]);
+	}
+	LWLockRelease(mark_lock);
 }
 
 /*

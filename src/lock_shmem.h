@@ -14,6 +14,7 @@
 
 #include "access/xlogdefs.h"
 #include "mb/pg_wchar.h"
+#include "nodes/nodes.h"
 #include "nodes/pg_list.h"
 #include "utils/timestamp.h"
 
@@ -43,6 +44,14 @@ typedef struct SchedlockLease
 	char		holder[SCHEDLOCK_SHMEM_HOLDER_BYTES];
 } SchedlockLease;
 
+/* What a session-bound acquire must do about the table's row of a name. */
+typedef enum SchedlockMarks
+{
+	MARKS_CLEAR,				/* nothing: the row does not matter */
+	MARKS_PROBE,				/* read the row */
+	MARKS_LOAD					/* load the database's marks, then read it */
+} SchedlockMarks;
+
 extern int	schedlock_max_session_locks;
 
 extern void schedlock_lock_shmem_define_guc(void);
@@ -63,6 +72,23 @@ extern List *schedlock_lease_shmem_mine(void);
 extern bool schedlock_lease_shmem_token(bool has_prev, int64 prev,
 										int64 *token);
 extern void schedlock_lease_shmem_note_token(int64 token);
+extern int64 schedlock_lease_shmem_token_floor(void);
+extern SchedlockMarks schedlock_marks_check(const char *name, TimestampTz now);
+extern bool schedlock_marks_begin_load(uint64 *gen, TimestampTz now);
+extern bool schedlock_marks_load_add(const char *name, TimestampTz until,
+									 TimestampTz now);
+extern void schedlock_marks_end_load(uint64 gen, bool ok, TimestampTz now);
+extern void schedlock_marks_add(const char *name, TimestampTz until,
+								TimestampTz now);
+extern void schedlock_marks_forget(const char *name);
+extern void schedlock_marks_unmark_at_commit(const char *name);
+extern void schedlock_marks_end_xact(bool commit, int level);
+extern bool schedlock_marks_writer_start(void);
+extern void schedlock_marks_writer_end(bool had_slot);
+
+/* lock_watch.c */
+extern void schedlock_lock_watch_init(void);
+extern void schedlock_lock_watch_copy(Node *parsetree);
 
 /* lock.c */
 extern int64 schedlock_token_base(XLogRecPtr lsn);

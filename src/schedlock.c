@@ -181,6 +181,10 @@ sl_process_utility(PlannedStmt *pstmt, const char *queryString,
 		return;
 	}
 
+	/* COPY ... FROM into schedlock.lock_state (lock_watch.c) */
+	if (IsA(parsetree, CopyStmt))
+		schedlock_lock_watch_copy(parsetree);
+
 	if (IsA(parsetree, CreateExtensionStmt) &&
 		strcmp(((CreateExtensionStmt *) parsetree)->extname, "schedlock") == 0)
 		schedlock_probe_database_at_commit();
@@ -302,6 +306,7 @@ _PG_init(void)
 	MarkGUCPrefixReserved("schedlock");
 
 	schedlock_lock_init();
+	schedlock_lock_watch_init();
 
 	if (max_worker_processes < 1 + schedlock_workers)
 		ereport(WARNING,

@@ -1,0 +1,178 @@
+/*-------------------------------------------------------------------------
+ *
+ * lock_watch.c
+ *	  Notice writes to schedlock.lock_state made by SQL, so that the marks
+ *	  of lock_shmem.c stay true.
+ *
+ * The lock functions write the table themselves and keep the marks up to
+ * date.  The table's owner (a superuser, or whoever installed the extension)
+ * can also write it by SQL: INSERT, UPDATE, DELETE, MERGE, or COPY FROM, as
+ * a restore of a dump does.  An ExecutorStart hook looks at the result
+ * relations of every statement that writes, and the ProcessUtility hook of
+ * schedlock.c hands COPY ... FROM over; when one of them is the lock table,
+ * the database's acquires read the table again until the transaction ends,
+ * and then load the marks afresh.  Only the name of a result relation is
+ * looked up (in the syscache), so statements that write other tables pay
+ * one syscache lookup each, and those that write nothing pay nothing.
+ *
+ * Rows written without SQL by other code (logical replication's apply
+ * worker, another extension writing the heap) are not seen until the marks
+ * are next loaded.
+ *
+ * IDENTIFICATION
+ *	  src/lock_watch.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "executor/executor.h"
+#include "nodes/parsenodes.h"
+#include "parser/parsetree.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+
+#include "lock_shmem.h"
+
+/* Whether the open transaction wrote the lock table by SQL. */
+typedef enum WatchState
+{
+	WATCH_NONE,
+	WATCH_WRITER,				/* registered with the database's marks */
+	WATCH_ORPHAN_WRITER			/* registered without a database slot */
+} WatchState;
+
+static WatchState watch_state = WATCH_NONE;
+static ExecutorStart_hook_type prev_ExecutorStart = NULL;
+
+/*
+ * is_lock_table
+ *		Whether relid is schedlock.lock_state.
+ */
+static bool
+is_lock_table(Oid relid)
+{
+	HeapTuple	tp;
+	Oid			nsp = InvalidOid;
+	char	   *nspname;
+	bool		result;
+
+	tp = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tp))
+		return false;
+	if (strcmp(NameStr(((Form_pg_class) GETSTRUCT(tp))->relname), "lock_state") == 0)
+		nsp = ((Form_pg_class) GETSTRUCT(tp))->relnamespace;
+	ReleaseSysCache(tp);
+	if (!OidIsValid(nsp))
+		return false;
+	nspname = get_namespace_name(nsp);
+	result = nspname != NULL && strcmp(nspname, "schedlock") == 0;
+	if (nspname != NULL)
+		pfree(nspname);
+	return result;
+}
+
+/*
+ * note_writer
+ *		The open transaction writes the lock table by SQL.
+ */
+static void
+note_writer(void)
+{
+	if (watch_state != WATCH_NONE || !schedlock_lease_shmem_enabled())
+		return;
+	watch_state = schedlock_marks_writer_start() ?
+		WATCH_WRITER : WATCH_ORPHAN_WRITER;
+}
+
+/*
+ * watch_executor_start
+ *		ExecutorStart_hook: note a statement that writes the lock table.
+ */
+static void
+watch_executor_start(QueryDesc *queryDesc, int eflags)
+{
+	PlannedStmt *stmt = queryDesc->plannedstmt;
+
+	if (watch_state == WATCH_NONE && stmt->resultRelations != NIL &&
+		(eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
+	{
+		ListCell   *lc;
+
+		foreach(lc, stmt->resultRelations)
+		{
+			RangeTblEntry *rte = rt_fetch(lfirst_int(lc), stmt->rtable);
+
+			if (rte->rtekind == RTE_RELATION && is_lock_table(rte->relid))
+			{
+				note_writer();
+				break;
+			}
+		}
+	}
+	if (prev_ExecutorStart)
+		prev_ExecutorStart(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+}
+
+/*
+ * schedlock_lock_watch_copy
+ *		From the ProcessUtility hook: note COPY ... FROM into the lock table.
+ */
+void
+schedlock_lock_watch_copy(Node *parsetree)
+{
+	CopyStmt   *copy;
+	Oid			relid;
+
+	if (!IsA(parsetree, CopyStmt) || watch_state != WATCH_NONE)
+		return;
+	copy = (CopyStmt *) parsetree;
+	if (!copy->is_from || copy->relation == NULL)
+		return;
+	relid = RangeVarGetRelid(copy->relation, NoLock, true);
+	if (OidIsValid(relid) && is_lock_table(relid))
+		note_writer();
+}
+
+/*
+ * watch_xact_callback
+ *		At the end of a transaction that wrote the table by SQL, have the
+ *		marks loaded again.
+ */
+static void
+watch_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			if (watch_state != WATCH_NONE)
+			{
+				schedlock_marks_writer_end(watch_state == WATCH_WRITER);
+				watch_state = WATCH_NONE;
+			}
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * schedlock_lock_watch_init
+ *		Called from _PG_init: install the hook and the callback.
+ */
+void
+schedlock_lock_watch_init(void)
+{
+	prev_ExecutorStart = ExecutorStart_hook;
+	ExecutorStart_hook = watch_executor_start;
+	RegisterXactCallback(watch_xact_callback, NULL);
+}
