@@ -398,17 +398,8 @@ session_bound_after_commit(void)
 static void
 push_session_delta(int delta)
 {
-	if (npending >= maxpending)
-	{
-		int			newmax = maxpending == 0 ? 8 : maxpending * 2;
-
-		if (pending == NULL)
-			pending = MemoryContextAlloc(TopMemoryContext,
-										 newmax * sizeof(PendingDelta));
-		else
-			pending = repalloc(pending, newmax * sizeof(PendingDelta));
-		maxpending = newmax;
-	}
+	schedlock_ensure_room((void **) &pending, &maxpending, npending,
+						  sizeof(PendingDelta));
 	pending[npending].nestlevel = GetCurrentTransactionNestLevel();
 	pending[npending].delta = delta;
 	npending++;

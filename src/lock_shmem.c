@@ -414,6 +414,27 @@ reclaim(TimestampTz now)
 }
 
 /*
+ * schedlock_ensure_room
+ *		Make room for one more item in a growing array of per-session records
+ *		kept in TopMemoryContext: *array holds nitems of itemsize bytes and
+ *		has room for *maxitems.
+ */
+void
+schedlock_ensure_room(void **array, int *maxitems, int nitems, Size itemsize)
+{
+	int			newmax;
+
+	if (nitems < *maxitems)
+		return;
+	newmax = *maxitems == 0 ? 8 : *maxitems * 2;
+	if (*array == NULL)
+		*array = MemoryContextAlloc(TopMemoryContext, newmax * itemsize);
+	else
+		*array = repalloc(*array, newmax * itemsize);
+	*maxitems = newmax;
+}
+
+/*
  * push_undo
  *		Remember the state of an entry before this (sub)transaction changes
  *		it.
@@ -421,16 +442,7 @@ reclaim(TimestampTz now)
 static void
 push_undo(const char *name, bool existed, const SchedlockLease *old)
 {
-	if (nundo >= maxundo)
-	{
-		int			newmax = maxundo == 0 ? 8 : maxundo * 2;
-
-		if (undo == NULL)
-			undo = MemoryContextAlloc(TopMemoryContext, newmax * sizeof(LeaseUndo));
-		else
-			undo = repalloc(undo, newmax * sizeof(LeaseUndo));
-		maxundo = newmax;
-	}
+	schedlock_ensure_room((void **) &undo, &maxundo, nundo, sizeof(LeaseUndo));
 	undo[nundo].nestlevel = GetCurrentTransactionNestLevel();
 	undo[nundo].name = MemoryContextStrdup(TopMemoryContext, name);
 	undo[nundo].existed = existed;
@@ -1025,17 +1037,8 @@ schedlock_marks_unmark_at_commit(const char *name)
 {
 	if (mark_table == NULL)
 		return;
-	if (nunmarks >= maxunmarks)
-	{
-		int			newmax = maxunmarks == 0 ? 8 : maxunmarks * 2;
-
-		if (unmarks == NULL)
-			unmarks = MemoryContextAlloc(TopMemoryContext,
-										 newmax * sizeof(PendingUnmark));
-		else
-			unmarks = repalloc(unmarks, newmax * sizeof(PendingUnmark));
-		maxunmarks = newmax;
-	}
+	schedlock_ensure_room((void **) &unmarks, &maxunmarks, nunmarks,
+						  sizeof(PendingUnmark));
 	unmarks[nunmarks].nestlevel = GetCurrentTransactionNestLevel();
 	unmarks[nunmarks].name = MemoryContextStrdup(TopMemoryContext, name);
 	nunmarks++;

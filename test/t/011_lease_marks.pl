@@ -11,14 +11,10 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use SchedlockLockNode;
 
-my $node = PostgreSQL::Test::Cluster->new('lease_marks');
-$node->init;
-$node->append_conf('postgresql.conf',
-	"shared_preload_libraries = 'schedlock'\nschedlock.max_session_locks = 4\nrestart_after_crash = on");
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
-$node->safe_psql('app', 'CREATE EXTENSION schedlock');
+# restart_after_crash is on by default
+my $node = lock_node('lease_marks', 4);
 
 # refused NAMES: how many of the names another session cannot acquire
 # session-bound
