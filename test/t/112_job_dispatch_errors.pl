@@ -86,8 +86,13 @@ $node->poll_query_until('app', q{
 	 WHERE job_name IN ('bad_trigger', 'bad_row') AND NOT enabled
 	   AND paused_reason LIKE 'quarantined%'}, 't')
   or diag 'the bad jobs were not quarantined';
-# a few more seconds of the good job next to them
-sleep 3;
+# the good job next to them: wait until it has run 6 slots since t0 (the
+# quarantine alone may take less than a second, so a fixed sleep left as few
+# as 4 slots before t1); t1, a second before now, then covers at least 5
+$node->poll_query_until('app', qq{
+	SELECT count(*) >= 6 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+	 WHERE j.job_name = 'tick' AND r.scheduled_for >= '$t0' AND r.finished_at IS NOT NULL}, 't')
+  or diag 'the good job did not run 6 times';
 my $t1 = $node->safe_psql('app', q{SELECT now() - interval '1 second'});
 
 is($node->safe_psql('app', $workers_sql), $pids,
