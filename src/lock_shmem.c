@@ -394,6 +394,24 @@ schedlock_lease_shmem_get(const char *name, SchedlockLease *lease)
 }
 
 /*
+ * remove_name
+ *		Remove the entry of a name in this database from table (the lease
+ *		table or the marks, keyed alike), under its lock.
+ */
+static void
+remove_name(HTAB *table, LWLock *lock, const char *name)
+{
+	LeaseKey	key;
+
+	if (table == NULL || strlen(name) >= sizeof(key.name))
+		return;
+	set_key(&key, name);
+	LWLockAcquire(lock, LW_EXCLUSIVE);
+	(void) hash_search(table, &key, HASH_REMOVE, NULL);
+	LWLockRelease(lock);
+}
+
+/*
  * reclaim
  *		Remove every entry that blocks nobody and that no open transaction
  *		changed.  Caller holds lease_lock exclusively.
@@ -543,14 +561,7 @@ schedlock_lease_shmem_put(const char *name, const SchedlockLease *lease,
 void
 schedlock_lease_shmem_forget(const char *name)
 {
-	LeaseKey	key;
-
-	if (lease_table == NULL)
-		return;
-	set_key(&key, name);
-	LWLockAcquire(lease_lock, LW_EXCLUSIVE);
-	(void) hash_search(lease_table, &key, HASH_REMOVE, NULL);
-	LWLockRelease(lease_lock);
+	remove_name(lease_table, lease_lock, name);
 }
 
 /*
@@ -769,6 +780,25 @@ schedlock_lease_shmem_token_floor(void)
 }
 
 /*
+ * remove_database_marks
+ *		Remove every mark of database dbid.  Caller holds mark_lock
+ *		exclusively.
+ */
+static void
+remove_database_marks(Oid dbid)
+{
+	HASH_SEQ_STATUS status;
+	MarkEntry  *entry;
+
+	hash_seq_init(&status, mark_table);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		if (entry->key.dbid == dbid)
+			(void) hash_search(mark_table, &entry->key, HASH_REMOVE, NULL);
+	}
+}
+
+/*
  * mark_database
  *		The marks' state of this database; when it has none and create is
  *		true, a free slot, or else one taken from a database nobody loads or
@@ -800,15 +830,7 @@ mark_database(bool create)
 		return NULL;
 	if (slot == NULL && evict != NULL)
 	{
-		HASH_SEQ_STATUS status;
-		MarkEntry  *entry;
-
-		hash_seq_init(&status, mark_table);
-		while ((entry = hash_seq_search(&status)) != NULL)
-		{
-			if (entry->key.dbid == evict->dbid)
-				(void) hash_search(mark_table, &entry->key, HASH_REMOVE, NULL);
-		}
+		remove_database_marks(evict->dbid);
 		slot = evict;
 	}
 	if (slot != NULL)
@@ -920,8 +942,6 @@ bool
 schedlock_marks_begin_load(uint64 *gen, TimestampTz now)
 {
 	MarkDatabase *d;
-	HASH_SEQ_STATUS status;
-	MarkEntry  *entry;
 
 	if (mark_table == NULL)
 		return false;
@@ -933,12 +953,7 @@ schedlock_marks_begin_load(uint64 *gen, TimestampTz now)
 		LWLockRelease(mark_lock);
 		return false;
 	}
-	hash_seq_init(&status, mark_table);
-	while ((entry = hash_seq_search(&status)) != NULL)
-	{
-		if (entry->key.dbid == MyDatabaseId)
-			(void) hash_search(mark_table, &entry->key, HASH_REMOVE, NULL);
-	}
+	remove_database_marks(MyDatabaseId);
 	d->loading = true;
 	*gen = d->gen;
 	LWLockRelease(mark_lock);
@@ -1102,14 +1117,7 @@ schedlock_marks_end_xact(bool commit, int level)
 void
 schedlock_marks_forget(const char *name)
 {
-	LeaseKey	key;
-
-	if (mark_table == NULL || strlen(name) >= sizeof(key.name))
-		return;
-	set_key(&key, name);
-	LWLockAcquire(mark_lock, LW_EXCLUSIVE);
-	(void) hash_search(mark_table, &key, HASH_REMOVE, NULL);
-	LWLockRelease(mark_lock);
+	remove_name(mark_table, mark_lock, name);
 }
 
 /*
