@@ -1,24 +1,25 @@
 /*-------------------------------------------------------------------------
  *
  * claim_sql.h
- *	  The dispatch workers' claim statements, as SQL text.
+ *	  The job backends' claim statements, as SQL text.
  *
- * jobstore.c prepares and runs these statements for the workers
+ * jobstore.c prepares and runs these statements for the job backends
  * (worker.c).  They live in a header of their own, which includes nothing
  * and needs nothing of PostgreSQL, so that the isolation spec
  * test/isolation/specs/job_claim.spec races exactly the statements the
- * workers run: test/isolation/fill-specs.sh compiles a program that prints
+ * job backends run: test/isolation/fill-specs.sh compiles a program that prints
  * them and puts them into the spec before it runs.  A change here is
  * therefore a change of what that spec tests.
  *
- * The claim statement: the earliest due job nobody else holds, after the
- * position ($2, $3) in the order of jobs_due_idx, as of $1.
+ * The claim statement: the earliest due job of a role ($4) nobody else
+ * holds, after the position ($2, $3) in the order of jobs_role_due_idx, as
+ * of $1.
  *
  * Claiming a job moves its next_run_at, so its old entry in jobs_due_idx
  * stays in the due range, dead, until vacuum or a later scan removes it.
  * When thousands of jobs fall due at once, a scan from the start of the
  * range steps over the entries of every job claimed so far, and the burst
- * costs time quadratic in its size.  So within a pass a worker resumes
+ * costs time quadratic in its size.  So within a pass a backend resumes
  * after the job it claimed last; everything before that position is dead,
  * claimed, or locked by someone else.  The pass ends with one scan from
  * the start ($2 = -infinity), which also finds the jobs it stepped over
@@ -32,35 +33,53 @@
 #ifndef SCHEDLOCK_CLAIM_SQL_H
 #define SCHEDLOCK_CLAIM_SQL_H
 
-#define SCHEDLOCK_CLAIM_SELECT \
+/*
+ * The claimed job's columns; the last one is its search_path, which the
+ * tables of release 1.1 lack (NULL there: see jobstore.c).
+ */
+#define SCHEDLOCK_CLAIM_COLUMNS(search_path) \
 	"SELECT job_id, job_name, owner::pg_catalog.oid, schedule, command, " \
 	"  notify_channel, payload, timezone, " \
 	"  EXTRACT(epoch FROM timeout)::pg_catalog.float8 " \
 	"    OPERATOR(pg_catalog.*) 1000, misfire, atomic, " \
 	"  run_as::pg_catalog.oid, reboot, next_slot, retry_slot, retry_attempt, " \
-	"  retry_at, manual_pending, next_run_at, ctid, consecutive_failures " \
+	"  retry_at, manual_pending, next_run_at, ctid, consecutive_failures, " \
+	"  " search_path " "
+
+/*
+ * The jobs of one role ($4 oid: the role they run as, run_as or else the
+ * owner), due as of $1, after ($2, $3).  Release 1.2's jobs_role_due_idx
+ * indexes exactly this order per role.
+ */
+#define SCHEDLOCK_CLAIM_WHERE \
 	"FROM schedlock.jobs " \
-	"WHERE enabled AND next_run_at OPERATOR(pg_catalog.<=) $1 " \
+	"WHERE enabled " \
+	"  AND (COALESCE(run_as, owner)::pg_catalog.oid) OPERATOR(pg_catalog.=) $4 " \
+	"  AND next_run_at OPERATOR(pg_catalog.<=) $1 " \
 	"  AND (next_run_at, job_id) OPERATOR(pg_catalog.>) ($2, $3) "
 #define SCHEDLOCK_CLAIM_ORDER \
 	"ORDER BY next_run_at, job_id LIMIT 1 " \
 	"FOR UPDATE SKIP LOCKED"
 
-/* Claim any due job ($1 timestamptz, $2 timestamptz, $3 bigint). */
+/*
+ * Claim any due job of the role ($1 timestamptz, $2 timestamptz, $3
+ * bigint, $4 oid).
+ */
 #define SCHEDLOCK_CLAIM_SQL \
-	SCHEDLOCK_CLAIM_SELECT SCHEDLOCK_CLAIM_ORDER
+	SCHEDLOCK_CLAIM_COLUMNS("search_path") SCHEDLOCK_CLAIM_WHERE \
+	SCHEDLOCK_CLAIM_ORDER
 
 /* The same, for NOTIFY jobs only: see dispatch_one in worker.c. */
 #define SCHEDLOCK_CLAIM_NOTIFY_SQL \
-	SCHEDLOCK_CLAIM_SELECT "AND notify_channel IS NOT NULL " SCHEDLOCK_CLAIM_ORDER
+	SCHEDLOCK_CLAIM_COLUMNS("search_path") SCHEDLOCK_CLAIM_WHERE \
+	"AND notify_channel IS NOT NULL " SCHEDLOCK_CLAIM_ORDER
 
-/*
- * The same as SCHEDLOCK_CLAIM_SQL, leaving out the SQL jobs of the roles $4
- * (oid[]) that have schedlock.max_runs_per_role runs in progress.
- */
-#define SCHEDLOCK_CLAIM_CAPPED_SQL \
-	SCHEDLOCK_CLAIM_SELECT "AND (notify_channel IS NOT NULL OR NOT " \
-	"  (owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($4))) " \
+/* Both, on the tables of release 1.1 (no jobs.search_path). */
+#define SCHEDLOCK_CLAIM_SQL_1_1 \
+	SCHEDLOCK_CLAIM_COLUMNS("NULL::pg_catalog.text") SCHEDLOCK_CLAIM_WHERE \
 	SCHEDLOCK_CLAIM_ORDER
+#define SCHEDLOCK_CLAIM_NOTIFY_SQL_1_1 \
+	SCHEDLOCK_CLAIM_COLUMNS("NULL::pg_catalog.text") SCHEDLOCK_CLAIM_WHERE \
+	"AND notify_channel IS NOT NULL " SCHEDLOCK_CLAIM_ORDER
 
 #endif							/* SCHEDLOCK_CLAIM_SQL_H */

@@ -1,46 +1,47 @@
 /*-------------------------------------------------------------------------
  *
  * exec.c
- *	  Running an atomic job's SQL command in a worker, inside the claiming
- *	  transaction.  (A non-atomic job runs in a backend of its own,
- *	  connected as the job's role: jobbackend.c.)
+ *	  Running a job's SQL command in its job backend: a process connected
+ *	  as the job's role (worker.c), so the command runs with that role as
+ *	  session and current user, as after a login.
  *
- * The command runs as the job's user (its owner, or run_as) with
- * SECURITY_LOCAL_USERID_CHANGE, so it cannot SET ROLE back to the worker's
- * superuser, and under the job's timeout as statement timeout.  It does
- * not throw: an error is caught, returned as ErrorData, and its effects
- * are rolled back.
+ * Atomic: the command runs through SPI in a subtransaction of the
+ * transaction that claimed the run, so its effects commit together with
+ * the run's bookkeeping or roll back alone.  Its deferred triggers fire
+ * before the subtransaction ends (SET CONSTRAINTS ALL IMMEDIATE), so that
+ * their errors fail the run; what it re-defers, and its ON COMMIT actions,
+ * run at the claim's commit, which happens as the job's role: the
+ * bookkeeping switches to the extension owner only around its own
+ * statements (worker.c).
  *
- * Jobs of different roles run one after the other in the worker's one
- * session, so a job must leave nothing there for the next job, nor for the
- * worker's own statements, which run as the bootstrap superuser.  After
- * every run, succeeded or failed, the session is brought back to what it
- * was before, as DISCARD ALL would (but keeping the worker's own plans):
- *	- settings (SET, SET LOCAL, set_config(), SET SESSION CHARACTERISTICS)
- *	  are undone at the end of the GUC nest level the job runs in;
- *	- cursors (WITH HOLD ones too), temporary objects and LISTEN are
- *	  dropped as the job's user, in the job's own subtransaction, before
- *	  the claim commits;
- *	- session-bound schedlock leases are ended as schedlock_release ends
- *	  them, and session advisory locks, prepared statements and sequence
- *	  state (currval, lastval), which no transaction end undoes, are
- *	  dropped, by schedlock_exec_discard_job_state once the run's
- *	  transaction is over.
- * What a job leaves for its transaction's commit runs before the job ends,
- * as the job's user: deferred triggers are fired (SET CONSTRAINTS ALL
- * IMMEDIATE), and WITH HOLD cursors are dropped before the claim commits,
- * which would otherwise run their queries, as the worker's superuser.
- * Dropping the plan cache (as DISCARD ALL does) is left out: the worker's
- * statements are planned under a pinned search_path (query.c), a plan
- * that depends on the job's search_path or role is re-planned by the plan
- * cache itself, and a prepared statement of a job is dropped with it.
+ * Non-atomic: the statements run one by one at top level, each in a
+ * transaction of its own unless the command manages its own, the way a
+ * simple-query client's statements run (VACUUM, CALL of a procedure that
+ * COMMITs, CREATE INDEX CONCURRENTLY).
  *
- * Atomic: the command runs through SPI in a subtransaction of the claiming
- * transaction, so its effects commit together with the run's bookkeeping or
- * roll back alone.  Its result rows go to a receiver that drops them: the
- * worker's memory does not grow with the size of a result.  What it raises
- * below ERROR (NOTICE, INFO, WARNING) is captured for the run's record
- * while it runs, and only then (runlog.c).
+ * Either way the job's timeout bounds the whole command as its statement
+ * timeout; a job without one is bounded by the statement_timeout a login
+ * of its role in its database gets (postgresql.conf, ALTER ROLE / ALTER
+ * DATABASE ... SET).  Result rows go to a receiver that drops them, and
+ * what the command raises below ERROR (NOTICE, INFO, WARNING) is captured
+ * for the run's record (runlog.c).  The functions here do not throw: an
+ * error is caught and returned as ErrorData.
+ *
+ * The backend is the role's own, shared by nothing but later jobs of the
+ * same role in the same database, like a session of a connection pool.
+ * What a job leaves there (temporary objects, prepared statements,
+ * advisory locks, extension state such as dblink connections) reaches only
+ * those; no other role's SQL, and no SQL with raised rights, ever runs in
+ * it.  Two things are still put back after every run, because they would
+ * change the bookkeeping or a promise schedlock makes: the settings the
+ * job changed (RESET ALL after a non-atomic run; the atomic command's
+ * settings end with its GUC nest level), and the session-bound leases it
+ * took, which end with the run (schedlock_exec_after_run).
+ *
+ * A job's search_path is its own, fixed when it was scheduled and stored
+ * with it (schedlock_exec_set_search_path sets it as a session setting
+ * before the run), so that settings of the database or of another role
+ * cannot change what an unqualified name in the job means.
  *
  * IDENTIFICATION
  *	  src/exec.c
@@ -49,16 +50,8 @@
  */
 #include "postgres.h"
 
-#include "access/genam.h"
-#include "access/table.h"
 #include "access/xact.h"
-#include "catalog/indexing.h"
 #include "catalog/namespace.h"
-#include "catalog/pg_depend.h"
-#include "catalog/pg_namespace.h"
-#include "commands/async.h"
-#include "commands/prepare.h"
-#include "commands/sequence.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -66,10 +59,10 @@
 #include "parser/analyze.h"
 #include "pgstat.h"
 #include "storage/lock.h"
+#include "storage/proc.h"
 #include "tcop/pquery.h"
 #include "tcop/tcopprot.h"
 #include "tcop/utility.h"
-#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/portal.h"
@@ -82,112 +75,74 @@
 #include "scheduler.h"
 
 /*
- * temp_objects_exist
- *		Whether this session's temporary schema holds anything: an object
- *		there depends on the schema (pg_depend), which is what
- *		ResetTempTableNamespace deletes.  Once a job used a temporary
- *		object the schema stays, and dropping its (usually empty) contents
- *		after every run costs two to three times this look-up.  In a
- *		transaction.
+ * effective_timeout
+ *		The job's timeout in ms, or, for a job without one, the
+ *		statement_timeout of the session (its role's and database's login
+ *		value: a job's own SET is undone after its run).  0: none.
  */
-static bool
-temp_objects_exist(void)
+static int
+effective_timeout(int timeout_ms)
 {
-	Oid			temp_nsp;
-	Oid			temp_toast_nsp;
-	Relation	rel;
-	ScanKeyData key[2];
-	SysScanDesc scan;
-	bool		found;
-
-	GetTempNamespaceState(&temp_nsp, &temp_toast_nsp);
-	if (!OidIsValid(temp_nsp))
-		return false;
-
-	rel = table_open(DependRelationId, AccessShareLock);
-	ScanKeyInit(&key[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber,
-				F_OIDEQ, ObjectIdGetDatum(NamespaceRelationId));
-	ScanKeyInit(&key[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber,
-				F_OIDEQ, ObjectIdGetDatum(temp_nsp));
-	scan = systable_beginscan(rel, DependReferenceIndexId, true, NULL, 2, key);
-	found = HeapTupleIsValid(systable_getnext(scan));
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return found;
+	return timeout_ms > 0 ? timeout_ms : StatementTimeout;
 }
 
 /*
- * finish_job_transaction
- *		Run now what the job left for its transaction's end, and drop what
- *		it left in the session that a transaction can drop: fire its
- *		deferred triggers, drop its cursors (a WITH HOLD cursor would run
- *		its query at commit), its temporary objects and its LISTENs.  In a
- *		transaction, as the job's user, under its settings; an error is the
- *		job's.
- */
-static void
-finish_job_transaction(void)
-{
-	ConstraintsSetStmt *all_immediate = makeNode(ConstraintsSetStmt);
-
-	all_immediate->constraints = NIL;
-	all_immediate->deferred = false;
-	AfterTriggerSetState(all_immediate);
-
-	PortalHashTableDeleteAll();
-	if (temp_objects_exist())
-		ResetTempTableNamespace();
-	/* PostgreSQL refuses LISTEN in a background worker; costs nothing */
-	Async_UnlistenAll();
-}
-
-/*
- * schedlock_exec_discard_job_state
- *		Drop what a job can leave in the session that no transaction end
- *		undoes: session-bound schedlock leases the job took (ended, in a
- *		transaction of their own, only when there are any), session-level
- *		advisory locks, prepared statements, and sequence state (currval,
- *		lastval).  Called by the worker after every run, succeeded or
- *		failed, outside a transaction: once the run's transaction has
- *		committed, so that a lock the job kept is held until its effects
- *		are visible.
+ * schedlock_exec_set_search_path
+ *		Make the job's search_path the session's (as SET search_path would),
+ *		unless it is NULL (a job of release 1.1 tables, before ALTER
+ *		EXTENSION UPDATE: the login's).  In a transaction, at its top GUC
+ *		nest level, as the job's role; it lasts past the commit, so that
+ *		what the job leaves for its commit resolves names the same way.
  */
 void
-schedlock_exec_discard_job_state(void)
+schedlock_exec_set_search_path(const char *search_path)
+{
+	if (search_path == NULL)
+		return;
+	if (strcmp(namespace_search_path, search_path) == 0)
+		return;
+	(void) set_config_option("search_path", search_path, PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SET, true, 0, false);
+}
+
+/*
+ * schedlock_exec_after_run
+ *		After every run, succeeded or failed, outside a transaction, once
+ *		the run's transaction has committed: end the session-bound leases
+ *		the job took (in a transaction of their own, only when there are
+ *		any) and undo the settings it changed for the session.
+ */
+void
+schedlock_exec_after_run(void)
 {
 	Assert(!IsTransactionState());
-	/* first: its commit still finds the identity lock to drop */
 	schedlock_lock_end_session_leases();
-	LockReleaseSession(USER_LOCKMETHOD);
-	DropAllPreparedStatements();
-	ResetSequenceCaches();
+	ResetAllOptions();
 }
 
 /*
  * schedlock_exec_atomic
- *		Run command in a subtransaction of the current transaction as user.
- *		Caller is connected to SPI.  Returns false and sets *error when the
- *		command failed (its effects are then rolled back).  Either way its
- *		settings are undone and its cursors, temporary objects and deferred
- *		triggers dealt with (see finish_job_transaction); the caller calls
- *		schedlock_exec_discard_job_state after the transaction.
+ *		Run command in a subtransaction of the current transaction as the
+ *		current user, which must be the session's (the job's role).  Caller
+ *		is connected to SPI.  Returns false and sets *error when the command
+ *		failed (its effects are then rolled back).  Its settings end with
+ *		the subtransaction; its deferred triggers have fired.
  *		result_status (SCHEDLOCK_RESULT_STATUS_LEN bytes) gets the command
  *		tag of its last statement when it succeeded, else "";
  *		*notices the output it raised, or NULL (CurrentMemoryContext).
  */
 bool
-schedlock_exec_atomic(const char *command, Oid user, int timeout_ms,
-					  ErrorData **error, char *result_status, char **notices)
+schedlock_exec_atomic(const char *command, int timeout_ms, ErrorData **error,
+					  char *result_status, char **notices)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
-	Oid			save_uid;
-	int			save_sec;
+	int			timeout = effective_timeout(timeout_ms);
 	bool		ok = true;
 
+	Assert(GetUserId() == GetSessionUserId());
 	result_status[0] = '\0';
 	*notices = NULL;
-	GetUserIdAndSecContext(&save_uid, &save_sec);
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(oldcxt);
 
@@ -198,15 +153,15 @@ schedlock_exec_atomic(const char *command, Oid user, int timeout_ms,
 		SPIExecuteOptions options;
 		List	   *parsetrees;
 		CommandTag	tag = CMDTAG_UNKNOWN;
+		ConstraintsSetStmt *all_immediate = makeNode(ConstraintsSetStmt);
 
 		/* result rows are dropped as they come, never kept (SPI_tuptable) */
 		memset(&options, 0, sizeof(options));
 		options.dest = None_Receiver;
 
-		SetUserIdAndSecContext(user, save_sec | SECURITY_LOCAL_USERID_CHANGE);
 		schedlock_capture_begin(schedlock_max_notice_bytes);
-		if (timeout_ms > 0)
-			enable_timeout_after(STATEMENT_TIMEOUT, timeout_ms);
+		if (timeout > 0)
+			enable_timeout_after(STATEMENT_TIMEOUT, timeout);
 
 		/*
 		 * The tag of the last statement, as a simple query takes it from
@@ -226,17 +181,21 @@ schedlock_exec_atomic(const char *command, Oid user, int timeout_ms,
 			tag = CMDTAG_SELECT;
 		if (tag != CMDTAG_UNKNOWN)
 			schedlock_format_result_status(result_status, tag, SPI_processed);
-		finish_job_transaction();
-		if (timeout_ms > 0)
+
+		/* the job's deferred triggers: their errors are the run's */
+		all_immediate->constraints = NIL;
+		all_immediate->deferred = false;
+		AfterTriggerSetState(all_immediate);
+
+		if (timeout > 0)
 			disable_timeout(STATEMENT_TIMEOUT, false);
 
 		/*
 		 * Undo every setting the command changed, SET and SET LOCAL alike:
 		 * committing the nest level would keep a SET for the session and
-		 * hand a SET LOCAL on to the rest of the claim transaction.
+		 * hand a SET LOCAL on to the run's bookkeeping.
 		 */
 		AtEOXact_GUC(false, nestlevel);
-		SetUserIdAndSecContext(save_uid, save_sec);
 		MemoryContextSwitchTo(oldcxt);
 		*notices = schedlock_capture_end();
 
@@ -246,22 +205,141 @@ schedlock_exec_atomic(const char *command, Oid user, int timeout_ms,
 	}
 	PG_CATCH();
 	{
-		if (timeout_ms > 0)
+		if (timeout > 0)
 			disable_timeout(STATEMENT_TIMEOUT, false);
 		MemoryContextSwitchTo(oldcxt);
 		result_status[0] = '\0';
 		*error = CopyErrorData();
 		FlushErrorState();
 
-		/* also restores the user and the settings */
+		/* also restores the settings */
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		*notices = schedlock_capture_end();
 		CurrentResourceOwner = oldowner;
-		SetUserIdAndSecContext(save_uid, save_sec);
 		ok = false;
 	}
 	PG_END_TRY();
 
+	return ok;
+}
+
+/*
+ * run_statement
+ *		Parse-analyse, plan and run one statement through an unnamed portal
+ *		at top level, in a transaction of its own started now (so that its
+ *		now() is the statement's start), as a simple query would run.  Plans
+ *		live in cxt, which survives transaction ends (a procedure may
+ *		commit).  Result rows are dropped.  The statement's command tag,
+ *		as psql would print it, goes to result_status.
+ */
+static void
+run_statement(RawStmt *parsetree, const char *command, MemoryContext cxt,
+			  char *result_status)
+{
+	bool		snapshot_set = false;
+	List	   *querytrees;
+	List	   *plantrees;
+	Portal		portal;
+	DestReceiver *receiver;
+	int16		format = 0;
+	QueryCompletion qc;
+	CommandTag	tag = CreateCommandTag(parsetree->stmt);
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	MemoryContextSwitchTo(cxt);
+	if (analyze_requires_snapshot(parsetree))
+	{
+		PushActiveSnapshot(GetTransactionSnapshot());
+		snapshot_set = true;
+	}
+	querytrees = pg_analyze_and_rewrite_fixedparams(parsetree, command,
+													NULL, 0, NULL);
+	plantrees = pg_plan_queries(querytrees, command, CURSOR_OPT_PARALLEL_OK,
+								NULL);
+	if (snapshot_set)
+		PopActiveSnapshot();
+	CHECK_FOR_INTERRUPTS();
+
+	portal = CreatePortal("", true, true);
+	portal->visible = false;
+	PortalDefineQuery(portal, NULL, command, tag, plantrees, NULL);
+	PortalStart(portal, NULL, 0, InvalidSnapshot);
+	PortalSetResultFormat(portal, 1, &format);
+	receiver = CreateDestReceiver(DestNone);
+	InitializeQueryCompletion(&qc);
+	(void) schedlock_portal_run(portal, FETCH_ALL, true, receiver, receiver, &qc);
+	receiver->rDestroy(receiver);
+	if (qc.commandTag != CMDTAG_UNKNOWN)
+		schedlock_format_result_status(result_status, qc.commandTag,
+									   qc.nprocessed);
+	PortalDrop(portal, false);
+
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(cxt);
+	pgstat_report_stat(false);
+}
+
+/*
+ * schedlock_exec_toplevel
+ *		Run command's statements at top level as the session's role (see
+ *		run_statement).  Called outside a transaction.  Returns false and
+ *		sets *error (in CurrentMemoryContext) when a statement failed; the
+ *		statements before it stay committed.  result_status and *notices as
+ *		for schedlock_exec_atomic.
+ */
+bool
+schedlock_exec_toplevel(const char *command, int timeout_ms,
+						ErrorData **error, char *result_status,
+						char **notices)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	MemoryContext cxt;
+	int			timeout = effective_timeout(timeout_ms);
+	bool		ok = true;
+
+	Assert(!IsTransactionState());
+	Assert(GetUserId() == GetSessionUserId());
+	result_status[0] = '\0';
+	*notices = NULL;
+	cxt = AllocSetContextCreate(oldcxt, "schedlock job command",
+								ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(cxt);
+
+	PG_TRY();
+	{
+		List	   *parsetrees;
+		ListCell   *lc;
+
+		schedlock_capture_begin(schedlock_max_notice_bytes);
+		if (timeout > 0)
+			enable_timeout_after(STATEMENT_TIMEOUT, timeout);
+		parsetrees = pg_parse_query(command);
+		foreach(lc, parsetrees)
+			run_statement(lfirst_node(RawStmt, lc), command, cxt,
+						  result_status);
+		if (timeout > 0)
+			disable_timeout(STATEMENT_TIMEOUT, false);
+		MemoryContextSwitchTo(oldcxt);
+		*notices = schedlock_capture_end();
+	}
+	PG_CATCH();
+	{
+		if (timeout > 0)
+			disable_timeout(STATEMENT_TIMEOUT, false);
+		MemoryContextSwitchTo(oldcxt);
+		*error = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		result_status[0] = '\0';
+		*notices = schedlock_capture_end();
+		ok = false;
+	}
+	PG_END_TRY();
+
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextDelete(cxt);
 	return ok;
 }

@@ -49,6 +49,7 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -96,7 +97,8 @@ enum
 	ARG_ATOMIC,
 	ARG_ENABLED,
 	ARG_RUN_AS,
-	ARG_NEXT_RUN_AT				/* alter_job only, release 1.1 */
+	ARG_NEXT_RUN_AT,			/* alter_job only, release 1.1 */
+	ARG_SEARCH_PATH				/* alter_job only, release 1.2 */
 };
 
 /*
@@ -556,6 +558,9 @@ upsert_job(const char *job_name, Oid caller, const JobDef *def, bool reboot,
 	TimestampTz next_run_at;
 	bool		written;
 
+	/* the job resolves names as the session that schedules it does */
+	char	   *search_path = pstrdup(namespace_search_path);
+
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
 	job_id = schedlock_upsert_job(job_name, caller, def, reboot, has_slot,
@@ -570,6 +575,7 @@ upsert_job(const char *job_name, Oid caller, const JobDef *def, bool reboot,
 								   &next_run_at) != written ||
 		(written && next_run_at != slot))
 		schedlock_recompute_next_run(job_id, now);
+	schedlock_job_written(job_id, search_path);
 	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
 	SPI_finish();
 
@@ -626,7 +632,6 @@ schedlock_schedule_job(PG_FUNCTION_ARGS)
 	job_id = upsert_job(job_name, caller, &def,
 						schedlock_cron_is_reboot(&sched), has_slot, slot, now);
 
-	schedlock_wake_workers_at_commit();
 	PG_RETURN_INT64(job_id);
 }
 
@@ -698,7 +703,6 @@ schedlock_schedule_once(PG_FUNCTION_ARGS)
 
 	job_id = upsert_job(job_name, caller, &def, false, true, slot, now);
 
-	schedlock_wake_workers_at_commit();
 	PG_RETURN_INT64(job_id);
 }
 
@@ -803,8 +807,17 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 	bool		isnull;
 	int64		job_id;
 	Datum		d;
+	char	   *search_path = NULL;
 
 	check_writable("alter_job");
+	if (PG_NARGS() > ARG_SEARCH_PATH && !PG_ARGISNULL(ARG_SEARCH_PATH))
+	{
+		/* checked as SET search_path would check it, and not set */
+		search_path = text_to_cstring(PG_GETARG_TEXT_PP(ARG_SEARCH_PATH));
+		(void) set_config_option("search_path", search_path, PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SET, false, ERROR,
+								 false);
+	}
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
 	job_id = schedlock_find_job(job_name, caller,
@@ -858,10 +871,10 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 						 schedlock_cron_is_reboot(&sched), reslot,
 						 reslot && has_slot, slot);
 	schedlock_recompute_next_run(job_id, now);
+	schedlock_job_written(job_id, search_path);
 	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
 	SPI_finish();
 
-	schedlock_wake_workers_at_commit();
 	PG_RETURN_VOID();
 }
 
@@ -914,8 +927,6 @@ schedlock_unschedule_job(PG_FUNCTION_ARGS)
 	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
 	SPI_finish();
 
-	if (deleted)
-		schedlock_wake_workers_at_commit();
 	PG_RETURN_BOOL(deleted);
 }
 
@@ -953,9 +964,9 @@ schedlock_run_job(PG_FUNCTION_ARGS)
 						 job_name)));
 	run_id = schedlock_queue_run(job_id, job_name, now);
 	schedlock_recompute_next_run(job_id, now);
+	schedlock_job_written(job_id, NULL);
 	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
 	SPI_finish();
 
-	schedlock_wake_workers_at_commit();
 	PG_RETURN_INT64(run_id);
 }

@@ -38,6 +38,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
+#include "storage/proc.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -51,25 +52,19 @@
 #include "scheduler.h"
 
 /*
- * Whether the worker that ran a SQL run marked running (job_runs row r) is
- * gone.  Its worker is the backend of this database ($2) and of the
- * worker's type ($3) with pid r.worker_pid that started no later than the
- * run (r.started_at): a process with the same pid that started after the
- * run began is another one that got the pid again (the worker ended, or the
- * server restarted), and at the instant the run started no other process
- * could have that pid.  A run recorded on another timeline ($4) ran on the
- * server before a failover.  The backends are read from the backend status
- * table (pg_stat_get_activity; the worker's own statements run as a
- * superuser, which sees every field), once per transaction.
+ * Whether the job backend that ran a SQL run marked running (job_runs row
+ * r) is gone.  Its backend publishes the job it runs in shared memory from
+ * before the run's row can commit until after its outcome has
+ * (schedlock.job_worker_pid, shmem.c), so a run whose recorded pid is not
+ * the one running its job now is lost: the backend ended, or the server
+ * restarted (shared memory starts empty).  A run recorded on another
+ * timeline ($4) ran on the server before a failover.  $2 and $3 are not
+ * used (the statements keep their parameter lists).
  */
 #define RUNNER_GONE(r) \
 	"(" r ".worker_pid IS NULL OR " r ".started_at IS NULL " \
 	" OR COALESCE(" r ".timeline OPERATOR(pg_catalog.<>) $4, true) " \
-	" OR NOT EXISTS (SELECT 1 " \
-	"   FROM pg_catalog.pg_stat_get_activity(" r ".worker_pid) a " \
-	"   WHERE a.datid OPERATOR(pg_catalog.=) $2 " \
-	"     AND a.backend_type OPERATOR(pg_catalog.=) $3 " \
-	"     AND a.backend_start OPERATOR(pg_catalog.<=) " r ".started_at)) "
+	" OR " r ".worker_pid IS DISTINCT FROM schedlock.job_worker_pid(" r ".job_id)) "
 
 /*
  * The columns a statement that ends runs returns from its UPDATE of
@@ -149,73 +144,51 @@ read_claimed_job(ClaimedJob *job, MemoryContext cxt)
 	/* 19: next_run_at, read by schedlock_claim_job */
 	ItemPointerCopy((ItemPointer) DatumGetPointer(col(tup, desc, 20, &isnull)), &job->ctid);
 	job->failures = DatumGetInt32(col(tup, desc, 21, &isnull));
+	job->search_path = col_text(tup, desc, 22, cxt);
 }
 
 /* The claim statements: see claim_sql.h. */
 static SchedlockQuery claim_query = {
 	SCHEDLOCK_CLAIM_SQL,
-	3, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}
+	4, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID}
 };
-
-/* The same, for NOTIFY jobs only: see dispatch_one in worker.c. */
 static SchedlockQuery claim_notify_query = {
 	SCHEDLOCK_CLAIM_NOTIFY_SQL,
-	3, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}
+	4, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID}
 };
-
-/*
- * The same, leaving out the SQL jobs of the roles $4 that have
- * schedlock.max_runs_per_role runs in progress: see schedlock_claim_cap_roles.
- */
-static SchedlockQuery claim_capped_query = {
-	SCHEDLOCK_CLAIM_CAPPED_SQL,
-	4, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDARRAYOID}
+static SchedlockQuery claim_query_1_1 = {
+	SCHEDLOCK_CLAIM_SQL_1_1,
+	4, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID}
 };
-
-/* $4 of claim_capped_query, set by schedlock_claim_cap_roles. */
-static Datum capped_roles;
-
-/*
- * schedlock_claim_cap_roles
- *		Set the roles (n > 0) whose SQL jobs SCHEDLOCK_CLAIM_CAPPED leaves
- *		out: they have schedlock.max_runs_per_role runs in progress.  The
- *		array is made in CurrentMemoryContext, which must outlive the
- *		claims that use it (the worker's run memory).
- */
-void
-schedlock_claim_cap_roles(const Oid *roles, int n)
-{
-	Datum		elems[SCHEDLOCK_MAX_WORKERS_PER_DB];
-	int			i;
-
-	Assert(n > 0 && n <= SCHEDLOCK_MAX_WORKERS_PER_DB);
-	for (i = 0; i < n; i++)
-		elems[i] = ObjectIdGetDatum(roles[i]);
-	capped_roles = PointerGetDatum(construct_array(elems, n, OIDOID,
-												   sizeof(Oid), true,
-												   TYPALIGN_INT));
-}
+static SchedlockQuery claim_notify_query_1_1 = {
+	SCHEDLOCK_CLAIM_NOTIFY_SQL_1_1,
+	4, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID}
+};
 
 /*
  * schedlock_claim_job
- *		Run the claim statement of the given kind from position *pos as of
- *		now; on success read the claimed job into *job (its strings in cxt),
- *		move *pos to it and return true.  In a transaction, connected to
- *		SPI.
+ *		Run the claim statement of the given kind for the jobs of role from
+ *		position *pos as of now; on success read the claimed job into *job
+ *		(its strings in cxt), move *pos to it and return true.  In a
+ *		transaction, connected to SPI.
  */
 bool
-schedlock_claim_job(SchedlockClaimKind kind, ClaimPosition *pos,
+schedlock_claim_job(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
 					TimestampTz now, ClaimedJob *job, MemoryContext cxt)
 {
-	SchedlockQuery *q = (kind == SCHEDLOCK_CLAIM_NOTIFY) ? &claim_notify_query :
-		(kind == SCHEDLOCK_CLAIM_CAPPED) ? &claim_capped_query : &claim_query;
+	bool		v12 = schedlock_jobs_have_search_path();
+	SchedlockQuery *q;
 	Datum		values[4];
 	bool		isnull;
 
+	if (kind == SCHEDLOCK_CLAIM_NOTIFY)
+		q = v12 ? &claim_notify_query : &claim_notify_query_1_1;
+	else
+		q = v12 ? &claim_query : &claim_query_1_1;
 	values[0] = TimestampTzGetDatum(now);
 	values[1] = TimestampTzGetDatum(pos->next_run_at);
 	values[2] = Int64GetDatum(pos->job_id);
-	values[3] = capped_roles;	/* used by claim_capped_query only */
+	values[3] = ObjectIdGetDatum(role);
 	schedlock_dispatch_blame(0);
 	if (schedlock_query_run(q, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not claim due jobs");
@@ -230,6 +203,152 @@ schedlock_claim_job(SchedlockClaimKind kind, ClaimPosition *pos,
 											   &isnull));
 	SPI_freetuptable(SPI_tuptable);
 	return true;
+}
+
+/*
+ * schedlock_jobs_have_search_path
+ *		Whether schedlock.jobs has the search_path column of release 1.2.
+ *		The library may be newer than the extension's tables until ALTER
+ *		EXTENSION schedlock UPDATE; the answer is read once per transaction.
+ *		In a transaction.
+ */
+bool
+schedlock_jobs_have_search_path(void)
+{
+	static LocalTransactionId checked_in = InvalidLocalTransactionId;
+	static bool answer = false;
+	Oid			nsp;
+	Oid			relid;
+
+	if (checked_in == MyProc->lxid)
+		return answer;
+	nsp = get_namespace_oid("schedlock", true);
+	relid = OidIsValid(nsp) ? get_relname_relid("jobs", nsp) : InvalidOid;
+	answer = OidIsValid(relid) &&
+		get_attnum(relid, "search_path") != InvalidAttrNumber;
+	checked_in = MyProc->lxid;
+	return answer;
+}
+
+/*
+ * schedlock_next_role_wakeup
+ *		The earliest next_run_at of the enabled jobs of role (the role they
+ *		run as), into *next; false when it has none.
+ */
+bool
+schedlock_next_role_wakeup(Oid role, TimestampTz *next)
+{
+	static SchedlockQuery q = {
+		"SELECT next_run_at FROM schedlock.jobs "
+		"WHERE enabled AND next_run_at IS NOT NULL "
+		"  AND (COALESCE(run_as, owner)::pg_catalog.oid) OPERATOR(pg_catalog.=) $1 "
+		"ORDER BY next_run_at LIMIT 1",
+		1, {OIDOID}
+	};
+	Datum		values[1] = {ObjectIdGetDatum(role)};
+	bool		isnull;
+	bool		found;
+
+	if (schedlock_query_run(&q, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not compute the next wakeup");
+	found = SPI_processed > 0;
+	if (found)
+		*next = DatumGetTimestampTz(col(SPI_tuptable->vals[0],
+										SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	return found;
+}
+
+/*
+ * schedlock_roles_due
+ *		Every role with enabled jobs and its earliest next_run_at; *n gets
+ *		their number, the array is made in cxt.
+ */
+SchedlockRoleDue *
+schedlock_roles_due(int *n, MemoryContext cxt)
+{
+	static SchedlockQuery q = {
+		"SELECT (COALESCE(run_as, owner)::pg_catalog.oid), "
+		"  pg_catalog.min(next_run_at) "
+		"FROM schedlock.jobs WHERE enabled AND next_run_at IS NOT NULL "
+		"GROUP BY 1",
+		0, {InvalidOid}
+	};
+	SchedlockRoleDue *dues;
+	uint64		i;
+
+	if (schedlock_query_run(&q, NULL, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the roles' next runs");
+	dues = MemoryContextAlloc(cxt, sizeof(SchedlockRoleDue) *
+							  Max(SPI_processed, 1));
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		dues[i].role = DatumGetObjectId(col(SPI_tuptable->vals[i],
+											SPI_tuptable->tupdesc, 1,
+											&isnull));
+		dues[i].due_at = DatumGetTimestampTz(col(SPI_tuptable->vals[i],
+												 SPI_tuptable->tupdesc, 2,
+												 &isnull));
+	}
+	*n = (int) SPI_processed;
+	SPI_freetuptable(SPI_tuptable);
+	return dues;
+}
+
+/*
+ * schedlock_next_deadline
+ *		The earliest deadline of a NOTIFY run still open, into *next; false
+ *		when there is none.
+ */
+bool
+schedlock_next_deadline(TimestampTz *next)
+{
+	static SchedlockQuery q = {
+		"SELECT deadline FROM schedlock.job_runs "
+		"WHERE deadline IS NOT NULL "
+		"  AND status OPERATOR(pg_catalog.=) ANY ('{pending,running}') "
+		"ORDER BY deadline LIMIT 1",
+		0, {InvalidOid}
+	};
+	bool		isnull;
+	bool		found;
+
+	if (schedlock_query_run(&q, NULL, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not find the next deadline");
+	found = SPI_processed > 0;
+	if (found)
+		*next = DatumGetTimestampTz(col(SPI_tuptable->vals[0],
+										SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	return found;
+}
+
+/*
+ * schedlock_oldest_finished_run
+ *		finished_at of the oldest finished run in the history, into *at;
+ *		false when there is none.
+ */
+bool
+schedlock_oldest_finished_run(TimestampTz *at)
+{
+	static SchedlockQuery q = {
+		"SELECT finished_at FROM schedlock.job_runs "
+		"WHERE finished_at IS NOT NULL ORDER BY finished_at LIMIT 1",
+		0, {InvalidOid}
+	};
+	bool		isnull;
+	bool		found;
+
+	if (schedlock_query_run(&q, NULL, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look at the run history");
+	found = SPI_processed > 0;
+	if (found)
+		*at = DatumGetTimestampTz(col(SPI_tuptable->vals[0],
+									  SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	return found;
 }
 
 /*
@@ -306,13 +425,13 @@ close_runs_failed(TimestampTz now)
 /*
  * runner_args
  *		Fill values[1..3] with the parameters $2..$4 of RUNNER_GONE: this
- *		database, the workers' backend type and the current timeline.
+ *		database, an unused text, and the current timeline.
  */
 static void
 runner_args(Datum *values)
 {
 	values[1] = ObjectIdGetDatum(MyDatabaseId);
-	values[2] = CStringGetTextDatum(MyBgworkerEntry->bgw_type);
+	values[2] = CStringGetTextDatum("");
 	values[3] = Int32GetDatum((int32) GetWALInsertionTimeLine());
 }
 
@@ -360,27 +479,6 @@ schedlock_close_lost_runs(void)
 	/* one line per lost run, by schedlock.log_runs */
 	close_runs_failed(now);
 	return closed;
-}
-
-/*
- * schedlock_sql_runs_in_progress
- *		Whether a SQL run of the database is marked running (by a worker:
- *		not claimed by an application).  In a transaction, connected to
- *		SPI.
- */
-bool
-schedlock_sql_runs_in_progress(void)
-{
-	static SchedlockQuery q = {
-		"SELECT 1 FROM schedlock.job_runs "
-		"WHERE status OPERATOR(pg_catalog.=) 'running' AND claimed_at IS NULL "
-		"LIMIT 1",
-		0, {InvalidOid}
-	};
-
-	if (schedlock_query_run(&q, NULL, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not look for runs in progress");
-	return SPI_processed > 0;
 }
 
 /*
@@ -510,37 +608,6 @@ schedlock_prune_runs(TimestampTz now, int retention_mins)
 	deleted = SPI_processed;
 	schedlock_trusted_path_end(nestlevel);
 	return deleted;
-}
-
-/*
- * schedlock_next_wakeup
- *		The earliest next_run_at of an enabled job, or deadline of a run in
- *		progress, after now; false when there is none.  In a transaction,
- *		connected to SPI.
- */
-bool
-schedlock_next_wakeup(TimestampTz now, TimestampTz *next)
-{
-	static SchedlockQuery q = {
-		"SELECT LEAST("
-		"  (SELECT pg_catalog.min(next_run_at) FROM schedlock.jobs "
-		"    WHERE enabled AND next_run_at OPERATOR(pg_catalog.>) $1), "
-		"  (SELECT pg_catalog.min(deadline) FROM schedlock.job_runs "
-		"    WHERE status OPERATOR(pg_catalog.=) ANY ('{pending,running}') "
-		"      AND deadline OPERATOR(pg_catalog.>) $1))",
-		1, {TIMESTAMPTZOID}
-	};
-	Datum		values[1] = {TimestampTzGetDatum(now)};
-	bool		isnull;
-	Datum		d;
-
-	if (schedlock_query_run(&q, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not compute the next wakeup");
-	d = col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	if (isnull)
-		return false;
-	*next = DatumGetTimestampTz(d);
-	return true;
 }
 
 /*
@@ -1310,6 +1377,53 @@ schedlock_upsert_job(const char *job_name, Oid owner, const JobDef *def,
 												  SPI_tuptable->tupdesc, 2, &isnull));
 	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 									   SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/*
+ * schedlock_job_written
+ *		After the SQL API wrote job job_id: set its search_path (unless
+ *		NULL; on tables that have the column), and have the backend of its
+ *		role, or the launcher, look at it when the transaction commits
+ *		(schedlock_note_due_at_commit).  As the extension owner.
+ */
+void
+schedlock_job_written(int64 job_id, const char *search_path)
+{
+	static SchedlockQuery set_q = {
+		"UPDATE schedlock.jobs SET search_path = COALESCE($2, search_path) "
+		"WHERE job_id OPERATOR(pg_catalog.=) $1 "
+		"RETURNING (COALESCE(run_as, owner)::pg_catalog.oid), next_run_at, enabled",
+		2, {INT8OID, TEXTOID}
+	};
+	static SchedlockQuery read_q = {
+		"SELECT (COALESCE(run_as, owner)::pg_catalog.oid), next_run_at, enabled "
+		"FROM schedlock.jobs WHERE job_id OPERATOR(pg_catalog.=) $1",
+		1, {INT8OID}
+	};
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
+	bool		isnull;
+	Datum		next;
+	Oid			role;
+
+	values[0] = Int64GetDatum(job_id);
+	values[1] = search_path ? CStringGetTextDatum(search_path) : (Datum) 0;
+	nulls[1] = search_path ? ' ' : 'n';
+	if (schedlock_jobs_have_search_path())
+	{
+		if (schedlock_query_run(&set_q, values, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
+			elog(ERROR, "could not write the search_path of job " INT64_FORMAT, job_id);
+	}
+	else if (schedlock_query_run(&read_q, values, nulls, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read job " INT64_FORMAT, job_id);
+	if (SPI_processed != 1)
+		return;
+	role = DatumGetObjectId(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+								1, &isnull));
+	next = col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+	if (!isnull)
+		schedlock_note_due_at_commit(role, DatumGetTimestampTz(next));
+	SPI_freetuptable(SPI_tuptable);
 }
 
 /*

@@ -113,6 +113,7 @@ typedef struct ClaimedJob
 	int32		manual_pending;
 	ItemPointerData ctid;		/* the locked row version */
 	int32		failures;		/* consecutive_failures */
+	char	   *search_path;	/* NULL: the login's (tables of 1.1) */
 } ClaimedJob;
 
 /* What the claim decided to do with the job. */
@@ -162,22 +163,30 @@ typedef struct JobDef
 typedef enum SchedlockClaimKind
 {
 	SCHEDLOCK_CLAIM_ANY,		/* SCHEDLOCK_CLAIM_SQL */
-	SCHEDLOCK_CLAIM_NOTIFY,		/* SCHEDLOCK_CLAIM_NOTIFY_SQL */
-	SCHEDLOCK_CLAIM_CAPPED		/* SCHEDLOCK_CLAIM_CAPPED_SQL, with the roles
-								 * of schedlock_claim_cap_roles */
+	SCHEDLOCK_CLAIM_NOTIFY		/* SCHEDLOCK_CLAIM_NOTIFY_SQL */
 } SchedlockClaimKind;
 
-/* claiming and advancing a job (the workers) */
-extern void schedlock_claim_cap_roles(const Oid *roles, int n);
-extern bool schedlock_claim_job(SchedlockClaimKind kind, ClaimPosition *pos,
-								TimestampTz now, ClaimedJob *job,
-								MemoryContext cxt);
+/* A role with enabled jobs, and its earliest next_run_at. */
+typedef struct SchedlockRoleDue
+{
+	Oid			role;
+	TimestampTz due_at;
+} SchedlockRoleDue;
+
+/* claiming and advancing a job (the job backends) */
+extern bool schedlock_claim_job(SchedlockClaimKind kind, Oid role,
+								ClaimPosition *pos, TimestampTz now,
+								ClaimedJob *job, MemoryContext cxt);
+extern bool schedlock_jobs_have_search_path(void);
+extern bool schedlock_next_role_wakeup(Oid role, TimestampTz *next);
+extern SchedlockRoleDue *schedlock_roles_due(int *n, MemoryContext cxt);
+extern bool schedlock_next_deadline(TimestampTz *next);
+extern bool schedlock_oldest_finished_run(TimestampTz *at);
 extern bool schedlock_next_queued_run(int64 job_id, int64 *run_id,
 									  TimestampTz *scheduled_for);
 extern void schedlock_save_job_state(ClaimedJob *job, TimestampTz now);
 extern bool schedlock_run_in_progress(int64 job_id);
 extern void schedlock_fire_reboot_jobs(TimestampTz now);
-extern bool schedlock_next_wakeup(TimestampTz now, TimestampTz *next);
 
 /* recording runs (the workers) */
 extern int64 schedlock_record_run(ClaimedJob *job, ClaimPlan *plan,
@@ -188,7 +197,6 @@ extern void schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan,
 									 const char *result_status,
 									 const char *notices);
 extern uint64 schedlock_close_lost_runs(void);
-extern bool schedlock_sql_runs_in_progress(void);
 extern uint64 schedlock_expire_runs(TimestampTz now);
 extern uint64 schedlock_prune_runs(TimestampTz now, int retention_mins);
 
@@ -225,6 +233,7 @@ extern int64 schedlock_upsert_job(const char *job_name, Oid owner,
 								  const JobDef *def, bool reboot,
 								  bool has_slot, TimestampTz slot,
 								  int32 *manual_pending);
+extern void schedlock_job_written(int64 job_id, const char *search_path);
 extern void schedlock_update_job(int64 job_id, const char *job_name,
 								 const JobDef *def, bool reboot, bool reslot,
 								 bool has_slot, TimestampTz slot);

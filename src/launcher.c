@@ -2,41 +2,55 @@
  *
  * launcher.c
  *	  The scheduler's launcher: one background worker for the whole
- *	  cluster that starts and stops the per-database dispatch workers.
+ *	  cluster that starts job backends and housekeepers on demand, under
+ *	  one budget (schedlock.max_job_backends) shared by every database.
  *
  * The launcher connects to no database; it reads pg_database to learn
- * which databases exist and starts worker 0 in each one that accepts
- * connections.  Worker 0 looks for the extension: when it is missing the
- * worker raises no_extension in its slot and exits, and the launcher leaves
- * the database alone until CREATE EXTENSION (or CREATE DATABASE) asks it to
- * probe again.  When the extension is there, worker 0 closes runs lost by
- * an earlier life of the server, fires @reboot jobs (once per server life,
- * recorded in shared memory), raises ready, and the launcher starts workers
- * 1 .. schedlock.workers - 1.  The launcher is
- * registered with BgWorkerStart_RecoveryFinished, so nothing runs on a
- * standby and dispatch starts as soon as a standby is promoted.
+ * which databases exist.  It knows each database's queues from shared
+ * memory (shmem.c): a queue is a role with jobs in a database, and its due
+ * time is the earliest next run of those jobs.  A database's housekeeper
+ * (worker.c) publishes every queue's due time; after that, each job
+ * backend publishes its own queue's, and the SQL API moves a queue's due
+ * time earlier at the commit of schedule_job, alter_job or run_job.
+ *
+ * A database first gets a housekeeper, which looks for the extension:
+ * when it is missing the database is left alone until CREATE EXTENSION
+ * (or CREATE DATABASE) asks the launcher to probe it again.  Otherwise the
+ * housekeeper closes runs lost by an earlier life of the server, fires the
+ * @reboot jobs (once per server life, recorded in shared memory), and
+ * publishes the queues.  An idle database holds no process.
+ *
+ * When a queue falls due (SCHEDLOCK_START_LEAD_MS ahead, so that the
+ * backend is connected by the instant) and has no backend, the launcher
+ * starts one, connected as the queue's role.  A backend that finds more
+ * than one job due says so (backlog), and the launcher adds one, up to
+ * schedlock.max_runs_per_role per queue and schedlock.max_workers per
+ * database.  A backend stays while its role has jobs coming, and leaves
+ * after schedlock.job_backend_idle_timeout without any.
+ *
+ * The budget is shared fairly.  Queues waiting for a backend are served
+ * in the order of their due time, housekeepers first.  When the budget is
+ * spent and a queue waits, the launcher asks a backend to leave: an idle
+ * one at once, else a busy one after its current job, taken from the queue
+ * with the most backends and, among equals, the one that has had its turn
+ * longest (at least SCHEDLOCK_TURN_MS).  So one role's or one database's
+ * burst delays another's job by about one job's run time per backend,
+ * not by the whole burst.  Whatever leaves jobs waiting -- the budget, a
+ * database's cap, max_worker_processes, a role that cannot log in -- is
+ * recorded in the queue (schedlock.job_status shows it) and logged once
+ * per SCHEDLOCK_WAIT_WARN_EVERY_MS with the setting to raise.
  *
  * The launcher sleeps on its latch; it is woken by the postmaster when one
- * of its workers starts or stops (bgw_notify_pid), by probe requests, by
- * DROP DATABASE, and by SIGHUP; it looks at pg_database at least once a
- * minute.  A worker that stopped on an error is started again after
- * LAUNCHER_RESTART_DELAY_MS; workers that stepped aside for a statement
- * (DROP, CREATE ... TEMPLATE or RENAME of their database, DROP EXTENSION;
- * see shmem.c) come back as soon as it is over.
+ * of its backends starts or stops (bgw_notify_pid), by probe requests and
+ * due times moved earlier, by DROP DATABASE, and by SIGHUP; it looks at
+ * pg_database at least once a minute.
  *
- * The worker pool: once every worker of a database has been running a job
- * for SCHEDLOCK_POOL_GROW_AFTER_MS, the launcher starts one more, up to
- * schedlock.max_workers; a worker beyond schedlock.workers leaves on its own
- * when it has been idle for a while (shmem.c), and is not started again
- * until the pool needs it.
- *
- * Everything the launcher must know survives it in the worker slots of
- * shared memory: a launcher started again after it was terminated adopts
- * the workers it finds there (adopt_workers).  It has no handle for them,
- * so it learns that one stopped from the slot (exited, set by the worker)
- * and is woken by the worker itself.  A slot reserved by the previous
- * launcher whose worker never took it is given up after
- * LAUNCHER_ADOPT_GRACE_MS; should that worker start later, it finds its
+ * Everything the launcher must know survives it in shared memory: a
+ * launcher started again after it was terminated adopts the backends it
+ * finds in the slots.  It has no handle for them, so it learns that one
+ * stopped from the slot (exited, set by the backend).  A slot reserved by
+ * the previous launcher whose backend never took it is given up after
+ * LAUNCHER_ADOPT_GRACE_MS; should that backend start later, it finds its
  * generation gone and exits.
  *
  * IDENTIFICATION
@@ -65,7 +79,6 @@
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/builtins.h"
-#include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -73,30 +86,33 @@
 #include "schedlock.h"
 #include "scheduler.h"
 
-/* Delay before a worker that stopped unexpectedly is started again. */
-#define LAUNCHER_RESTART_DELAY_MS	5000
-
 /* Delay before retrying after max_worker_processes ran out. */
-#define LAUNCHER_NO_SLOT_DELAY_MS	10000
+#define LAUNCHER_NO_SLOT_DELAY_MS	1000
 
-/* How long an adopted slot may wait for its worker to take it. */
+/* How long an adopted slot may wait for its backend to take it. */
 #define LAUNCHER_ADOPT_GRACE_MS		30000
 
-/* What the launcher knows about one database. */
-typedef struct LauncherDb
-{
-	Oid			dboid;			/* hash key */
-	NameData	dbname;			/* for the workers' process titles */
-	bool		seen;			/* found by the latest pg_database scan */
-	bool		absent;			/* the extension is not installed there */
-	bool		warned;			/* complained about max_worker_processes */
-	TimestampTz retry_after;	/* start no worker before this time */
-	int			slot[SCHEDLOCK_MAX_WORKERS_PER_DB]; /* shmem slot, -1 none */
-	/* the workers this launcher started; NULL for adopted ones */
-	BackgroundWorkerHandle *handle[SCHEDLOCK_MAX_WORKERS_PER_DB];
-} LauncherDb;
+/* How often pg_database is read again without being asked to. */
+#define LAUNCHER_SCAN_EVERY_MS		60000
 
-static HTAB *launcher_dbs = NULL;
+/* A queue waiting this long is worth a WARNING, at most this often. */
+#define SCHEDLOCK_WAIT_WARN_AFTER_MS	10000
+#define SCHEDLOCK_WAIT_WARN_EVERY_MS	600000
+
+/* The handles of the backends this launcher started (NULL: adopted). */
+static BackgroundWorkerHandle **handles = NULL;
+
+/* When each kind of wait was last warned about. */
+static TimestampTz warned_at[SCHEDLOCK_WAIT_START_FAILED + 1];
+
+/* Something that wants a process: a database's housekeeping or a queue. */
+typedef struct Want
+{
+	int			db;				/* index in dbs */
+	int			queue;			/* index in queues; -1: housekeeper */
+	TimestampTz due_at;			/* order: earliest first */
+	bool		growth;			/* one more backend for a busy queue */
+} Want;
 
 /*
  * schedlock_register_launcher
@@ -136,92 +152,61 @@ launcher_detach(int code, Datum arg)
 }
 
 /*
- * lookup_db
- *		Find or create the launcher's entry for a database.
- */
-static LauncherDb *
-lookup_db(Oid dboid)
-{
-	LauncherDb *db;
-	bool		found;
-	int			i;
-
-	db = (LauncherDb *) hash_search(launcher_dbs, &dboid, HASH_ENTER, &found);
-	if (!found)
-	{
-		memset(NameStr(db->dbname), 0, NAMEDATALEN);
-		db->seen = false;
-		db->absent = false;
-		db->warned = false;
-		db->retry_after = 0;
-		for (i = 0; i < SCHEDLOCK_MAX_WORKERS_PER_DB; i++)
-		{
-			db->slot[i] = -1;
-			db->handle[i] = NULL;
-		}
-	}
-	return db;
-}
-
-/*
  * take_probe_requests
- *		Move the probe requests queued in shared memory into the launcher's
- *		table: a probed database is no longer considered extension-free.
+ *		Move the probe requests queued in shared memory into the database
+ *		table: a probed database gets a housekeeper, which looks for the
+ *		extension again.  Returns whether there were any.  Caller holds the
+ *		lock exclusively.
  */
-static void
+static bool
 take_probe_requests(void)
 {
-	Oid			probes[SCHEDLOCK_MAX_PROBES];
-	int			nprobes;
-	bool		all;
+	bool		any = schedlock_shared->probe_all || schedlock_shared->nprobes > 0;
 	int			i;
 
-	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
-	all = schedlock_shared->probe_all;
-	nprobes = schedlock_shared->nprobes;
-	memcpy(probes, schedlock_shared->probe_db, sizeof(Oid) * nprobes);
-	schedlock_shared->probe_all = false;
-	schedlock_shared->nprobes = 0;
-	LWLockRelease(schedlock_shared->lock);
-
-	if (all)
+	for (i = 0; i < SCHEDLOCK_MAX_DATABASES; i++)
 	{
-		HASH_SEQ_STATUS status;
-		LauncherDb *db;
+		SchedlockDatabase *db = &schedlock_shared->dbs[i];
+		int			j;
+		bool		probed = schedlock_shared->probe_all;
 
-		hash_seq_init(&status, launcher_dbs);
-		while ((db = (LauncherDb *) hash_seq_search(&status)) != NULL)
+		if (!db->in_use)
+			continue;
+		for (j = 0; j < schedlock_shared->nprobes; j++)
+			if (schedlock_shared->probe_db[j] == db->dboid)
+				probed = true;
+		if (probed)
 		{
-			db->absent = false;
-			db->retry_after = 0;
+			db->no_extension = false;
+			db->housekeep = true;
 		}
 	}
-	for (i = 0; i < nprobes; i++)
-	{
-		LauncherDb *db = lookup_db(probes[i]);
-
-		db->absent = false;
-		db->retry_after = 0;
-	}
+	schedlock_shared->probe_all = false;
+	schedlock_shared->nprobes = 0;
+	return any;
 }
 
 /*
  * scan_databases
- *		Mark every database that can run jobs as seen (creating entries for
- *		new ones).  Runs its own transaction; must be called outside one.
+ *		Read pg_database: every database that can run jobs gets an entry
+ *		(a new one is housekept), and the entries of databases that are
+ *		gone, or no longer take connections, go with their queues once they
+ *		have no process left.  Runs its own transaction; must be called
+ *		outside one.
  */
 static void
 scan_databases(void)
 {
-	HASH_SEQ_STATUS status;
-	LauncherDb *db;
 	Relation	rel;
 	TableScanDesc scan;
 	HeapTuple	tup;
+	int			i;
+	bool		full = false;
 
-	hash_seq_init(&status, launcher_dbs);
-	while ((db = (LauncherDb *) hash_seq_search(&status)) != NULL)
-		db->seen = false;
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < SCHEDLOCK_MAX_DATABASES; i++)
+		schedlock_shared->dbs[i].seen = false;
+	LWLockRelease(schedlock_shared->lock);
 
 	StartTransactionCommand();
 	(void) GetTransactionSnapshot();
@@ -230,90 +215,94 @@ scan_databases(void)
 	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
 	{
 		Form_pg_database form = (Form_pg_database) GETSTRUCT(tup);
+		SchedlockDatabase *db;
 
 		if (!form->datallowconn || form->datistemplate ||
 			form->datconnlimit == DATCONNLIMIT_INVALID_DB)
 			continue;
-		db = lookup_db(form->oid);
-		db->seen = true;
-		namestrcpy(&db->dbname, NameStr(form->datname));
+		LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+		db = schedlock_find_database(form->oid, true);
+		if (db != NULL)
+		{
+			db->seen = true;
+			namestrcpy(&db->dbname, NameStr(form->datname));
+		}
+		else
+			full = true;
+		LWLockRelease(schedlock_shared->lock);
 	}
 	table_endscan(scan);
 	table_close(rel, AccessShareLock);
 	CommitTransactionCommand();
 	MemoryContextSwitchTo(TopMemoryContext);
-}
 
-/*
- * free_slot
- *		Give a worker slot back; read its exit flags first.  Returns true
- *		when the worker reported that the database has no extension; sets
- *		*retired when it left the pool because it was idle.
- */
-static bool
-free_slot(int slotno, bool *retired)
-{
-	SchedlockWorkerSlot *slot = &schedlock_shared->slots[slotno];
-	bool		no_extension;
+	if (full)
+		ereport(WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("schedlock serves at most %d databases",
+						SCHEDLOCK_MAX_DATABASES),
+				 errdetail("The jobs of the databases beyond them do not run.")));
 
+	/* forget databases that are gone and have no process left */
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
-	no_extension = slot->no_extension;
-	if (retired)
-		*retired = slot->retired;
-	memset(slot, 0, sizeof(SchedlockWorkerSlot));
+	for (i = 0; i < SCHEDLOCK_MAX_DATABASES; i++)
+	{
+		SchedlockDatabase *db = &schedlock_shared->dbs[i];
+		bool		busy = false;
+		int			j;
+
+		if (!db->in_use || db->seen)
+			continue;
+		for (j = 0; j < schedlock_shared->nslots; j++)
+			if (schedlock_shared->slots[j].in_use &&
+				schedlock_shared->slots[j].dboid == db->dboid)
+				busy = true;
+		if (busy)
+			continue;
+		for (j = 0; j < SCHEDLOCK_MAX_QUEUES; j++)
+			if (schedlock_shared->queues[j].in_use &&
+				schedlock_shared->queues[j].dboid == db->dboid)
+				schedlock_shared->queues[j].in_use = false;
+		db->in_use = false;
+	}
 	LWLockRelease(schedlock_shared->lock);
-	return no_extension;
 }
 
 /*
- * adopt_workers
- *		At launcher start: take over the workers an earlier launcher of this
- *		server life started (their slots are still reserved), instead of
- *		starting a second set.
+ * adopt_backends
+ *		At launcher start: take over the backends an earlier launcher of
+ *		this server life started (their slots are still reserved).
  */
 static void
-adopt_workers(void)
+adopt_backends(void)
 {
 	int			adopted = 0;
 	int			i;
 
 	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
 	for (i = 0; i < schedlock_shared->nslots; i++)
-	{
-		SchedlockWorkerSlot *slot = &schedlock_shared->slots[i];
-		LauncherDb *db;
-
-		if (!slot->in_use || slot->worker_index < 0 ||
-			slot->worker_index >= SCHEDLOCK_MAX_WORKERS_PER_DB)
-			continue;
-		db = lookup_db(slot->dboid);
-		if (db->slot[slot->worker_index] >= 0)
-			continue;			/* cannot happen: one slot per index */
-		db->slot[slot->worker_index] = i;
-		db->handle[slot->worker_index] = NULL;
-		adopted++;
-	}
+		if (schedlock_shared->slots[i].in_use)
+			adopted++;
 	LWLockRelease(schedlock_shared->lock);
 	if (adopted > 0)
 		ereport(LOG,
-				(errmsg("schedlock launcher adopted %d running workers",
+				(errmsg("schedlock launcher adopted %d running job backends",
 						adopted)));
 }
 
 /*
- * worker_stopped
- *		Whether the worker in slot 'slotno' (started with 'handle', or
- *		adopted when it is NULL) has stopped for good.
+ * backend_stopped
+ *		Whether the process in slot i has stopped for good.
  */
 static bool
-worker_stopped(int slotno, BackgroundWorkerHandle *handle, TimestampTz now)
+backend_stopped(int i, TimestampTz now)
 {
-	SchedlockWorkerSlot *slot = &schedlock_shared->slots[slotno];
+	SchedlockBackendSlot *slot = &schedlock_shared->slots[i];
 	pid_t		pid;
 	bool		stopped;
 
-	if (handle != NULL)
-		return GetBackgroundWorkerPid(handle, &pid) == BGWH_STOPPED;
+	if (handles[i] != NULL)
+		return GetBackgroundWorkerPid(handles[i], &pid) == BGWH_STOPPED;
 	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
 	stopped = slot->exited ||
 		(!slot->attached &&
@@ -324,272 +313,547 @@ worker_stopped(int slotno, BackgroundWorkerHandle *handle, TimestampTz now)
 }
 
 /*
- * start_worker
- *		Reserve a slot and register worker 'index' for a database.
+ * reap_backends
+ *		Free the slots of the processes that have stopped, and act on what
+ *		they left there: a backend that could not start holds its queue
+ *		back and has the housekeeper fail its due runs; a process that found
+ *		no extension leaves the database alone until a probe.
  */
 static void
-start_worker(LauncherDb *db, int index)
+reap_backends(TimestampTz now)
+{
+	int			i;
+
+	for (i = 0; i < schedlock_shared->nslots; i++)
+	{
+		SchedlockBackendSlot *slot = &schedlock_shared->slots[i];
+		SchedlockDatabase *db;
+
+		if (!slot->in_use || !backend_stopped(i, now))
+			continue;
+		LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+		db = schedlock_find_database(slot->dboid, false);
+		if (db != NULL && slot->no_extension)
+			db->no_extension = true;
+		if (slot->kind == SCHEDLOCK_BACKEND_JOBS)
+		{
+			SchedlockQueue *q = schedlock_find_queue(slot->dboid, slot->role,
+													 false);
+
+			if (q != NULL)
+			{
+				q->nbackends = Max(q->nbackends - 1, 0);
+				if (slot->start_sqlerrcode != 0 && !slot->attached)
+					slot->start_sqlerrcode = ERRCODE_CONNECTION_FAILURE;
+				if (slot->start_sqlerrcode != 0 && slot->start_error[0] != '\0')
+				{
+					q->retry_after = TimestampTzPlusMilliseconds(now,
+																 SCHEDLOCK_START_RETRY_MS);
+					q->wait = SCHEDLOCK_WAIT_START_FAILED;
+					if (q->waiting_since == 0)
+						q->waiting_since = now;
+					q->start_sqlerrcode = slot->start_sqlerrcode;
+					strlcpy(q->start_error, slot->start_error,
+							sizeof(q->start_error));
+					q->fail_due = true;
+					if (db != NULL)
+						db->housekeep = true;
+				}
+			}
+		}
+		memset(slot, 0, sizeof(SchedlockBackendSlot));
+		LWLockRelease(schedlock_shared->lock);
+		if (handles[i] != NULL)
+			pfree(handles[i]);
+		handles[i] = NULL;
+	}
+}
+
+/*
+ * start_backend
+ *		Reserve a slot and register a job backend (kind JOBS, for role) or a
+ *		housekeeper for database db.  Returns the slot number, -1 when
+ *		max_worker_processes had no room.  Caller does not hold the lock.
+ */
+static int
+start_backend(SchedlockBackendKind kind, SchedlockDatabase *db, Oid role)
 {
 	BackgroundWorker worker;
 	BackgroundWorkerHandle *handle;
 	MemoryContext oldcxt;
 	int			slotno = -1;
+	uint64		generation = 0;
 	int			i;
 	bool		ok;
 
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
 	for (i = 0; i < schedlock_shared->nslots; i++)
 	{
-		SchedlockWorkerSlot *slot = &schedlock_shared->slots[i];
+		SchedlockBackendSlot *slot = &schedlock_shared->slots[i];
 
 		if (!slot->in_use)
 		{
-			memset(slot, 0, sizeof(SchedlockWorkerSlot));
+			memset(slot, 0, sizeof(SchedlockBackendSlot));
 			slot->in_use = true;
+			slot->kind = kind;
 			slot->dboid = db->dboid;
-			slot->worker_index = index;
-			slot->generation = ++schedlock_shared->next_generation;
+			slot->role = role;
+			slot->generation = generation = ++schedlock_shared->next_generation;
 			slot->reserved_at = GetCurrentTimestamp();
 			slotno = i;
 			break;
 		}
 	}
 	LWLockRelease(schedlock_shared->lock);
+	if (slotno < 0)
+		return -1;
 
-	ok = (slotno >= 0);
-	if (ok)
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS |
+		BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "schedlock");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "schedlock_worker_main");
+	if (kind == SCHEDLOCK_BACKEND_JOBS)
 	{
-		memset(&worker, 0, sizeof(worker));
-		worker.bgw_flags = BGWORKER_SHMEM_ACCESS |
-			BGWORKER_BACKEND_DATABASE_CONNECTION;
-		worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-		worker.bgw_restart_time = BGW_NEVER_RESTART;
-		snprintf(worker.bgw_library_name, BGW_MAXLEN, "schedlock");
-		snprintf(worker.bgw_function_name, BGW_MAXLEN, "schedlock_worker_main");
-		snprintf(worker.bgw_name, BGW_MAXLEN, "schedlock worker %d for database %s",
-				 index, NameStr(db->dbname));
-		snprintf(worker.bgw_type, BGW_MAXLEN, "schedlock worker");
-		worker.bgw_main_arg = Int32GetDatum(slotno);
-		worker.bgw_notify_pid = MyProcPid;
-		/* unlocked read: only the launcher writes a reserved slot's number */
-		memcpy(worker.bgw_extra, &schedlock_shared->slots[slotno].generation,
-			   sizeof(uint64));
-
-		oldcxt = MemoryContextSwitchTo(TopMemoryContext);
-		ok = RegisterDynamicBackgroundWorker(&worker, &handle);
-		MemoryContextSwitchTo(oldcxt);
-		if (!ok)
-			(void) free_slot(slotno, NULL);
+		snprintf(worker.bgw_name, BGW_MAXLEN,
+				 "schedlock job backend for database %s",
+				 NameStr(db->dbname));
+		snprintf(worker.bgw_type, BGW_MAXLEN, "schedlock job");
 	}
+	else
+	{
+		snprintf(worker.bgw_name, BGW_MAXLEN,
+				 "schedlock housekeeper for database %s",
+				 NameStr(db->dbname));
+		snprintf(worker.bgw_type, BGW_MAXLEN, "schedlock housekeeper");
+	}
+	worker.bgw_main_arg = Int32GetDatum(slotno);
+	worker.bgw_notify_pid = MyProcPid;
+	memcpy(worker.bgw_extra, &generation, sizeof(uint64));
 
+	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+	ok = RegisterDynamicBackgroundWorker(&worker, &handle);
+	MemoryContextSwitchTo(oldcxt);
 	if (!ok)
 	{
-		if (!db->warned)
+		LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+		memset(&schedlock_shared->slots[slotno], 0,
+			   sizeof(SchedlockBackendSlot));
+		LWLockRelease(schedlock_shared->lock);
+		return -1;
+	}
+	handles[slotno] = handle;
+	return slotno;
+}
+
+/*
+ * want_order
+ *		qsort comparator: housekeepers first, then queues without a backend
+ *		by due time, then one more backend for busy queues by due time.
+ */
+static int
+want_order(const void *a, const void *b)
+{
+	const Want *x = a;
+	const Want *y = b;
+	int			rx = x->queue < 0 ? 0 : (x->growth ? 2 : 1);
+	int			ry = y->queue < 0 ? 0 : (y->growth ? 2 : 1);
+
+	if (rx != ry)
+		return rx < ry ? -1 : 1;
+	if (x->due_at != y->due_at)
+		return x->due_at < y->due_at ? -1 : 1;
+	return x->db - y->db;
+}
+
+/*
+ * warn_wait
+ *		Log, at most once per SCHEDLOCK_WAIT_WARN_EVERY_MS per kind, that a
+ *		queue's due jobs have waited SCHEDLOCK_WAIT_WARN_AFTER_MS for a
+ *		backend, naming the setting to raise.
+ */
+static void
+warn_wait(SchedlockQueue *q, SchedlockDatabase *db, TimestampTz now)
+{
+	if (q->waiting_since == 0 ||
+		!TimestampDifferenceExceeds(q->waiting_since, now,
+									SCHEDLOCK_WAIT_WARN_AFTER_MS) ||
+		(warned_at[q->wait] != 0 &&
+		 !TimestampDifferenceExceeds(warned_at[q->wait], now,
+									 SCHEDLOCK_WAIT_WARN_EVERY_MS)))
+		return;
+	warned_at[q->wait] = now;
+	switch (q->wait)
+	{
+		case SCHEDLOCK_WAIT_BUDGET:
 			ereport(WARNING,
 					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("schedlock could not start worker %d for database \"%s\"",
-							index, NameStr(db->dbname)),
+					 errmsg("schedlock jobs in database \"%s\" wait for a job backend",
+							NameStr(db->dbname)),
+					 errdetail("All schedlock.max_job_backends (%d) job backends of the cluster are in use.",
+							   schedlock_max_job_backends),
+					 errhint("Raise schedlock.max_job_backends, and max_worker_processes with it.")));
+			break;
+		case SCHEDLOCK_WAIT_DATABASE_CAP:
+			ereport(WARNING,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("schedlock jobs in database \"%s\" wait for a job backend",
+							NameStr(db->dbname)),
+					 errdetail("The database has schedlock.max_workers (%d) job backends.",
+							   schedlock_max_workers),
+					 errhint("Raise schedlock.max_workers.")));
+			break;
+		case SCHEDLOCK_WAIT_PROCESSES:
+			ereport(WARNING,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("schedlock jobs in database \"%s\" wait for a job backend",
+							NameStr(db->dbname)),
 					 errdetail("All max_worker_processes (%d) background worker slots are in use.",
 							   max_worker_processes),
-					 errhint("The job scheduler needs one launcher plus schedlock.workers (%d), and while long jobs run up to schedlock.max_workers (%d), processes per database that has the extension; raise max_worker_processes or lower these settings.",
-							 schedlock_workers,
-							 Max(schedlock_workers, schedlock_max_workers))));
-		db->warned = true;
-		db->retry_after = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-													  LAUNCHER_NO_SLOT_DELAY_MS);
-		return;
-	}
-
-	db->slot[index] = slotno;
-	db->handle[index] = handle;
-}
-
-/*
- * terminate_worker
- *		Stop a worker started with 'handle', or an adopted one (handle
- *		NULL) by its pid.
- */
-static void
-terminate_worker(int slotno, BackgroundWorkerHandle *handle)
-{
-	pid_t		pid;
-
-	if (handle != NULL)
-	{
-		TerminateBackgroundWorker(handle);
-		return;
-	}
-	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
-	pid = schedlock_shared->slots[slotno].pid;
-	LWLockRelease(schedlock_shared->lock);
-	if (pid != 0)
-		kill(pid, SIGTERM);
-}
-
-/*
- * reap_workers
- *		Notice the database's workers that have stopped and free their
- *		slots.  Workers that stepped aside for a statement (stepped_aside)
- *		are started again without the restart delay once it is over.
- */
-static void
-reap_workers(LauncherDb *db, TimestampTz now, bool stepped_aside)
-{
-	int			i;
-
-	for (i = 0; i < SCHEDLOCK_MAX_WORKERS_PER_DB; i++)
-	{
-		bool		retired = false;
-
-		if (db->slot[i] < 0)
-			continue;
-		if (!worker_stopped(db->slot[i], db->handle[i], now))
-			continue;
-		if (free_slot(db->slot[i], &retired))
-			db->absent = true;
-		else if (!stepped_aside && !retired)
-			db->retry_after = TimestampTzPlusMilliseconds(now,
-														  LAUNCHER_RESTART_DELAY_MS);
-		if (db->handle[i] != NULL)
-			pfree(db->handle[i]);
-		db->handle[i] = NULL;
-		db->slot[i] = -1;
-	}
-}
-
-/*
- * pool_growth
- *		Whether the database's pool should get one more worker: all its
- *		workers have been running jobs for SCHEDLOCK_POOL_GROW_AFTER_MS.
- *		When they all run jobs but not yet for that long, *recheck_ms says
- *		when to look again.
- */
-static bool
-pool_growth(LauncherDb *db, TimestampTz now, long *recheck_ms)
-{
-	TimestampTz latest = 0;
-	int			i;
-
-	*recheck_ms = -1;
-	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
-	for (i = 0; i < SCHEDLOCK_MAX_WORKERS_PER_DB; i++)
-	{
-		SchedlockWorkerSlot *slot;
-
-		if (db->slot[i] < 0)
-			continue;
-		slot = &schedlock_shared->slots[db->slot[i]];
-		if (slot->running_job == 0)
-		{
-			latest = -1;
+					 errhint("Raise max_worker_processes: the scheduler needs one launcher plus up to schedlock.max_job_backends (%d) processes.",
+							 schedlock_max_job_backends)));
 			break;
-		}
-		latest = Max(latest, slot->running_since);
+		default:
+			break;
 	}
-	LWLockRelease(schedlock_shared->lock);
-	if (latest <= 0)
-		return false;
-	latest = TimestampTzPlusMilliseconds(latest, SCHEDLOCK_POOL_GROW_AFTER_MS);
-	if (latest <= now)
-		return true;
-	*recheck_ms = (long) ((latest - now) / 1000) + 1;
-	return false;
 }
 
 /*
- * manage_database
- *		Bring the database's set of workers to what it should be.  Returns
- *		the number of milliseconds after which the launcher should look
- *		again (-1: nothing pending).
+ * set_wait
+ *		Record why queue q's due jobs wait (SCHEDLOCK_WAIT_NONE: they do not).
+ *		Caller holds the lock exclusively.
+ */
+static void
+set_wait(SchedlockQueue *q, SchedlockWait wait, TimestampTz now)
+{
+	if (wait == SCHEDLOCK_WAIT_NONE)
+	{
+		q->wait = SCHEDLOCK_WAIT_NONE;
+		q->waiting_since = 0;
+		q->start_error[0] = '\0';
+		return;
+	}
+	q->wait = wait;
+	if (q->waiting_since == 0)
+		q->waiting_since = now;
+}
+
+/*
+ * make_room
+ *		The budget is spent and 'needed' queues wait: ask that many backends
+ *		to leave (see the file header).  Returns in how many ms to look
+ *		again when a busy backend has not had its turn yet (-1: no need).
+ *		Caller holds the lock exclusively.
  */
 static long
-manage_database(LauncherDb *db, TimestampTz now)
+make_room(int needed, TimestampTz now)
 {
-	bool		dropping;
-	bool		ready = false;
-	int			wanted;
-	int			cap;
+	Latch	   *latches[64];
+	int			nlatches = 0;
 	long		recheck = -1;
 	int			i;
 
-	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
-	dropping = schedlock_database_dropping(db->dboid);
-	LWLockRelease(schedlock_shared->lock);
-
-	reap_workers(db, now, dropping);
-
-	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
-	if (db->slot[0] >= 0)
-		ready = schedlock_shared->slots[db->slot[0]].ready;
-	LWLockRelease(schedlock_shared->lock);
-
-	wanted = (db->absent || dropping || !db->seen) ? 0 : schedlock_workers;
-	cap = wanted == 0 ? 0 : Max(schedlock_workers, schedlock_max_workers);
-	for (i = cap; i < SCHEDLOCK_MAX_WORKERS_PER_DB; i++)
-		if (db->slot[i] >= 0)
-			terminate_worker(db->slot[i], db->handle[i]);
-	if (wanted == 0)
-		return -1;
-
-	if (now < db->retry_after)
-		return (long) ((db->retry_after - now) / 1000) + 1;
-
-	if (db->slot[0] < 0)
-		start_worker(db, 0);
-	else if (ready)
+	/* idle backends first: their queue has nothing due now */
+	for (i = 0; i < schedlock_shared->nslots && needed > 0; i++)
 	{
-		for (i = 1; i < wanted; i++)
-			if (db->slot[i] < 0)
-				start_worker(db, i);
-		if (pool_growth(db, now, &recheck))
+		SchedlockBackendSlot *slot = &schedlock_shared->slots[i];
+
+		if (slot->in_use && slot->kind == SCHEDLOCK_BACKEND_JOBS &&
+			slot->idle && !slot->yield)
 		{
-			for (i = wanted; i < cap; i++)
-				if (db->slot[i] < 0)
-				{
-					start_worker(db, i);
-					break;
-				}
+			slot->yield = true;
+			if (slot->latch != NULL && nlatches < lengthof(latches))
+				latches[nlatches++] = slot->latch;
+			needed--;
 		}
 	}
-	if (now < db->retry_after)
-		return (long) ((db->retry_after - now) / 1000) + 1;
+	/* already leaving */
+	for (i = 0; i < schedlock_shared->nslots; i++)
+		if (schedlock_shared->slots[i].in_use &&
+			schedlock_shared->slots[i].yield)
+			needed--;
+	while (needed > 0)
+	{
+		SchedlockBackendSlot *victim = NULL;
+		int			victim_n = 0;
+
+		for (i = 0; i < schedlock_shared->nslots; i++)
+		{
+			SchedlockBackendSlot *slot = &schedlock_shared->slots[i];
+			SchedlockQueue *q;
+			int			n;
+
+			if (!slot->in_use || slot->kind != SCHEDLOCK_BACKEND_JOBS ||
+				slot->yield)
+				continue;
+			if (!TimestampDifferenceExceeds(slot->reserved_at, now,
+											SCHEDLOCK_TURN_MS))
+			{
+				long		left = (long) ((slot->reserved_at - now) / 1000) +
+					SCHEDLOCK_TURN_MS + 1;
+
+				if (recheck < 0 || left < recheck)
+					recheck = left;
+				continue;
+			}
+			q = schedlock_find_queue(slot->dboid, slot->role, false);
+			n = q != NULL ? q->nbackends : 1;
+			if (victim == NULL || n > victim_n ||
+				(n == victim_n && slot->reserved_at < victim->reserved_at))
+			{
+				victim = slot;
+				victim_n = n;
+			}
+		}
+		if (victim == NULL)
+			break;
+		victim->yield = true;
+		if (victim->latch != NULL && nlatches < lengthof(latches))
+			latches[nlatches++] = victim->latch;
+		needed--;
+	}
+	LWLockRelease(schedlock_shared->lock);
+	for (i = 0; i < nlatches; i++)
+		SetLatch(latches[i]);
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
 	return recheck;
 }
 
 /*
  * launcher_pass
- *		One round: take probe requests, rescan pg_database when asked to or
- *		once a minute, and manage every database.  Returns the timeout for
- *		the next sleep, in ms.
+ *		One round: probe requests, pg_database when due, stopped backends,
+ *		then start what is wanted within the budget.  Returns the timeout
+ *		for the next sleep, in ms.
  */
 static long
 launcher_pass(TimestampTz *last_scan)
 {
-	HASH_SEQ_STATUS status;
-	LauncherDb *db;
 	TimestampTz now = GetCurrentTimestamp();
-	long		timeout = SCHEDLOCK_MAX_SLEEP_MS;
+	TimestampTz horizon = TimestampTzPlusMilliseconds(now,
+													  SCHEDLOCK_START_LEAD_MS);
+	TimestampTz wake_at = TimestampTzPlusMilliseconds(now,
+													  SCHEDLOCK_MAX_SLEEP_MS);
+	Want	   *wants;
+	int			nwants = 0;
+	int			used = 0;
+	int			waiting = 0;
+	long		timeout;
+	long		recheck = -1;
+	bool		probed;
+	int			i;
 
-	take_probe_requests();
-	scan_databases();
-	*last_scan = now;
-
-	hash_seq_init(&status, launcher_dbs);
-	while ((db = (LauncherDb *) hash_seq_search(&status)) != NULL)
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	probed = take_probe_requests();
+	LWLockRelease(schedlock_shared->lock);
+	if (probed || *last_scan == 0 ||
+		TimestampDifferenceExceeds(*last_scan, now, LAUNCHER_SCAN_EVERY_MS))
 	{
-		long		t = manage_database(db, now);
-		bool		running = false;
-		int			i;
-
-		if (t >= 0 && t < timeout)
-			timeout = t;
-		for (i = 0; i < SCHEDLOCK_MAX_WORKERS_PER_DB; i++)
-			if (db->slot[i] >= 0)
-				running = true;
-		if (!db->seen && !running)
-			hash_search(launcher_dbs, &db->dboid, HASH_REMOVE, NULL);
+		scan_databases();
+		*last_scan = now;
 	}
-	return timeout;
+	reap_backends(now);
+
+	wants = palloc(sizeof(Want) * (SCHEDLOCK_MAX_DATABASES + 2 * SCHEDLOCK_MAX_QUEUES));
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < schedlock_shared->nslots; i++)
+		if (schedlock_shared->slots[i].in_use)
+			used++;
+
+	/* what the databases want */
+	for (i = 0; i < SCHEDLOCK_MAX_DATABASES; i++)
+	{
+		SchedlockDatabase *db = &schedlock_shared->dbs[i];
+		bool		keeper = false;
+		int			j;
+
+		if (!db->in_use || !db->seen || db->no_extension ||
+			schedlock_database_dropping(db->dboid))
+			continue;
+		for (j = 0; j < schedlock_shared->nslots; j++)
+			if (schedlock_shared->slots[j].in_use &&
+				schedlock_shared->slots[j].dboid == db->dboid &&
+				schedlock_shared->slots[j].kind == SCHEDLOCK_BACKEND_HOUSEKEEPER)
+				keeper = true;
+		if (keeper)
+			continue;
+		if (db->housekeep || db->housekeep_at <= now)
+		{
+			wants[nwants].db = i;
+			wants[nwants].queue = -1;
+			wants[nwants].due_at = db->housekeep ? now : db->housekeep_at;
+			wants[nwants].growth = false;
+			nwants++;
+		}
+		else if (db->housekeep_at < wake_at)
+			wake_at = db->housekeep_at;
+	}
+
+	/* what the queues want */
+	for (i = 0; i < SCHEDLOCK_MAX_QUEUES; i++)
+	{
+		SchedlockQueue *q = &schedlock_shared->queues[i];
+		SchedlockDatabase *db;
+		int			dbi;
+
+		if (!q->in_use)
+			continue;
+		db = schedlock_find_database(q->dboid, false);
+		if (db == NULL || !db->known || db->paused || db->no_extension ||
+			!schedlock_enabled || schedlock_database_dropping(q->dboid))
+			continue;
+		dbi = (int) (db - schedlock_shared->dbs);
+		if (q->due_at > horizon)
+		{
+			if (q->nbackends == 0)
+			{
+				TimestampTz at = q->due_at - SCHEDLOCK_START_LEAD_MS * 1000;
+
+				if (at < wake_at)
+					wake_at = at;
+				set_wait(q, SCHEDLOCK_WAIT_NONE, now);
+			}
+			continue;
+		}
+		if (now < q->retry_after)
+		{
+			if (q->retry_after < wake_at)
+				wake_at = q->retry_after;
+			continue;
+		}
+		if (q->nbackends == 0)
+		{
+			wants[nwants].db = dbi;
+			wants[nwants].queue = i;
+			wants[nwants].due_at = q->due_at;
+			wants[nwants].growth = false;
+			nwants++;
+		}
+		else if (q->backlog &&
+				 (schedlock_max_runs_per_role == 0 ||
+				  q->nbackends < schedlock_max_runs_per_role))
+		{
+			wants[nwants].db = dbi;
+			wants[nwants].queue = i;
+			wants[nwants].due_at = q->due_at;
+			wants[nwants].growth = true;
+			nwants++;
+		}
+	}
+	LWLockRelease(schedlock_shared->lock);
+
+	qsort(wants, nwants, sizeof(Want), want_order);
+	for (i = 0; i < nwants; i++)
+	{
+		Want	   *w = &wants[i];
+		SchedlockDatabase *db = &schedlock_shared->dbs[w->db];
+		SchedlockQueue *q = w->queue >= 0 ? &schedlock_shared->queues[w->queue] : NULL;
+		int			in_db = 0;
+		int			j;
+		int			slotno;
+
+		LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+		for (j = 0; j < schedlock_shared->nslots; j++)
+			if (schedlock_shared->slots[j].in_use &&
+				schedlock_shared->slots[j].dboid == db->dboid &&
+				schedlock_shared->slots[j].kind == SCHEDLOCK_BACKEND_JOBS)
+				in_db++;
+		if (used >= schedlock_max_job_backends)
+		{
+			if (q != NULL && !w->growth)
+			{
+				set_wait(q, SCHEDLOCK_WAIT_BUDGET, now);
+				warn_wait(q, db, now);
+				waiting++;
+			}
+			else if (q == NULL)
+				waiting++;
+			LWLockRelease(schedlock_shared->lock);
+			continue;
+		}
+		if (q != NULL && in_db >= schedlock_max_workers)
+		{
+			if (!w->growth)
+			{
+				set_wait(q, SCHEDLOCK_WAIT_DATABASE_CAP, now);
+				warn_wait(q, db, now);
+			}
+			LWLockRelease(schedlock_shared->lock);
+			continue;
+		}
+		if (q != NULL)
+			q->nbackends++;
+		else
+			db->housekeep = false;
+		LWLockRelease(schedlock_shared->lock);
+
+		slotno = start_backend(q != NULL ? SCHEDLOCK_BACKEND_JOBS :
+							   SCHEDLOCK_BACKEND_HOUSEKEEPER,
+							   db, q != NULL ? q->role : InvalidOid);
+
+		LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+		if (slotno < 0)
+		{
+			if (q != NULL)
+			{
+				q->nbackends--;
+				if (!w->growth)
+				{
+					set_wait(q, SCHEDLOCK_WAIT_PROCESSES, now);
+					warn_wait(q, db, now);
+				}
+			}
+			else
+				db->housekeep = true;
+			recheck = LAUNCHER_NO_SLOT_DELAY_MS;
+		}
+		else
+		{
+			used++;
+			if (q != NULL)
+			{
+				set_wait(q, SCHEDLOCK_WAIT_NONE, now);
+				q->backlog = false;
+			}
+		}
+		LWLockRelease(schedlock_shared->lock);
+	}
+	pfree(wants);
+
+	/* backends of paused or dropped databases, or all when disabled, leave */
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < schedlock_shared->nslots; i++)
+	{
+		SchedlockBackendSlot *slot = &schedlock_shared->slots[i];
+		SchedlockDatabase *db;
+
+		if (!slot->in_use || slot->kind != SCHEDLOCK_BACKEND_JOBS || slot->yield)
+			continue;
+		db = schedlock_find_database(slot->dboid, false);
+		if (!schedlock_enabled || db == NULL || db->paused ||
+			db->no_extension)
+		{
+			slot->yield = true;
+			if (slot->latch != NULL)
+				SetLatch(slot->latch);
+		}
+	}
+	if (waiting > 0)
+	{
+		long		r = make_room(waiting, now);
+
+		if (r >= 0 && (recheck < 0 || r < recheck))
+			recheck = r;
+	}
+	LWLockRelease(schedlock_shared->lock);
+
+	timeout = (long) ((wake_at - now) / 1000) + 1;
+	if (timeout < 0)
+		timeout = 0;
+	if (recheck >= 0 && recheck < timeout)
+		timeout = recheck;
+	return Min(timeout, SCHEDLOCK_MAX_SLEEP_MS);
 }
 
 /*
@@ -599,7 +863,6 @@ launcher_pass(TimestampTz *last_scan)
 void
 schedlock_launcher_main(Datum arg)
 {
-	HASHCTL		ctl;
 	TimestampTz last_scan = 0;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -618,13 +881,10 @@ schedlock_launcher_main(Datum arg)
 	LWLockRelease(schedlock_shared->lock);
 	on_shmem_exit(launcher_detach, (Datum) 0);
 
-	memset(&ctl, 0, sizeof(ctl));
-	ctl.keysize = sizeof(Oid);
-	ctl.entrysize = sizeof(LauncherDb);
-	ctl.hcxt = TopMemoryContext;
-	launcher_dbs = hash_create("schedlock launcher databases", 64, &ctl,
-							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	adopt_workers();
+	handles = MemoryContextAllocZero(TopMemoryContext,
+									 sizeof(BackgroundWorkerHandle *) *
+									 schedlock_shared->nslots);
+	adopt_backends();
 
 	ereport(DEBUG1,
 			(errmsg_internal("schedlock launcher started")));
@@ -640,7 +900,7 @@ schedlock_launcher_main(Datum arg)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 
-		pgstat_report_activity(STATE_RUNNING, "managing schedlock workers");
+		pgstat_report_activity(STATE_RUNNING, "managing schedlock job backends");
 		timeout = launcher_pass(&last_scan);
 		pgstat_report_activity(STATE_IDLE, NULL);
 

@@ -59,11 +59,13 @@ PG_FUNCTION_INFO_V1(schedlock_claim_run);
 PG_FUNCTION_INFO_V1(schedlock_claim_run_payload);
 PG_FUNCTION_INFO_V1(schedlock_finish_run);
 PG_FUNCTION_INFO_V1(schedlock_job_worker_pid);
+PG_FUNCTION_INFO_V1(schedlock_job_wait_reason);
 
 PGDLLEXPORT Datum schedlock_claim_run(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_claim_run_payload(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_finish_run(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_job_worker_pid(PG_FUNCTION_ARGS);
+PGDLLEXPORT Datum schedlock_job_wait_reason(PG_FUNCTION_ARGS);
 
 /*
  * schedlock_extension_owner
@@ -286,29 +288,58 @@ schedlock_finish_run(PG_FUNCTION_ARGS)
  * schedlock_job_worker_pid
  *		SQL: schedlock.job_worker_pid(job_id bigint) -> integer
  *
- * The pid of a worker of this database that is running the job right now
- * (atomic runs are not visible in job_runs until they commit), or NULL.
+ * The pid of the job backend of this database that is running the job
+ * right now (atomic runs are not visible in job_runs until they commit),
+ * or NULL.  The statements that tell a run in progress from a lost one use
+ * it too (RUNNER_GONE, jobstore.c).
  */
 Datum
 schedlock_job_worker_pid(PG_FUNCTION_ARGS)
 {
-	int64		job_id = PG_GETARG_INT64(0);
-	pid_t		pid = 0;
-	int			i;
+	int			pid = schedlock_running_pid(MyDatabaseId, PG_GETARG_INT64(0));
 
-	if (schedlock_shared == NULL)
-		PG_RETURN_NULL();
-	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
-	for (i = 0; i < schedlock_shared->nslots; i++)
-	{
-		SchedlockWorkerSlot *slot = &schedlock_shared->slots[i];
-
-		if (slot->in_use && slot->dboid == MyDatabaseId && slot->pid != 0 &&
-			slot->running_job == job_id)
-			pid = slot->pid;
-	}
-	LWLockRelease(schedlock_shared->lock);
 	if (pid == 0)
 		PG_RETURN_NULL();
-	PG_RETURN_INT32((int32) pid);
+	PG_RETURN_INT32(pid);
+}
+
+/*
+ * schedlock_job_wait_reason
+ *		SQL: schedlock.job_wait_reason(role regrole) -> text
+ *
+ * Why the due jobs of role (the role they run as) in this database wait
+ * for a job backend, or NULL when they do not: the cluster's budget, the
+ * database's cap, max_worker_processes, or a role that cannot log in.
+ */
+Datum
+schedlock_job_wait_reason(PG_FUNCTION_ARGS)
+{
+	TimestampTz since;
+	char		error[256];
+	char	   *reason;
+
+	switch (schedlock_queue_wait(MyDatabaseId, PG_GETARG_OID(0), &since,
+								 error))
+	{
+		case SCHEDLOCK_WAIT_BUDGET:
+			reason = psprintf("waiting since %s for a job backend: all schedlock.max_job_backends (%d) are in use",
+							  timestamptz_to_str(since),
+							  schedlock_max_job_backends);
+			break;
+		case SCHEDLOCK_WAIT_DATABASE_CAP:
+			reason = psprintf("waiting since %s for a job backend: the database has schedlock.max_workers (%d)",
+							  timestamptz_to_str(since),
+							  schedlock_max_workers);
+			break;
+		case SCHEDLOCK_WAIT_PROCESSES:
+			reason = psprintf("waiting since %s for a job backend: no max_worker_processes slot is free",
+							  timestamptz_to_str(since));
+			break;
+		case SCHEDLOCK_WAIT_START_FAILED:
+			reason = psprintf("the job backend could not start: %s", error);
+			break;
+		default:
+			PG_RETURN_NULL();
+	}
+	PG_RETURN_TEXT_P(cstring_to_text(reason));
 }

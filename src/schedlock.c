@@ -21,6 +21,7 @@
 #include "nodes/parsenodes.h"
 #include "pgtime.h"
 #include "postmaster/bgworker.h"
+#include "postmaster/postmaster.h"
 #include "storage/ipc.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
@@ -38,14 +39,20 @@ PG_MODULE_MAGIC;
 /* Default time zone for cron schedules (schedlock.timezone). */
 char	   *schedlock_timezone = NULL;
 
-/* Dispatch workers per database (schedlock.workers). */
+/* Ignored since release 1.2, kept so that configurations load. */
 int			schedlock_workers = 2;
 
-/* Largest pool of dispatch workers per database (schedlock.max_workers). */
+/* Job backends of one database at once (schedlock.max_workers). */
 int			schedlock_max_workers = 4;
 
-/* Runs of one role's jobs at once in a database (0: no limit). */
+/* Job backends of one role in a database at once (0: no limit). */
 int			schedlock_max_runs_per_role = 3;
+
+/* Job backends and housekeepers of the cluster at once. */
+int			schedlock_max_job_backends = 4;
+
+/* How long an idle job backend stays, in ms. */
+int			schedlock_job_backend_idle_timeout = 30000;
 
 /* Whether the workers run jobs at all (schedlock.enabled). */
 bool		schedlock_enabled = true;
@@ -237,9 +244,35 @@ _PG_init(void)
 							   NULL,
 							   NULL);
 
+	DefineCustomIntVariable("schedlock.max_job_backends",
+							"Largest number of job backends and housekeepers of the whole cluster at once.",
+							"Each takes one of max_worker_processes, besides the launcher's. Shared fairly by every database and role.",
+							&schedlock_max_job_backends,
+							4,
+							1,
+							MAX_BACKENDS,
+							PGC_SIGHUP,
+							0,
+							NULL,
+							NULL,
+							NULL);
+
+	DefineCustomIntVariable("schedlock.job_backend_idle_timeout",
+							"How long a job backend waits for its role's next job before it exits.",
+							NULL,
+							&schedlock_job_backend_idle_timeout,
+							30000,
+							100,
+							INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL,
+							NULL,
+							NULL);
+
 	DefineCustomIntVariable("schedlock.workers",
-							"Number of job dispatch workers per database that has the extension.",
-							"Each worker takes one background worker process; max_worker_processes must leave room for one launcher plus this many workers per database.",
+							"Ignored: the job backends are started on demand.",
+							"Kept so that configurations of release 1.1 load; see schedlock.max_job_backends.",
 							&schedlock_workers,
 							2,
 							1,
@@ -251,12 +284,12 @@ _PG_init(void)
 							NULL);
 
 	DefineCustomIntVariable("schedlock.max_workers",
-							"Largest number of job dispatch workers per database.",
-							"The pool grows beyond schedlock.workers while every worker is running a job, up to this many, and shrinks back when the extra workers have been idle for 30 s. Each worker takes one of max_worker_processes.",
+							"Largest number of job backends of one database at once.",
+							"A database's job backends are part of schedlock.max_job_backends.",
 							&schedlock_max_workers,
 							4,
 							1,
-							SCHEDLOCK_MAX_WORKERS_PER_DB,
+							MAX_BACKENDS,
 							PGC_SIGHUP,
 							0,
 							NULL,
@@ -264,12 +297,12 @@ _PG_init(void)
 							NULL);
 
 	DefineCustomIntVariable("schedlock.max_runs_per_role",
-							"Largest number of runs of one role's jobs in progress at once in a database.",
-							"Counts the SQL jobs a role owns; keep it below schedlock.max_workers so that one role cannot take the whole pool. 0 means no limit.",
+							"Largest number of job backends of one role in a database at once.",
+							"Each backend runs one job at a time. 0 means no limit but the others.",
 							&schedlock_max_runs_per_role,
 							3,
 							0,
-							SCHEDLOCK_MAX_WORKERS_PER_DB,
+							MAX_BACKENDS,
 							PGC_SIGHUP,
 							0,
 							NULL,
@@ -278,7 +311,7 @@ _PG_init(void)
 
 	DefineCustomBoolVariable("schedlock.enabled",
 							 "Whether the job scheduler runs jobs.",
-							 "When off, the workers stay connected but start no runs; jobs that fall due meanwhile are handled by their misfire policy.",
+							 "When off, no job backend runs and the running ones leave; jobs that fall due meanwhile are handled by their misfire policy.",
 							 &schedlock_enabled,
 							 true,
 							 PGC_SIGHUP,
@@ -308,14 +341,14 @@ _PG_init(void)
 	schedlock_lock_init();
 	schedlock_lock_watch_init();
 
-	if (max_worker_processes < 1 + schedlock_workers)
+	if (max_worker_processes < 1 + schedlock_max_job_backends)
 		ereport(WARNING,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("max_worker_processes (%d) is too low for the schedlock job scheduler",
 						max_worker_processes),
-				 errdetail("The scheduler needs one launcher process plus schedlock.workers (%d) processes for each database that has the extension.",
-						   schedlock_workers),
-				 errhint("Raise max_worker_processes and restart the server.")));
+				 errdetail("The scheduler needs one launcher process plus up to schedlock.max_job_backends (%d) job backends.",
+						   schedlock_max_job_backends),
+				 errhint("Raise max_worker_processes and restart the server, or lower schedlock.max_job_backends.")));
 
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = sl_shmem_request;

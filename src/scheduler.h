@@ -30,8 +30,8 @@
 #define SCHEDLOCK_MAX_PROBES		16
 
 /*
- * Statements that can have workers stepping aside at once (DROP, CREATE
- * ... TEMPLATE, RENAME DATABASE; DROP EXTENSION).
+ * Statements that can have job backends stepping aside at once (DROP,
+ * CREATE ... TEMPLATE, RENAME DATABASE; DROP EXTENSION).
  */
 #define SCHEDLOCK_MAX_DROPPING		16
 
@@ -39,16 +39,17 @@
 #define SCHEDLOCK_MAX_SLEEP_MS		60000
 
 /*
- * The worker pool (shmem.c, launcher.c): the launcher adds a worker to a
- * database, up to schedlock.max_workers, once all its workers have been
- * running jobs for SCHEDLOCK_POOL_GROW_AFTER_MS; a worker beyond
- * schedlock.workers leaves after SCHEDLOCK_POOL_IDLE_MS without a claim,
- * and wakes SCHEDLOCK_POOL_EXTRA_DELAY_MS after the lower ones, so that
- * idle lower workers take the jobs first.
+ * The job backends (launcher.c, worker.c): the launcher starts a backend
+ * for a queue SCHEDLOCK_START_LEAD_MS before its next job falls due, so
+ * that the start-up is over by the instant.  A backend that has had its
+ * turn for SCHEDLOCK_TURN_MS may be asked to leave after its current job
+ * when another queue waits for the budget.  A backend that fails to start
+ * (its role cannot log in, say) is tried again for its queue after
+ * SCHEDLOCK_START_RETRY_MS.
  */
-#define SCHEDLOCK_POOL_GROW_AFTER_MS	200
-#define SCHEDLOCK_POOL_IDLE_MS			30000
-#define SCHEDLOCK_POOL_EXTRA_DELAY_MS	3
+#define SCHEDLOCK_START_LEAD_MS		100
+#define SCHEDLOCK_TURN_MS			50
+#define SCHEDLOCK_START_RETRY_MS	5000
 
 /* Deadline of a NOTIFY run without a timeout of its own, in seconds. */
 #define SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT	300
@@ -80,38 +81,98 @@
 #define SCHEDLOCK_MAX_AHEAD_DAYS	36525
 
 /*
- * One per-database worker.  The launcher reserves a slot (in_use, dboid,
- * worker_index, generation, reserved_at) before registering the worker and
- * frees it after the worker has stopped; the worker takes the slot
- * (attached, pid, latch) first thing, if its generation still matches,
- * clears pid and latch and raises exited when it ends, and raises ready /
- * no_extension / retired.  The slots are the launcher's memory: a launcher
- * that restarts adopts the workers it finds there (launcher.c).
+ * Tables of shared memory (shmem.c) and their sizes: every database the
+ * launcher knows, and every queue -- a (database, role) whose jobs run in
+ * backends connected as that role.
  */
-typedef struct SchedlockWorkerSlot
+#define SCHEDLOCK_MAX_DATABASES		1024
+#define SCHEDLOCK_MAX_QUEUES		4096
+
+/* What a job backend does (bgw_extra tells it). */
+typedef enum SchedlockBackendKind
+{
+	SCHEDLOCK_BACKEND_JOBS,		/* claims and runs one role's jobs */
+	SCHEDLOCK_BACKEND_HOUSEKEEPER	/* a database's housekeeping, no jobs */
+} SchedlockBackendKind;
+
+/*
+ * Why a queue's due jobs wait for a backend (SchedlockQueue.wait), shown by
+ * schedlock.job_status.
+ */
+typedef enum SchedlockWait
+{
+	SCHEDLOCK_WAIT_NONE,
+	SCHEDLOCK_WAIT_BUDGET,		/* schedlock.max_job_backends in use */
+	SCHEDLOCK_WAIT_DATABASE_CAP,	/* schedlock.max_workers of its database */
+	SCHEDLOCK_WAIT_PROCESSES,	/* no max_worker_processes slot was free */
+	SCHEDLOCK_WAIT_START_FAILED /* its backend could not start: start_error */
+} SchedlockWait;
+
+/*
+ * One job backend or housekeeper.  The launcher reserves a slot (in_use,
+ * kind, dboid, role, generation, reserved_at) before registering the
+ * process and frees it after the process has stopped; the process takes
+ * the slot (attached, pid, latch) first thing, if its generation still
+ * matches, and raises exited when it ends.
+ */
+typedef struct SchedlockBackendSlot
 {
 	bool		in_use;			/* reserved by the launcher */
-	Oid			dboid;			/* database the worker serves */
-	int			worker_index;	/* 0 .. schedlock.max_workers - 1 */
+	SchedlockBackendKind kind;
+	Oid			dboid;			/* database it connects to */
+	Oid			role;			/* role it connects as; InvalidOid for a
+								 * housekeeper (bootstrap superuser) */
 	uint64		generation;		/* reservation number, in bgw_extra */
 	TimestampTz reserved_at;	/* when the launcher reserved the slot */
-	bool		attached;		/* the worker process took the slot */
-	bool		exited;			/* the worker process has ended */
-	pid_t		pid;			/* worker's pid while it runs, else 0 */
-	Latch	   *latch;			/* worker's latch while it runs */
-	bool		ready;			/* worker 0 finished its start-up work */
-	bool		no_extension;	/* worker found no schedlock extension */
-	bool		retired;		/* an extra worker left the pool, idle */
+	bool		attached;		/* the process took the slot */
+	bool		exited;			/* the process has ended */
+	pid_t		pid;			/* its pid while it runs, else 0 */
+	Latch	   *latch;			/* its latch while it runs */
+	bool		idle;			/* waiting for its queue's next job */
+	bool		yield;			/* asked to leave after its current job */
+	bool		no_extension;	/* found no schedlock extension */
 	int64		running_job;	/* job_id being run now, 0 when none */
 	TimestampTz running_since;	/* when running_job started */
-	Oid			running_role;	/* owner of the job claimed for a run, for
-								 * schedlock.max_runs_per_role */
-} SchedlockWorkerSlot;
+	int			start_sqlerrcode;	/* the error that ended its start-up */
+	char		start_error[256];	/* ... its message, "" when none */
+} SchedlockBackendSlot;
+
+/* One (database, role) with jobs: see launcher.c. */
+typedef struct SchedlockQueue
+{
+	bool		in_use;
+	Oid			dboid;
+	Oid			role;
+	TimestampTz due_at;			/* its earliest job due, DT_NOEND: none */
+	bool		backlog;		/* its backends have more due than they run */
+	int			nbackends;		/* its backends, starting ones included */
+	SchedlockWait wait;			/* why due jobs wait for a backend */
+	TimestampTz waiting_since;	/* since when (0: not waiting) */
+	TimestampTz retry_after;	/* start no backend before this time */
+	bool		fail_due;		/* the housekeeper fails its due runs */
+	int			start_sqlerrcode;	/* why its last backend did not start */
+	char		start_error[256];
+} SchedlockQueue;
+
+/* One database the launcher serves. */
+typedef struct SchedlockDatabase
+{
+	bool		in_use;
+	Oid			dboid;
+	NameData	dbname;			/* for process titles and messages */
+	bool		known;			/* a housekeeper published its queues */
+	bool		no_extension;	/* no schedlock extension there */
+	bool		paused;			/* a copy: its jobs wait for adoption */
+	bool		reboot_fired;	/* its @reboot jobs fired this server life */
+	bool		housekeep;		/* housekeeping wanted now */
+	TimestampTz housekeep_at;	/* next housekeeping (deadlines, pruning) */
+	bool		seen;			/* found by the launcher's last scan */
+} SchedlockDatabase;
 
 /*
  * The scheduler's shared state.  Every field is protected by lock; hold it
  * in shared mode to read, exclusive to write.  Latches are set after the
- * lock has been released when convenient, never while waiting for anything.
+ * lock has been released, never while waiting for anything.
  */
 typedef struct SchedlockShared
 {
@@ -122,45 +183,44 @@ typedef struct SchedlockShared
 	int			nprobes;		/* used entries of probe_db */
 	Oid			probe_db[SCHEDLOCK_MAX_PROBES]; /* databases to probe again */
 	int			ndropping;		/* used entries of dropping_db */
-	Oid			dropping_db[SCHEDLOCK_MAX_DROPPING];	/* workers step aside
-														 * for a statement */
+	Oid			dropping_db[SCHEDLOCK_MAX_DROPPING];	/* backends step
+														 * aside for a
+														 * statement */
 	pid_t		dropping_pid[SCHEDLOCK_MAX_DROPPING];	/* backend running it */
 	uint64		next_generation;	/* last slot reservation number */
-	Oid		   *reboot_db;		/* nslots entries: databases whose @reboot
-								 * jobs fired in this server life (or since
-								 * promotion); InvalidOid when unused */
+	SchedlockDatabase dbs[SCHEDLOCK_MAX_DATABASES];
+	SchedlockQueue queues[SCHEDLOCK_MAX_QUEUES];
 	int			nslots;			/* length of slots (max_worker_processes) */
-	SchedlockWorkerSlot slots[FLEXIBLE_ARRAY_MEMBER];
+	SchedlockBackendSlot slots[FLEXIBLE_ARRAY_MEMBER];
 } SchedlockShared;
 
 /* shmem.c */
 extern SchedlockShared *schedlock_shared;
 extern void schedlock_shmem_request(void);
 extern void schedlock_shmem_startup(void);
+extern void schedlock_xact_init(void);
+extern void schedlock_note_due_at_commit(Oid role, TimestampTz due);
 extern void schedlock_wake_workers_at_commit(void);
 extern void schedlock_probe_database_at_commit(void);
 extern void schedlock_probe_all_at_commit(void);
 extern void schedlock_wake_launcher(void);
-extern void schedlock_wake_database_workers(Oid dboid);
 extern bool schedlock_database_dropping(Oid dboid);
 extern void schedlock_stop_database_workers(Oid dboid);
 extern void schedlock_database_drop_done(Oid dboid);
-extern void schedlock_xact_init(void);
-extern bool schedlock_worker_attach(SchedlockWorkerSlot *slot,
-									uint64 generation);
-extern void schedlock_worker_detach(SchedlockWorkerSlot *slot);
-extern bool schedlock_reboot_due(Oid dboid);
-extern void schedlock_reboot_done(Oid dboid);
-extern void schedlock_pool_set_running(SchedlockWorkerSlot *slot,
-									   int64 job_id);
-extern int	schedlock_pool_capped_roles(SchedlockWorkerSlot *slot,
-										Oid *roles, int max);
-extern bool schedlock_pool_take_role(SchedlockWorkerSlot *slot, Oid role);
-extern void schedlock_pool_release_role(SchedlockWorkerSlot *slot);
-extern long schedlock_pool_retire_if_idle(SchedlockWorkerSlot *slot,
-										  bool claimed,
-										  TimestampTz *idle_since,
-										  long sleep_ms);
+extern SchedlockDatabase *schedlock_find_database(Oid dboid, bool create);
+extern SchedlockQueue *schedlock_find_queue(Oid dboid, Oid role,
+											bool create);
+extern bool schedlock_backend_attach(SchedlockBackendSlot *slot,
+									 uint64 generation);
+extern void schedlock_backend_detach(SchedlockBackendSlot *slot);
+extern void schedlock_set_running(SchedlockBackendSlot *slot, int64 job_id);
+extern bool schedlock_publish_due(SchedlockBackendSlot *slot,
+								  TimestampTz due_at, bool backlog);
+extern bool schedlock_set_idle(SchedlockBackendSlot *slot, bool idle);
+extern void schedlock_housekeep_by(Oid dboid, TimestampTz when);
+extern int	schedlock_running_pid(Oid dboid, int64 job_id);
+extern SchedlockWait schedlock_queue_wait(Oid dboid, Oid role,
+										  TimestampTz *since, char *error);
 
 /* stepaside.c */
 extern Oid	schedlock_step_aside_for(Node *parsetree, bool isTopLevel);
@@ -181,10 +241,14 @@ extern bool schedlock_jobs_have_quarantine(void);
 extern void schedlock_worker_recover(MemoryContext cxt);
 
 /* exec.c */
-extern bool schedlock_exec_atomic(const char *command, Oid user,
-								  int timeout_ms, ErrorData **error,
-								  char *result_status, char **notices);
-extern void schedlock_exec_discard_job_state(void);
+extern bool schedlock_exec_atomic(const char *command, int timeout_ms,
+								  ErrorData **error, char *result_status,
+								  char **notices);
+extern bool schedlock_exec_toplevel(const char *command, int timeout_ms,
+									ErrorData **error, char *result_status,
+									char **notices);
+extern void schedlock_exec_set_search_path(const char *search_path);
+extern void schedlock_exec_after_run(void);
 
 /* job.c */
 extern void schedlock_check_command(const char *command);

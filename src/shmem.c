@@ -1,34 +1,39 @@
 /*-------------------------------------------------------------------------
  *
  * shmem.c
- *	  The job scheduler's shared memory: worker slots, the launcher's
- *	  latch, and the wakeups that replace polling.
+ *	  The job scheduler's shared memory: the databases the launcher serves,
+ *	  their queues (one per role with jobs in a database), the slots of the
+ *	  job backends and housekeepers, and the wakeups that replace polling.
  *
- * One SchedlockShared struct (scheduler.h) lives in shared memory, sized
- * for max_worker_processes worker slots, and is guarded by one LWLock of
- * the "schedlock" tranche.  Locking rule: read any field under the lock in
+ * One SchedlockShared struct (scheduler.h) lives in shared memory, with
+ * room for SCHEDLOCK_MAX_DATABASES databases, SCHEDLOCK_MAX_QUEUES queues
+ * and max_worker_processes backend slots, guarded by one LWLock of the
+ * "schedlock" tranche.  Locking rule: read any field under the lock in
  * shared mode, write under it in exclusive mode; never wait or run SQL
  * while holding it.  Latches found under the lock are set after releasing
  * it (a latch stays valid while its process lives, and setting the latch of
  * a process that just exited is harmless: PGPROC latches are never freed).
  *
- * Wakeups happen at commit, so a worker woken by schedule_job() sees the
- * new job: the SQL API calls schedlock_wake_workers_at_commit(), which only
- * raises a backend-local flag; the transaction callback sets the latches of
- * this database's workers when the transaction commits, and forgets the
- * flag when it aborts.  CREATE EXTENSION and CREATE DATABASE queue a probe
- * request for the launcher the same way.
+ * Wakeups happen at commit, so a backend woken by schedule_job() sees the
+ * new job: the SQL API notes the role and next run of each job it wrote
+ * (schedlock_note_due_at_commit), which stays backend-local until the
+ * transaction commits; then the queue's due time is moved earlier and its
+ * backend, or the launcher, is woken.  A transaction that changed the jobs
+ * in a way that cannot be told per role (an adoption, an import) asks for
+ * the database's housekeeping instead, which publishes every queue anew.
+ * CREATE EXTENSION and CREATE DATABASE queue a probe request for the
+ * launcher the same way.
  *
  * Statements that need a database without connections (DROP DATABASE,
  * CREATE DATABASE ... TEMPLATE, ALTER DATABASE ... RENAME, and DROP
- * EXTENSION schedlock, which must not wait for a worker) make its workers
- * step aside: the backend marks the database in dropping_db with its own
- * pid, terminates the workers, and the launcher starts none there while the
- * mark stands.  The mark goes when the statement fails, when its
+ * EXTENSION schedlock, which must not wait for a job backend) make its
+ * backends step aside: the backend marks the database in dropping_db with
+ * its own pid, terminates the database's job backends and housekeeper, and
+ * the launcher starts none there while the mark stands.  The mark goes when the statement fails, when its
  * transaction ends (so that the launcher sees a new name or a dropped
- * database when it starts workers again), or when the backend exits, even
+ * database when it starts backends again), or when the backend exits, even
  * by FATAL: a terminated DROP EXTENSION does not leave the database without
- * workers.
+ * its jobs.
  *
  * IDENTIFICATION
  *	  src/shmem.c
@@ -45,6 +50,7 @@
 #include "storage/ipc.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "schedlock.h"
@@ -53,8 +59,17 @@
 /* The shared state, attached in every process by schedlock_shmem_startup. */
 SchedlockShared *schedlock_shared = NULL;
 
-/* Backend-local: what to do when the current transaction commits. */
-static bool wake_workers_pending = false;
+/*
+ * Backend-local: what to do when the current transaction commits.  The
+ * roles whose queues get a due time (due_roles, due_times: n_due entries,
+ * kept in TopMemoryContext and grown as needed), and whether the database
+ * needs its housekeeping.
+ */
+static Oid *due_roles = NULL;
+static TimestampTz *due_times = NULL;
+static int	n_due = 0;
+static int	max_due = 0;
+static bool housekeep_pending = false;
 static bool probe_pending = false;
 static bool probe_all_pending = false;
 
@@ -71,13 +86,9 @@ static void release_step_aside_marks(void);
 static Size
 shared_size(void)
 {
-	Size		size;
-
-	size = add_size(offsetof(SchedlockShared, slots),
-					mul_size(sizeof(SchedlockWorkerSlot),
+	return add_size(offsetof(SchedlockShared, slots),
+					mul_size(sizeof(SchedlockBackendSlot),
 							 Max(max_worker_processes, 1)));
-	size = MAXALIGN(size);
-	return add_size(size, mul_size(sizeof(Oid), Max(max_worker_processes, 1)));
 }
 
 /*
@@ -110,39 +121,39 @@ schedlock_shmem_startup(void)
 		memset(schedlock_shared, 0, shared_size());
 		schedlock_shared->lock = &(GetNamedLWLockTranche("schedlock"))->lock;
 		schedlock_shared->nslots = Max(max_worker_processes, 1);
-		schedlock_shared->reboot_db = (Oid *)
-			((char *) schedlock_shared +
-			 MAXALIGN(offsetof(SchedlockShared, slots) +
-					  sizeof(SchedlockWorkerSlot) * schedlock_shared->nslots));
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
 
 /*
- * wake_database_workers
- *		Set the latch of every worker of this database.
+ * wake_backends
+ *		Set the latch of every job backend of the database (of one role
+ *		only, unless role is InvalidOid).  Returns how many it woke.
  */
-static void
-wake_database_workers(Oid dboid)
+static int
+wake_backends(Oid dboid, Oid role)
 {
-	Latch	   *latches[SCHEDLOCK_MAX_WORKERS_PER_DB * 4];
+	Latch	   *latches[64];
 	int			n = 0;
 	int			i;
 
 	if (schedlock_shared == NULL)
-		return;
+		return 0;
 	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
 	for (i = 0; i < schedlock_shared->nslots && n < lengthof(latches); i++)
 	{
-		SchedlockWorkerSlot *slot = &schedlock_shared->slots[i];
+		SchedlockBackendSlot *slot = &schedlock_shared->slots[i];
 
-		if (slot->in_use && slot->dboid == dboid && slot->pid != 0 &&
-			slot->latch != NULL)
+		if (slot->in_use && slot->kind == SCHEDLOCK_BACKEND_JOBS &&
+			slot->dboid == dboid &&
+			(!OidIsValid(role) || slot->role == role) &&
+			slot->pid != 0 && slot->latch != NULL)
 			latches[n++] = slot->latch;
 	}
 	LWLockRelease(schedlock_shared->lock);
 	for (i = 0; i < n; i++)
 		SetLatch(latches[i]);
+	return n;
 }
 
 /*
@@ -191,10 +202,116 @@ queue_probe(Oid dboid)
 }
 
 /*
+ * schedlock_find_database
+ *		The entry of dboid, or NULL; with create, a new entry is made when
+ *		there is none (NULL when the table is full).  Caller holds the lock,
+ *		exclusive when create.
+ */
+SchedlockDatabase *
+schedlock_find_database(Oid dboid, bool create)
+{
+	SchedlockDatabase *free_entry = NULL;
+	int			i;
+
+	for (i = 0; i < SCHEDLOCK_MAX_DATABASES; i++)
+	{
+		SchedlockDatabase *db = &schedlock_shared->dbs[i];
+
+		if (db->in_use && db->dboid == dboid)
+			return db;
+		if (!db->in_use && free_entry == NULL)
+			free_entry = db;
+	}
+	if (!create || free_entry == NULL)
+		return NULL;
+	memset(free_entry, 0, sizeof(SchedlockDatabase));
+	free_entry->in_use = true;
+	free_entry->dboid = dboid;
+	free_entry->housekeep = true;
+	free_entry->housekeep_at = DT_NOEND;
+	return free_entry;
+}
+
+/*
+ * schedlock_find_queue
+ *		The queue of (dboid, role), or NULL; with create, a new one is made
+ *		when there is none (NULL when the table is full), due at DT_NOEND.
+ *		Caller holds the lock, exclusive when create.
+ */
+SchedlockQueue *
+schedlock_find_queue(Oid dboid, Oid role, bool create)
+{
+	SchedlockQueue *free_entry = NULL;
+	int			i;
+
+	for (i = 0; i < SCHEDLOCK_MAX_QUEUES; i++)
+	{
+		SchedlockQueue *q = &schedlock_shared->queues[i];
+
+		if (q->in_use && q->dboid == dboid && q->role == role)
+			return q;
+		if (!q->in_use && free_entry == NULL)
+			free_entry = q;
+	}
+	if (!create || free_entry == NULL)
+		return NULL;
+	memset(free_entry, 0, sizeof(SchedlockQueue));
+	free_entry->in_use = true;
+	free_entry->dboid = dboid;
+	free_entry->role = role;
+	free_entry->due_at = DT_NOEND;
+	return free_entry;
+}
+
+/*
+ * deliver_due
+ *		At commit: move the noted queues' due times earlier and wake their
+ *		backends, or the launcher when a queue has none; ask for the
+ *		database's housekeeping when the transaction did.
+ */
+static void
+deliver_due(void)
+{
+	bool		wake_launcher = false;
+	int			i;
+
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < n_due; i++)
+	{
+		SchedlockQueue *q = schedlock_find_queue(MyDatabaseId, due_roles[i],
+												 true);
+
+		if (q == NULL)
+		{
+			/* no room: the housekeeping reports it */
+			housekeep_pending = true;
+			continue;
+		}
+		if (due_times[i] < q->due_at)
+			q->due_at = due_times[i];
+		if (q->nbackends == 0)
+			wake_launcher = true;
+	}
+	if (housekeep_pending)
+	{
+		SchedlockDatabase *db = schedlock_find_database(MyDatabaseId, true);
+
+		if (db != NULL)
+			db->housekeep = true;
+		wake_launcher = true;
+	}
+	LWLockRelease(schedlock_shared->lock);
+	for (i = 0; i < n_due; i++)
+		(void) wake_backends(MyDatabaseId, due_roles[i]);
+	if (wake_launcher)
+		schedlock_wake_launcher();
+}
+
+/*
  * scheduler_xact_callback
  *		At commit, deliver the wakeups the transaction asked for; at abort,
- *		forget them.  Either way, let the workers of databases they stepped
- *		aside from come back.
+ *		forget them.  Either way, let the job backends of databases they
+ *		stepped aside from come back.
  */
 static void
 scheduler_xact_callback(XactEvent event, void *arg)
@@ -203,18 +320,20 @@ scheduler_xact_callback(XactEvent event, void *arg)
 	{
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
-			if (wake_workers_pending)
-				wake_database_workers(MyDatabaseId);
+			if (n_due > 0 || housekeep_pending)
+				deliver_due();
 			if (probe_all_pending)
 				queue_probe(InvalidOid);
 			else if (probe_pending)
 				queue_probe(MyDatabaseId);
-			wake_workers_pending = probe_pending = probe_all_pending = false;
+			n_due = 0;
+			housekeep_pending = probe_pending = probe_all_pending = false;
 			release_step_aside_marks();
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
-			wake_workers_pending = probe_pending = probe_all_pending = false;
+			n_due = 0;
+			housekeep_pending = probe_pending = probe_all_pending = false;
 			release_step_aside_marks();
 			break;
 		case XACT_EVENT_PREPARE:
@@ -236,13 +355,58 @@ schedlock_xact_init(void)
 }
 
 /*
+ * schedlock_note_due_at_commit
+ *		When the current transaction commits, the queue of role in this
+ *		database is due at 'due' at the latest (DT_NOBEGIN: now), and its
+ *		backend or the launcher is woken.  A later due time changes nothing:
+ *		a backend that finds nothing due publishes its queue's real time.
+ */
+void
+schedlock_note_due_at_commit(Oid role, TimestampTz due)
+{
+	int			i;
+
+	if (TIMESTAMP_NOT_FINITE(due) && due != DT_NOBEGIN)
+		return;
+	for (i = 0; i < n_due; i++)
+		if (due_roles[i] == role)
+		{
+			due_times[i] = Min(due_times[i], due);
+			return;
+		}
+	if (n_due == max_due)
+	{
+		int			new_max = Max(8, max_due * 2);
+
+		if (due_roles == NULL)
+		{
+			due_roles = MemoryContextAlloc(TopMemoryContext,
+										   sizeof(Oid) * new_max);
+			due_times = MemoryContextAlloc(TopMemoryContext,
+										   sizeof(TimestampTz) * new_max);
+		}
+		else
+		{
+			due_roles = repalloc(due_roles, sizeof(Oid) * new_max);
+			due_times = repalloc(due_times, sizeof(TimestampTz) * new_max);
+		}
+		max_due = new_max;
+	}
+	due_roles[n_due] = role;
+	due_times[n_due] = due;
+	n_due++;
+}
+
+/*
  * schedlock_wake_workers_at_commit
- *		Wake this database's workers when the current transaction commits.
+ *		When the current transaction commits, have the database's
+ *		housekeeping publish the due times of all its queues anew (for
+ *		changes to the jobs that cannot be told per role).
  */
 void
 schedlock_wake_workers_at_commit(void)
 {
-	wake_workers_pending = true;
+	housekeep_pending = true;
 }
 
 /*
@@ -346,7 +510,7 @@ release_step_aside_marks_at_exit(int code, Datum arg)
 /*
  * schedlock_stop_database_workers
  *		Before a statement that needs dboid without connections: keep the
- *		launcher from starting workers for dboid until the statement's
+ *		launcher from starting job backends for dboid until the statement's
  *		transaction ends (or schedlock_database_drop_done), terminate the
  *		running ones and wait (up to 10 s) until they have left.  The caller
  *		has checked that the statement may go ahead.
@@ -380,7 +544,7 @@ schedlock_stop_database_workers(Oid dboid)
 	LWLockRelease(schedlock_shared->lock);
 	if (marked)
 		step_aside_marks = true;
-	/* the launcher also stops workers that are starting but not yet here */
+	/* the launcher also stops backends that are starting but not yet here */
 	schedlock_wake_launcher();
 
 	for (waited = 0; waited < 10000; waited += 10)
@@ -390,7 +554,7 @@ schedlock_stop_database_workers(Oid dboid)
 		LWLockAcquire(schedlock_shared->lock, LW_SHARED);
 		for (i = 0; i < schedlock_shared->nslots; i++)
 		{
-			SchedlockWorkerSlot *slot = &schedlock_shared->slots[i];
+			SchedlockBackendSlot *slot = &schedlock_shared->slots[i];
 
 			if (slot->in_use && slot->dboid == dboid && slot->pid != 0)
 			{
@@ -423,24 +587,15 @@ schedlock_database_drop_done(Oid dboid)
 }
 
 /*
- * schedlock_wake_database_workers
- *		Set the latch of every worker of database dboid, now.
- */
-void
-schedlock_wake_database_workers(Oid dboid)
-{
-	wake_database_workers(dboid);
-}
-
-/*
- * schedlock_worker_attach
- *		Called by a worker first thing: take the slot the launcher reserved
- *		for it and publish pid and latch.  Returns false when the slot is no
- *		longer this worker's (a restarted launcher gave up waiting for it
- *		and freed or reused it; the generation tells): the worker must exit.
+ * schedlock_backend_attach
+ *		Called by a job backend or housekeeper first thing: take the slot
+ *		the launcher reserved for it and publish pid and latch.  Returns
+ *		false when the slot is no longer this process's (a restarted
+ *		launcher gave up waiting for it and freed or reused it; the
+ *		generation tells): the process must exit.
  */
 bool
-schedlock_worker_attach(SchedlockWorkerSlot *slot, uint64 generation)
+schedlock_backend_attach(SchedlockBackendSlot *slot, uint64 generation)
 {
 	bool		ok;
 
@@ -457,264 +612,176 @@ schedlock_worker_attach(SchedlockWorkerSlot *slot, uint64 generation)
 }
 
 /*
- * schedlock_worker_detach
- *		Called when a worker exits: clear its pid, latch and run, mark it
- *		exited, and wake the launcher (which may have adopted the worker
- *		and then gets no postmaster notification).
+ * schedlock_backend_detach
+ *		Called when a job backend or housekeeper exits: clear its pid, latch
+ *		and run, mark it exited, and wake the launcher.  A backend that ends
+ *		in the middle of a run leaves it running: the database's
+ *		housekeeping closes it as lost, asked for here.
  */
 void
-schedlock_worker_detach(SchedlockWorkerSlot *slot)
+schedlock_backend_detach(SchedlockBackendSlot *slot)
 {
-	schedlock_pool_release_role(slot);
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	if (slot->running_job != 0)
+	{
+		SchedlockDatabase *db = schedlock_find_database(slot->dboid, false);
+
+		if (db != NULL)
+			db->housekeep = true;
+	}
 	slot->pid = 0;
 	slot->latch = NULL;
 	slot->running_job = 0;
+	slot->idle = false;
 	slot->exited = true;
 	LWLockRelease(schedlock_shared->lock);
 	schedlock_wake_launcher();
 }
 
 /*
- * schedlock_reboot_due
- *		Whether the @reboot jobs of dboid have not fired yet in this server
- *		life.
- */
-bool
-schedlock_reboot_due(Oid dboid)
-{
-	bool		due = true;
-	int			i;
-
-	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
-	for (i = 0; i < schedlock_shared->nslots; i++)
-		if (schedlock_shared->reboot_db[i] == dboid)
-			due = false;
-	LWLockRelease(schedlock_shared->lock);
-	return due;
-}
-
-/*
- * db_has_workers
- *		Whether any slot is reserved for dboid.  Caller holds the lock.
- */
-static bool
-db_has_workers(Oid dboid)
-{
-	int			i;
-
-	for (i = 0; i < schedlock_shared->nslots; i++)
-		if (schedlock_shared->slots[i].in_use &&
-			schedlock_shared->slots[i].dboid == dboid)
-			return true;
-	return false;
-}
-
-/*
- * schedlock_reboot_done
- *		Record that the @reboot jobs of dboid fired.  The table has a place
- *		per worker slot and the caller holds one, so there is always a free
- *		entry or one of a database without workers to take over.
+ * schedlock_set_running
+ *		Publish the job the backend runs now (0: none), for job_status and
+ *		for telling a run in progress from a lost one
+ *		(schedlock.job_worker_pid).
  */
 void
-schedlock_reboot_done(Oid dboid)
+schedlock_set_running(SchedlockBackendSlot *slot, int64 job_id)
 {
-	Oid		   *dbs = schedlock_shared->reboot_db;
-	int			victim = -1;
-	int			i;
-
-	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
-	for (i = 0; i < schedlock_shared->nslots; i++)
-	{
-		if (dbs[i] == dboid)
-		{
-			victim = -1;
-			break;
-		}
-		if (victim < 0 && (!OidIsValid(dbs[i]) || !db_has_workers(dbs[i])))
-			victim = i;
-	}
-	if (i == schedlock_shared->nslots)
-		dbs[victim >= 0 ? victim : 0] = dboid;
-	LWLockRelease(schedlock_shared->lock);
-}
-
-/*
- * schedlock_pool_set_running
- *		Publish the job the worker runs now (0: none).  When every worker of
- *		the database runs a job and the pool may grow, wake the launcher;
- *		when the run is over, give the role's place back.
- */
-void
-schedlock_pool_set_running(SchedlockWorkerSlot *slot, int64 job_id)
-{
-	TimestampTz now = GetCurrentTimestamp();
-	bool		all_busy = true;
-	int			n = 0;
-	int			i;
+	TimestampTz now = job_id != 0 ? GetCurrentTimestamp() : 0;
 
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
 	slot->running_job = job_id;
-	slot->running_since = job_id != 0 ? now : 0;
+	slot->running_since = now;
+	slot->idle = false;
+	LWLockRelease(schedlock_shared->lock);
+}
+
+/*
+ * schedlock_publish_due
+ *		A job backend's word on its queue after a pass: its earliest job
+ *		due (DT_NOEND: none) and whether it has more due now than its
+ *		backends run (backlog: the launcher may add one).  Returns whether
+ *		the backend should leave now (the launcher asked it to, or its
+ *		database is paused or being dropped).
+ */
+bool
+schedlock_publish_due(SchedlockBackendSlot *slot, TimestampTz due_at,
+					  bool backlog)
+{
+	SchedlockQueue *q;
+	bool		leave;
+	bool		wake = false;
+
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	q = schedlock_find_queue(slot->dboid, slot->role, true);
+	if (q != NULL)
+	{
+		q->due_at = due_at;
+		wake = (backlog && !q->backlog);
+		q->backlog = backlog;
+	}
+	leave = slot->yield;
+	LWLockRelease(schedlock_shared->lock);
+	if (wake)
+		schedlock_wake_launcher();
+	return leave;
+}
+
+/*
+ * schedlock_set_idle
+ *		Whether the job backend waits for its queue's next job (the
+ *		launcher then asks it to leave first when others wait).  Returns
+ *		whether it has been asked to leave.
+ */
+bool
+schedlock_set_idle(SchedlockBackendSlot *slot, bool idle)
+{
+	bool		leave;
+
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	slot->idle = idle;
+	leave = slot->yield;
+	LWLockRelease(schedlock_shared->lock);
+	if (idle && leave)
+		schedlock_wake_launcher();
+	return leave;
+}
+
+/*
+ * schedlock_housekeep_by
+ *		The database's housekeeping is due at 'when' at the latest: a NOTIFY
+ *		run's deadline, or the next history pruning.
+ */
+void
+schedlock_housekeep_by(Oid dboid, TimestampTz when)
+{
+	SchedlockDatabase *db;
+	bool		earlier = false;
+
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	db = schedlock_find_database(dboid, false);
+	if (db != NULL && when < db->housekeep_at)
+	{
+		db->housekeep_at = when;
+		earlier = true;
+	}
+	LWLockRelease(schedlock_shared->lock);
+	if (earlier)
+		schedlock_wake_launcher();
+}
+
+/*
+ * schedlock_running_pid
+ *		The pid of the job backend of dboid that runs job_id now, or 0.
+ */
+int
+schedlock_running_pid(Oid dboid, int64 job_id)
+{
+	int			pid = 0;
+	int			i;
+
+	if (schedlock_shared == NULL)
+		return 0;
+	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
 	for (i = 0; i < schedlock_shared->nslots; i++)
 	{
-		SchedlockWorkerSlot *s = &schedlock_shared->slots[i];
+		SchedlockBackendSlot *slot = &schedlock_shared->slots[i];
 
-		if (s->in_use && s->dboid == slot->dboid)
+		if (slot->in_use && slot->dboid == dboid &&
+			slot->running_job == job_id && slot->pid != 0)
 		{
-			n++;
-			if (s->running_job == 0)
-				all_busy = false;
+			pid = slot->pid;
+			break;
 		}
 	}
 	LWLockRelease(schedlock_shared->lock);
-	if (job_id != 0 && all_busy &&
-		n < Max(schedlock_workers, schedlock_max_workers))
-		schedlock_wake_launcher();
-	if (job_id == 0)
-		schedlock_pool_release_role(slot);
+	return pid;
 }
 
 /*
- * role_runs
- *		How many workers of dboid other than 'self' hold a place for role.
- *		Caller holds the lock.
+ * schedlock_queue_wait
+ *		Why the due jobs of role in dboid wait for a backend, and since
+ *		when; SCHEDLOCK_WAIT_NONE when they do not.  *error (256 bytes) gets
+ *		the start-up error for SCHEDLOCK_WAIT_START_FAILED.
  */
-static int
-role_runs(Oid dboid, Oid role, SchedlockWorkerSlot *self)
+SchedlockWait
+schedlock_queue_wait(Oid dboid, Oid role, TimestampTz *since, char *error)
 {
-	int			n = 0;
-	int			i;
+	SchedlockWait wait = SCHEDLOCK_WAIT_NONE;
+	SchedlockQueue *q;
 
-	for (i = 0; i < schedlock_shared->nslots; i++)
-	{
-		SchedlockWorkerSlot *s = &schedlock_shared->slots[i];
-
-		if (s != self && s->in_use && s->dboid == dboid &&
-			s->running_role == role)
-			n++;
-	}
-	return n;
-}
-
-/*
- * schedlock_pool_capped_roles
- *		Fill roles (up to max entries) with the roles whose jobs the worker
- *		may not claim now: those with schedlock.max_runs_per_role runs in
- *		progress in its database.  Returns how many.
- */
-int
-schedlock_pool_capped_roles(SchedlockWorkerSlot *slot, Oid *roles, int max)
-{
-	int			n = 0;
-	int			i;
-	int			j;
-
-	if (schedlock_max_runs_per_role <= 0)
-		return 0;
+	error[0] = '\0';
+	*since = 0;
+	if (schedlock_shared == NULL)
+		return wait;
 	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
-	for (i = 0; i < schedlock_shared->nslots && n < max; i++)
+	q = schedlock_find_queue(dboid, role, false);
+	if (q != NULL && q->nbackends == 0)
 	{
-		SchedlockWorkerSlot *s = &schedlock_shared->slots[i];
-		bool		known = false;
-
-		if (!s->in_use || s->dboid != slot->dboid ||
-			!OidIsValid(s->running_role))
-			continue;
-		for (j = 0; j < n; j++)
-			if (roles[j] == s->running_role)
-				known = true;
-		if (!known &&
-			role_runs(slot->dboid, s->running_role, slot) >=
-			schedlock_max_runs_per_role)
-			roles[n++] = s->running_role;
+		wait = q->wait;
+		*since = q->waiting_since;
+		strlcpy(error, q->start_error, 256);
 	}
 	LWLockRelease(schedlock_shared->lock);
-	return n;
-}
-
-/*
- * schedlock_pool_take_role
- *		Take one of role's schedlock.max_runs_per_role places in the
- *		worker's database for the job it claimed.  Returns false when they
- *		are all taken: the worker must leave the job for later.
- */
-bool
-schedlock_pool_take_role(SchedlockWorkerSlot *slot, Oid role)
-{
-	bool		ok = true;
-
-	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
-	if (schedlock_max_runs_per_role > 0 &&
-		role_runs(slot->dboid, role, slot) >= schedlock_max_runs_per_role)
-		ok = false;
-	else
-		slot->running_role = role;
-	LWLockRelease(schedlock_shared->lock);
-	return ok;
-}
-
-/*
- * schedlock_pool_release_role
- *		Give back the worker's place for a role, if it holds one.  When the
- *		role was at its cap, wake the database's workers: a job of the role
- *		they left due may be claimed now.
- */
-void
-schedlock_pool_release_role(SchedlockWorkerSlot *slot)
-{
-	bool		at_cap = false;
-
-	/* only this worker sets its running_role: no lock needed to see none */
-	if (!OidIsValid(slot->running_role))
-		return;
-	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
-	if (OidIsValid(slot->running_role))
-	{
-		at_cap = schedlock_max_runs_per_role > 0 &&
-			role_runs(slot->dboid, slot->running_role, slot) + 1 >=
-			schedlock_max_runs_per_role;
-		slot->running_role = InvalidOid;
-	}
-	LWLockRelease(schedlock_shared->lock);
-	if (at_cap)
-		wake_database_workers(slot->dboid);
-}
-
-/*
- * schedlock_pool_retire_if_idle
- *		For a worker beyond schedlock.workers: leave the pool (exit) once it
- *		has claimed nothing for SCHEDLOCK_POOL_IDLE_MS; otherwise return how
- *		long it may sleep, a little longer than the lower workers (so that
- *		idle lower workers take the jobs first) and no longer than its idle
- *		time left.  claimed: whether the last pass claimed anything.
- */
-long
-schedlock_pool_retire_if_idle(SchedlockWorkerSlot *slot, bool claimed,
-							  TimestampTz *idle_since, long sleep_ms)
-{
-	TimestampTz now = GetCurrentTimestamp();
-	int			rank = slot->worker_index - schedlock_workers + 1;
-	long		left;
-
-	if (rank <= 0)
-		return sleep_ms;
-	if (claimed || *idle_since == 0)
-		*idle_since = now;
-	if (TimestampDifferenceExceeds(*idle_since, now, SCHEDLOCK_POOL_IDLE_MS))
-	{
-		LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
-		slot->retired = true;
-		LWLockRelease(schedlock_shared->lock);
-		ereport(DEBUG1,
-				(errmsg_internal("%s leaves the pool after %d s without a job",
-						MyBgworkerEntry->bgw_name,
-						SCHEDLOCK_POOL_IDLE_MS / 1000)));
-		proc_exit(0);
-	}
-	if (sleep_ms > 0)
-		sleep_ms += Min(rank, 3) * SCHEDLOCK_POOL_EXTRA_DELAY_MS;
-	left = (long) (SCHEDLOCK_POOL_IDLE_MS -
-				   (now - *idle_since) / 1000) + 1;
-	return Min(sleep_ms, left);
+	return wait;
 }

@@ -1,63 +1,72 @@
 /*-------------------------------------------------------------------------
  *
  * worker.c
- *	  The per-database dispatch worker: claims due jobs with SELECT ... FOR
- *	  UPDATE SKIP LOCKED, runs them, records the outcome, and sleeps on its
- *	  latch until the next job falls due.
+ *	  The processes the launcher starts on demand: a job backend, connected
+ *	  to one database as one role, that claims and runs that role's due
+ *	  jobs; and a database's housekeeper, which runs no job.
  *
- * A pass of the loop claims and runs due jobs one at a time (NOTIFY jobs in
- * batches) until none is left, closes NOTIFY runs whose deadline passed, prunes old history
- * (worker 0 only), and then sleeps until the earliest next_run_at or
- * deadline in the future (at most SCHEDLOCK_MAX_SLEEP_MS).  The claim query
- * and the sleep query are both driven by partial indexes, so their cost does
- * not grow with the number of jobs.  schedule_job(), alter_job(), run_job()
- * and a failed schedlock_finish_run() set the workers' latches at commit.
+ * A job backend connects with BackgroundWorkerInitializeConnectionByOid
+ * as the role that its queue's jobs run as (their owner, or run_as): that
+ * role is its session and current user, as after a login, so a job's SQL
+ * never runs in a process where another role, or a superuser to switch
+ * back to, is the session user.  The backend serves its queue until it has
+ * been idle for schedlock.job_backend_idle_timeout, or until the launcher
+ * asks it to leave so that another queue gets its turn (launcher.c).
  *
- * Claiming a job: in one transaction, lock the earliest due row of
- * schedlock.jobs that no other worker holds, decide what to do (a queued
+ * A pass of its loop claims its role's due jobs one at a time (NOTIFY jobs
+ * in batches) until none is left, publishes the queue's next due time,
+ * and then sleeps until that time (at most SCHEDLOCK_MAX_SLEEP_MS).  The
+ * claim and the next-time queries follow an index on (role, next_run_at),
+ * so their cost does not grow with other roles' jobs.  schedule_job(),
+ * alter_job(), run_job() and a failed schedlock_finish_run() set its latch
+ * at commit (shmem.c).
+ *
+ * Claiming a job: in one transaction, lock the earliest due row of the
+ * role's jobs that no other backend holds, decide what to do (a queued
  * run_job() call, a due retry, or the next slot under the misfire policy),
  * advance the job, insert the run, and then:
- *	- atomic SQL job: run the command in a subtransaction as the job's user,
- *	  record the outcome, and commit everything together;
+ *	- atomic SQL job: run the command in a subtransaction (exec.c), record
+ *	  the outcome, and commit everything together;
  *	- NOTIFY job: pg_notify() the run, marked pending with a deadline, and
- *	  the same for the NOTIFY jobs due with it, then commit: listeners hear
- *	  them only if the claims committed;
+ *	  the same for the role's NOTIFY jobs due with it, then commit:
+ *	  listeners hear them only if the claims committed;
  *	- non-atomic SQL job: commit the claim, run the command at top level in
- *	  a backend of its own connected as the job's role (jobbackend.c), then
- *	  record the outcome in a new transaction.
+ *	  this backend, then record the outcome in a new transaction.
  * A job whose previous run is still pending or running gets its slot
- * recorded as skipped instead (overlap).  The row lock keeps two workers
+ * recorded as skipped instead (overlap).  The row lock keeps two backends
  * from claiming the same job, and the unique key (job_id, scheduled_for,
  * attempt) of job_runs keeps any slot's attempt from committing twice.
  *
- * A SQL run marked running whose worker is gone (stopped, terminated,
- * crashed, or on a server before a restart or failover) is closed as lost
- * and retried per policy: by every worker at start, and by every idle
- * worker at most LOST_CHECK_MS after the worker ended (see RUNNER_GONE).
- * Worker 0 on the first start of the server's (or promoted standby's)
- * dispatch fires the @reboot jobs.
+ * The bookkeeping runs as the extension owner, which owns the scheduler's
+ * tables, in a security-restricted operation (SetUserIdAndSecContext with
+ * SECURITY_RESTRICTED_OPERATION), only around the backend's own statements
+ * (begin_bookkeeping / end_bookkeeping): each of them pins search_path to
+ * pg_catalog (query.c) and names every table, operator and cast with its
+ * schema.  The job's command, and everything its transaction does at
+ * commit, runs as the role.
+ *
+ * The housekeeper connects as the bootstrap superuser and runs no role's
+ * SQL: it closes runs lost by backends that ended (stopped, terminated,
+ * crashed, or on a server before a restart or failover), fires the
+ * @reboot jobs once per server life (or since promotion), closes NOTIFY
+ * runs whose deadline passed, prunes old history, fails the due runs of a
+ * role whose backend cannot start (its role cannot log in), and publishes
+ * every queue's next due time; then it exits.  The launcher starts it when
+ * a database is first seen, when one of its backends ended in a run, when
+ * a NOTIFY deadline or the next pruning comes, and when the jobs changed
+ * in a way that cannot be told per role (an adoption, an import).
  *
  * A cancel (pg_cancel_backend, or the job's timeout) cancels the job's
- * statement while one runs, and is ignored otherwise: the worker's own
+ * statement while one runs, and is ignored otherwise: the backend's own
  * statements are not the user's to cancel (see worker_sigint).
  *
- * An error in the loop (the worker's own bookkeeping, not a job's command)
- * does not end the worker: it is logged, the transaction is aborted, the
- * job being handled is charged with it, and the loop goes on; see
- * quarantine.c.
+ * An error in the loop (the backend's own bookkeeping, not a job's
+ * command) does not end the backend: it is logged, the transaction is
+ * aborted, the job being handled is charged with it, and the loop goes on;
+ * see quarantine.c.
  *
- * The worker pool (shmem.c): a worker beyond schedlock.workers leaves when
- * it has been idle for a while, and the SQL jobs of a role that has
- * schedlock.max_runs_per_role runs in progress are left due, unclaimed,
- * until one of them ends.
- *
- * The worker asks the scheduling rules (rules.c) what to do and runs the
+ * The backend asks the scheduling rules (rules.c) what to do and runs the
  * statements of jobstore.c on the scheduler's tables; it holds neither.
- *
- * The worker's own statements run with search_path pinned to pg_catalog
- * (schedlock_trusted_path_begin, query.c), whatever the database, a role
- * or a job set; a job runs with the session's ordinary search_path, and
- * after every run the session state a job can leave is discarded (exec.c).
  *
  * IDENTIFICATION
  *	  src/worker.c
@@ -79,6 +88,7 @@
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
+#include "utils/elog.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -86,7 +96,6 @@
 
 #include "compat.h"
 #include "cron_pg.h"
-#include "jobbackend.h"
 #include "jobstore.h"
 #include "runlog.h"
 #include "schedlock.h"
@@ -96,7 +105,7 @@
 #define WORKER_MAX_CLAIMS_PER_PASS	1000
 
 /*
- * A worker wakes this long before the next job falls due, claims it, and
+ * A backend wakes this long before the next job falls due, claims it, and
  * waits the rest of the time holding it, so that the command starts on the
  * instant instead of after the wakeup and the claim.
  */
@@ -104,11 +113,11 @@
 
 /*
  * Linux lets a poll/epoll timeout expire late by up to 0.1 % of its length
- * (timer slack, at most 100 ms): a worker sleeping 44 s towards an instant
- * woke 27 ms after it, which WORKER_CLAIM_LEAD_MS cannot absorb.  So a sleep
- * longer than WORKER_SLACK_FREE_MS ends 1/WORKER_SLACK_DIVISOR of its
- * length early (0.4 %, 235 ms of a 60 s sleep) and the worker sleeps the
- * rest again, a sleep whose slack (at most 2 ms) fits in the claim lead.
+ * (timer slack, at most 100 ms), more than WORKER_CLAIM_LEAD_MS can absorb
+ * on a long sleep.  So a sleep longer than WORKER_SLACK_FREE_MS ends
+ * 1/WORKER_SLACK_DIVISOR of its length early (0.4 %) and the backend
+ * sleeps the rest again, a sleep whose slack (at most 2 ms) fits in the
+ * claim lead.
  */
 #define WORKER_SLACK_FREE_MS	2000
 #define WORKER_SLACK_DIVISOR	256
@@ -117,23 +126,32 @@
 #define WORKER_NOTIFY_BATCH	200
 
 /*
- * Transactions of overdue NOTIFY runs closed per pass (EXPIRE_BATCH_ROWS
- * each, jobstore.h); a pass that leaves overdue runs behind is followed by
- * another at once.
+ * Transactions of overdue NOTIFY runs closed per housekeeping pass
+ * (EXPIRE_BATCH_ROWS each, jobstore.h).
  */
-#define EXPIRE_MAX_BATCHES	10
+#define EXPIRE_MAX_BATCHES	100
 
-/* History pruning batches per pass (PRUNE_BATCH_ROWS each, jobstore.h). */
+/* History pruning batches per housekeeping pass (PRUNE_BATCH_ROWS each). */
 #define PRUNE_MAX_BATCHES	10
 
 /*
- * An idle worker looks for lost runs at most this often, and sleeps at most
- * this long while a SQL run of its database is in progress.
+ * A housekeeping pass that leaves overdue runs or history behind comes
+ * back this soon; the next pruning is at least this far away.
  */
-#define LOST_CHECK_MS	1000
+#define HOUSEKEEP_AGAIN_MS	1000
+#define PRUNE_EVERY_MS		60000
 
-/* This worker's slot in shared memory. */
-static SchedlockWorkerSlot *MySlot = NULL;
+/* This process's slot in shared memory. */
+static SchedlockBackendSlot *MySlot = NULL;
+
+/* The role a job backend runs jobs as (its session user). */
+static Oid	my_role = InvalidOid;
+
+/* The extension owner, as read at the start of the current pass. */
+static Oid	ext_owner = InvalidOid;
+
+/* Whether the tables have jobs.search_path (release 1.2). */
+static bool have_search_path = false;
 
 /* Memory for one claim and run; reset after each pass. */
 static MemoryContext run_cxt = NULL;
@@ -141,33 +159,56 @@ static MemoryContext run_cxt = NULL;
 /* Whether a cancel now cancels the job's statement (see worker_sigint). */
 static volatile sig_atomic_t job_cancel_allowed = false;
 
+/* The previous emit_log_hook, chained by report_start_error. */
+static emit_log_hook_type prev_emit_log_hook = NULL;
+
 /*
  * worker_detach
- *		before_shmem_exit callback: clear this worker's pid and latch so
- *		that DROP DATABASE and the wakeups stop looking at it.  A worker
- *		that ends in the middle of a job wakes the others of its database,
- *		which then watch for its run to become lost (check_lost_runs).
+ *		before_shmem_exit callback: clear this process's pid and latch so
+ *		that DROP DATABASE and the wakeups stop looking at it.  A backend
+ *		that ends in the middle of a run has the database's housekeeping
+ *		close it as lost (shmem.c).
  */
 static void
 worker_detach(int code, Datum arg)
 {
-	bool		was_running = (MySlot->running_job != 0);
+	schedlock_backend_detach(MySlot);
+}
 
-	schedlock_worker_detach(MySlot);
-	/* the run it leaves is lost: the other workers close it now */
-	if (was_running)
-		schedlock_wake_database_workers(MyDatabaseId);
+/*
+ * report_start_error
+ *		emit_log_hook while the backend connects: an error that ends it then
+ *		(FATAL: the role cannot log in, does not exist, or the database is
+ *		gone) is kept in its slot, for the launcher to hold the queue back
+ *		and the housekeeper to fail its due runs with that error.
+ */
+static void
+report_start_error(ErrorData *edata)
+{
+	if (MySlot != NULL && edata->elevel >= FATAL)
+	{
+		LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+		MySlot->start_sqlerrcode = edata->sqlerrcode;
+		strlcpy(MySlot->start_error,
+				edata->message ? edata->message : "unknown error",
+				sizeof(MySlot->start_error));
+		LWLockRelease(schedlock_shared->lock);
+	}
+	if (prev_emit_log_hook)
+		prev_emit_log_hook(edata);
 }
 
 /*
  * set_running_job
- *		Publish the job this worker runs now (0: none), for job_status and
- *		the worker pool (shmem.c).
+ *		Publish the job this backend runs now (0: none), for job_status and
+ *		for telling its run from a lost one (schedlock.job_worker_pid).
+ *		Set before the run's "running" row can commit, cleared after its
+ *		outcome has.
  */
 static void
 set_running_job(int64 job_id)
 {
-	schedlock_pool_set_running(MySlot, job_id);
+	schedlock_set_running(MySlot, job_id);
 }
 
 /*
@@ -195,7 +236,7 @@ report_job_activity(const ClaimedJob *job)
  *		SIGINT handler (pg_cancel_backend, and the statement timeout that
  *		bounds a job): cancels the job's statement while one runs, as
  *		StatementCancelHandler does; otherwise does nothing.  A cancel
- *		processed in the worker's own statements would end the worker.
+ *		processed in the backend's own statements would end its pass.
  */
 static void
 worker_sigint(SIGNAL_ARGS)
@@ -224,9 +265,33 @@ job_cancel_end(void)
 }
 
 /*
+ * begin_bookkeeping / end_bookkeeping
+ *		Switch a job backend to the extension owner, in a security-restricted
+ *		operation, for its own statements on the scheduler's tables; and
+ *		back to its role.  The housekeeper is a superuser and stays so.  A
+ *		transaction abort switches back by itself.
+ */
+static void
+begin_bookkeeping(void)
+{
+	if (MySlot->kind == SCHEDLOCK_BACKEND_JOBS)
+		SetUserIdAndSecContext(ext_owner,
+							   SECURITY_LOCAL_USERID_CHANGE |
+							   SECURITY_RESTRICTED_OPERATION);
+}
+
+static void
+end_bookkeeping(void)
+{
+	if (MySlot->kind == SCHEDLOCK_BACKEND_JOBS)
+		SetUserIdAndSecContext(my_role, 0);
+}
+
+/*
  * begin_tx / commit_tx / end_tx
- *		Open a transaction with SPI and a snapshot; commit it; commit it and
- *		report its statistics (in the worker_spi order).
+ *		Open a transaction with SPI and a snapshot, for bookkeeping; commit
+ *		it as the role; commit it and report its statistics (in the
+ *		worker_spi order).
  */
 static void
 begin_tx(const char *activity)
@@ -236,11 +301,13 @@ begin_tx(const char *activity)
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, activity);
+	begin_bookkeeping();
 }
 
 static void
 commit_tx(void)
 {
+	end_bookkeeping();
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
@@ -256,73 +323,41 @@ end_tx(void)
 }
 
 /*
- * extension_present
- *		Whether the extension exists in this database (own transaction).
+ * look_at_extension
+ *		Whether the extension exists in this database; if so, read its
+ *		owner and whether its tables have the columns of release 1.2 (own
+ *		transaction).
  */
 static bool
-extension_present(void)
+look_at_extension(void)
 {
 	bool		present;
 
 	StartTransactionCommand();
 	present = OidIsValid(get_extension_oid("schedlock", true));
+	if (present)
+	{
+		ext_owner = schedlock_extension_owner();
+		have_search_path = schedlock_jobs_have_search_path();
+	}
 	CommitTransactionCommand();
 	MemoryContextSwitchTo(run_cxt);
 	return present;
 }
 
 /*
- * check_lost_runs
- *		Between passes, at most once every LOST_CHECK_MS (*last_check):
- *		close lost runs and set *watch to whether a SQL run of the database
- *		is still in progress, in which case the worker sleeps at most
- *		LOST_CHECK_MS, so that it finds the run lost soon after its worker
- *		ends (a worker that ends wakes the others before its backend entry
- *		is gone, so they may need a second look).  A pass too soon after
- *		the last check sets *watch, so that the next one checks.  Called
- *		outside a transaction.
+ * leave_no_extension
+ *		The extension is gone (or was never here): say so in the slot, for
+ *		the launcher to leave the database alone until CREATE EXTENSION, and
+ *		exit.
  */
 static void
-check_lost_runs(TimestampTz *last_check, bool *watch)
+leave_no_extension(void)
 {
-	TimestampTz now = GetCurrentTimestamp();
-
-	/* too soon: the sleep ends in time for the next check */
-	if (!TimestampDifferenceExceeds(*last_check, now, LOST_CHECK_MS - 10))
-	{
-		*watch = true;
-		return;
-	}
-	*last_check = now;
-	begin_tx("schedlock: closing lost runs");
-	(void) schedlock_close_lost_runs();
-	*watch = schedlock_sql_runs_in_progress();
-	end_tx();
-}
-
-/*
- * startup_work
- *		Close lost runs; on the first start of dispatch, fire @reboot jobs.
- */
-static void
-startup_work(bool fire_reboot)
-{
-	TimestampTz now = GetCurrentTimestamp();
-
-	begin_tx("schedlock: closing lost runs");
-	(void) schedlock_close_lost_runs();
-	if (fire_reboot)
-	{
-		/* after pg_upgrade or a restore the jobs' roles may be unrecorded */
-		(void) schedlock_sync_job_roles();
-		schedlock_fire_reboot_jobs(now);
-	}
-	/* no interrupt between the commit and the record: @reboot fires once */
-	HOLD_INTERRUPTS();
-	end_tx();
-	if (fire_reboot)
-		schedlock_reboot_done(MyDatabaseId);
-	RESUME_INTERRUPTS();
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	MySlot->no_extension = true;
+	LWLockRelease(schedlock_shared->lock);
+	proc_exit(0);
 }
 
 /* A job's schedule and time zone, for job_next_slot. */
@@ -461,27 +496,6 @@ notify_run(ClaimedJob *job, ClaimPlan *plan, int64 run_id)
 }
 
 /*
- * claim_query_now
- *		The claim statement to use now: SCHEDLOCK_CLAIM_ANY, or
- *		SCHEDLOCK_CLAIM_CAPPED when some roles have
- *		schedlock.max_runs_per_role runs in progress (their SQL jobs stay
- *		due, unlocked, for the workers to claim when a place is free).
- *		Called in run_cxt, outside a transaction.
- */
-static SchedlockClaimKind
-claim_query_now(void)
-{
-	Oid			roles[SCHEDLOCK_MAX_WORKERS_PER_DB];
-	int			n;
-
-	n = schedlock_pool_capped_roles(MySlot, roles, lengthof(roles));
-	if (n == 0)
-		return SCHEDLOCK_CLAIM_ANY;
-	schedlock_claim_cap_roles(roles, n);
-	return SCHEDLOCK_CLAIM_CAPPED;
-}
-
-/*
  * settle_claim
  *		Decide what to do with a job claimed as of horizon and advance it.
  *		A slot that is not to run (misfire skip, or overlap with a run in
@@ -554,17 +568,22 @@ commit_early_claim(void)
 /*
  * notify_job
  *		Record a NOTIFY job's run as pending, with its claim deadline, and
- *		queue the notification (sent when the transaction commits).
+ *		queue the notification (sent when the transaction commits); the
+ *		database's housekeeping closes the run if nobody claims it by then.
+ *		error: the role check's verdict; when set, the run fails and no
+ *		notification goes out.
  */
 static void
-notify_job(ClaimedJob *job, ClaimPlan *plan, TimestampTz now)
+notify_job(ClaimedJob *job, ClaimPlan *plan, TimestampTz now,
+		   ErrorData *error)
 {
 	TimestampTz deadline = TimestampTzPlusMilliseconds(now,
 													   job->timeout_ms > 0 ? job->timeout_ms :
 													   SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT * 1000);
-	ErrorData  *error = schedlock_check_job_role(job->owner, job->run_as, run_cxt);
 	int64		run_id;
 
+	if (error == NULL)
+		error = schedlock_check_job_role(job->owner, job->run_as, run_cxt);
 	/* a job whose role cannot log in is not notified: its run fails */
 	if (error != NULL)
 	{
@@ -575,50 +594,126 @@ notify_job(ClaimedJob *job, ClaimPlan *plan, TimestampTz now)
 	}
 	run_id = schedlock_record_run(job, plan, "pending", now, deadline, true);
 	if (run_id != 0)
+	{
 		notify_run(job, plan, run_id);
+		schedlock_housekeep_by(MyDatabaseId, deadline);
+	}
+}
+
+/*
+ * run_atomic
+ *		Run an atomic job's command in the claiming transaction, as the
+ *		role, and record its outcome as the owner; commit as the role.  In
+ *		a transaction, in bookkeeping.  error: the role check's verdict
+ *		(the command does not run when it is set).
+ */
+static void
+run_atomic(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
+		   ErrorData *error)
+{
+	char		result_status[SCHEDLOCK_RESULT_STATUS_LEN] = "";
+	char	   *notices = NULL;
+
+	/*
+	 * Claimed before its instant: the claim commits first, and the job runs
+	 * in a transaction that starts on the instant, so that its now() is not
+	 * before its slot.  Only the claim's commit is added, and it is made
+	 * while waiting for the instant.  A job due when the claim's
+	 * transaction started (every job of a burst but the first few) runs in
+	 * that transaction: one commit.
+	 */
+	if (plan->due_at > GetCurrentTransactionStartTimestamp())
+	{
+		commit_early_claim();
+		wait_until(start);
+		begin_tx("schedlock: running a job");
+	}
+	else
+		wait_until(start);
+	report_job_activity(job);
+	if (error == NULL)
+	{
+		schedlock_log_run_statement(job->job_name, run_id, job->command);
+		end_bookkeeping();
+		schedlock_exec_set_search_path(job->search_path);
+		job_cancel_begin();
+		if (!schedlock_exec_atomic(job->command, job->timeout_ms, &error,
+								   result_status, &notices))
+			MemoryContextSwitchTo(run_cxt);
+		job_cancel_end();
+		begin_bookkeeping();
+	}
+	schedlock_record_outcome(job, plan, run_id, error, result_status,
+							 notices);
+	end_tx();
+}
+
+/*
+ * run_toplevel
+ *		Run a non-atomic job's command at top level in this backend, as the
+ *		role, after its claim has committed, and record its outcome in a
+ *		transaction of its own.  Called outside a transaction.
+ */
+static void
+run_toplevel(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
+			 TimestampTz start, ErrorData *error)
+{
+	char		result_status[SCHEDLOCK_RESULT_STATUS_LEN] = "";
+	char	   *notices = NULL;
+
+	wait_until(start);
+	report_job_activity(job);
+	if (error == NULL)
+	{
+		schedlock_log_run_statement(job->job_name, run_id, job->command);
+		schedlock_exec_set_search_path(job->search_path);
+		job_cancel_begin();
+		(void) schedlock_exec_toplevel(job->command, job->timeout_ms, &error,
+									   result_status, &notices);
+		job_cancel_end();
+		MemoryContextSwitchTo(run_cxt);
+	}
+	begin_tx("schedlock: recording a run");
+	schedlock_record_outcome(job, plan, run_id, error, result_status,
+							 notices);
+	end_tx();
 }
 
 /*
  * dispatch_one
- *		Claim and handle one due job after position *pos, and move *pos to
- *		it.  Returns false when none was due there.  Called outside a
- *		transaction, in run_cxt.
+ *		Claim and handle one due job of the role (of any role whose queue
+ *		the housekeeper fails: fail_role) after position *pos, and move
+ *		*pos to it.  Returns false when none was due there.  Called outside
+ *		a transaction, in run_cxt.
  *
- * A NOTIFY job runs no command, so the NOTIFY jobs due with it are claimed
- * and notified in the same transaction, up to WORKER_NOTIFY_BATCH of them:
- * one commit instead of one each.  They still go out only if the claims
- * commit.  That scan moves a position of its own, so the SQL jobs it steps
- * over are still next for this worker.
+ * A NOTIFY job runs no command, so the role's NOTIFY jobs due with it are
+ * claimed and notified in the same transaction, up to WORKER_NOTIFY_BATCH
+ * of them: one commit instead of one each.  They still go out only if the
+ * claims commit.  That scan moves a position of its own, so the SQL jobs
+ * it steps over are still next for this backend.
+ *
+ * The housekeeper calls it for a role whose backend could not start
+ * (start_error): every due run then fails with the role check's error, or
+ * that one, and no command runs and no notification goes out.
  */
 static bool
-dispatch_one(ClaimPosition *pos)
+dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 {
 	TimestampTz horizon;
 	TimestampTz start;
 	ClaimedJob	job;
 	ClaimPlan	plan;
 	int64		run_id;
-	Oid			user;
-	ErrorData  *error = NULL;
-	char		result_status[SCHEDLOCK_RESULT_STATUS_LEN] = "";
-	char	   *notices = NULL;
-	SchedlockClaimKind q;
+	ErrorData  *error;
 
-	schedlock_pool_release_role(MySlot);
-	q = claim_query_now();
 	begin_tx("schedlock: claiming due jobs");
 	horizon = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 										  WORKER_CLAIM_LEAD_MS);
-	if (!schedlock_claim_job(q, pos, horizon, &job, run_cxt))
+	if (!schedlock_claim_job(SCHEDLOCK_CLAIM_ANY, role, pos, horizon, &job,
+							 run_cxt))
 	{
 		end_tx();
 		return false;
-	}
-	/* its role reached schedlock.max_runs_per_role meanwhile: leave it */
-	if (job.channel == NULL && !schedlock_pool_take_role(MySlot, job.owner))
-	{
-		end_tx();
-		return true;
 	}
 	start = settle_claim(&job, &plan, horizon);
 	if (plan.kind != PLAN_RUN)
@@ -626,6 +721,22 @@ dispatch_one(ClaimPosition *pos)
 		end_tx();
 		return true;
 	}
+
+	/* a job whose role cannot log in does not run: its run fails */
+	error = schedlock_check_job_role(job.owner, job.run_as, run_cxt);
+	if (error == NULL && start_error != NULL)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(run_cxt);
+
+		error = palloc0(sizeof(ErrorData));
+		error->elevel = ERROR;
+		error->sqlerrcode = ERRCODE_CONNECTION_FAILURE;
+		error->message = pstrdup(start_error);
+		error->detail = pstrdup("The job's backend could not connect as its role.");
+		error->assoc_context = run_cxt;
+		MemoryContextSwitchTo(oldcxt);
+	}
+
 	if (job.channel != NULL)
 	{
 		ClaimPosition batch = *pos;
@@ -635,14 +746,14 @@ dispatch_one(ClaimPosition *pos)
 		 * The batch takes only jobs due by the first one's instant: the
 		 * notifications all go out at commit, and none may go out early.
 		 */
-		notify_job(&job, &plan, start);
-		while (n++ < WORKER_NOTIFY_BATCH &&
-			   schedlock_claim_job(SCHEDLOCK_CLAIM_NOTIFY, &batch, start, &job,
-								   run_cxt))
+		notify_job(&job, &plan, start, error);
+		while (error == NULL && n++ < WORKER_NOTIFY_BATCH &&
+			   schedlock_claim_job(SCHEDLOCK_CLAIM_NOTIFY, role, &batch,
+								   start, &job, run_cxt))
 		{
 			(void) settle_claim(&job, &plan, start);
 			if (plan.kind == PLAN_RUN)
-				notify_job(&job, &plan, start);
+				notify_job(&job, &plan, start, NULL);
 		}
 		wait_until(start);
 		end_tx();
@@ -656,232 +767,131 @@ dispatch_one(ClaimPosition *pos)
 		end_tx();
 		return true;
 	}
-	user = OidIsValid(job.run_as) ? job.run_as : job.owner;
-	/* a job whose role cannot log in does not run: its run fails */
-	error = schedlock_check_job_role(job.owner, job.run_as, run_cxt);
-
-	if (job.atomic)
-	{
-		/*
-		 * Claimed before its instant: the claim commits first, and the job
-		 * runs in a transaction that starts on the instant, so that its now()
-		 * is not before its slot.  Only the claim's commit is added, and it
-		 * is made while waiting for the instant.  A job due when the claim's
-		 * transaction started (every job of a burst but the first few) runs
-		 * in that transaction: one commit.  (start, taken after the claim,
-		 * always lies after the transaction's start.)
-		 */
-		if (plan.due_at > GetCurrentTransactionStartTimestamp())
-		{
-			commit_early_claim();
-			wait_until(start);
-			begin_tx("schedlock: running a job");
-		}
-		else
-			wait_until(start);
-		set_running_job(job.job_id);
-		report_job_activity(&job);
-		if (error == NULL)
-			schedlock_log_run_statement(job.job_name, run_id, job.command);
-		job_cancel_begin();
-		if (error == NULL &&
-			!schedlock_exec_atomic(job.command, user, job.timeout_ms, &error,
-								   result_status, &notices))
-			MemoryContextSwitchTo(run_cxt);
-		job_cancel_end();
-		set_running_job(0);
-		schedlock_record_outcome(&job, &plan, run_id, error, result_status,
-								 notices);
-		end_tx();
-		schedlock_exec_discard_job_state();
-		return true;
-	}
-
-	/* non-atomic: the claim commits first, the command runs at top level */
-	end_tx();
-	wait_until(start);
 	set_running_job(job.job_id);
-	report_job_activity(&job);
-	if (error == NULL)
+	if (job.atomic || error != NULL)
+		run_atomic(&job, &plan, run_id, start, error);
+	else
 	{
-		/* in a backend of its own, connected as the job's role */
-		schedlock_log_run_statement(job.job_name, run_id, job.command);
-		job_cancel_begin();
-		(void) schedlock_jobbackend_run(job.command, user, job.timeout_ms,
-										&error, result_status, &notices);
-		job_cancel_end();
-		MemoryContextSwitchTo(run_cxt);
+		/* the claim commits first, the command runs at top level */
+		end_tx();
+		run_toplevel(&job, &plan, run_id, start, error);
 	}
 	set_running_job(0);
-	begin_tx("schedlock: recording a run");
-	schedlock_record_outcome(&job, &plan, run_id, error, result_status,
-							 notices);
-	end_tx();
+	if (MySlot->kind == SCHEDLOCK_BACKEND_JOBS)
+		schedlock_exec_after_run();
 	return true;
 }
 
 /*
- * expire_runs
- *		Close NOTIFY runs not claimed, or not finished, by their deadline
- *		as timed out, and retry them per policy: at most EXPIRE_BATCH_ROWS
- *		per transaction.  Returns how many it closed.
+ * dispatch_due
+ *		Claim and handle the role's due jobs until none is left, or
+ *		WORKER_MAX_CLAIMS_PER_PASS; at the second claim, tell the launcher
+ *		that the queue has a backlog (it may add a backend).  Returns how
+ *		many it claimed, and in *more whether it stopped early.
  */
-static uint64
-expire_runs(void)
+static int
+dispatch_due(Oid role, const char *start_error, bool *more)
 {
-	uint64		closed;
+	ClaimPosition pos = {DT_NOBEGIN, 0};
+	int			claims = 0;
 
-	begin_tx("schedlock: closing overdue runs");
-	closed = schedlock_expire_runs(GetCurrentTimestamp());
-	end_tx();
-	return closed;
-}
-
-/*
- * prune_history
- *		Delete finished runs older than schedlock.history_retention, in
- *		batches of PRUNE_BATCH_ROWS, at most once a minute.
- */
-static void
-prune_history(TimestampTz *last_prune)
-{
-	TimestampTz now = GetCurrentTimestamp();
-	int			batch;
-
-	if (schedlock_history_retention <= 0 ||
-		!TimestampDifferenceExceeds(*last_prune, now, 60 * 1000))
-		return;
-	*last_prune = now;
-	for (batch = 0; batch < PRUNE_MAX_BATCHES; batch++)
+	*more = false;
+	for (;;)
 	{
-		uint64		deleted;
+		bool		claimed = dispatch_one(role, &pos, start_error);
 
-		begin_tx("schedlock: pruning run history");
-		deleted = schedlock_prune_runs(now, schedlock_history_retention);
-		end_tx();
-		if (deleted < PRUNE_BATCH_ROWS)
+		if (!claimed && pos.next_run_at != DT_NOBEGIN)
+		{
+			/* end of the range: one scan from its start */
+			pos.next_run_at = DT_NOBEGIN;
+			pos.job_id = 0;
+			claimed = dispatch_one(role, &pos, start_error);
+		}
+		if (!claimed)
+			break;
+		MemoryContextReset(run_cxt);
+		if (++claims == 2 && MySlot->kind == SCHEDLOCK_BACKEND_JOBS)
+		{
+			/* more than one due: the launcher may add a backend */
+			if (schedlock_publish_due(MySlot, GetCurrentTimestamp(), true))
+				break;
+		}
+		if (claims >= WORKER_MAX_CLAIMS_PER_PASS)
+		{
+			*more = true;
+			break;
+		}
+		/* the launcher asked this backend to make room: leave now */
+		if (MySlot->yield)
 			break;
 		CHECK_FOR_INTERRUPTS();
 	}
+	schedlock_dispatch_blame(0);
+	return claims;
 }
 
 /*
- * sleep_time
- *		Milliseconds until WORKER_CLAIM_LEAD_MS before the earliest future
- *		next_run_at or deadline, capped at SCHEDLOCK_MAX_SLEEP_MS.  When
- *		that is now already but this pass claimed nothing, another worker
- *		holds the job while it waits for its instant: sleep past the
- *		instant instead of spinning.  A long sleep ends early by more than
- *		its timer slack (see WORKER_SLACK_FREE_MS).
+ * next_due
+ *		The role's next job due (its earliest next_run_at in the future, or
+ *		now when one is due already), DT_NOEND when it has none.
  */
-static long
-sleep_time(bool claimed)
+static TimestampTz
+next_due(void)
 {
-	TimestampTz now = GetCurrentTimestamp();
-	long		ms = SCHEDLOCK_MAX_SLEEP_MS;
 	TimestampTz next;
 
 	begin_tx("schedlock: computing the next wakeup");
-	if (schedlock_next_wakeup(now, &next))
-	{
-		ms = (long) Min((next - now) / 1000 + 1 - WORKER_CLAIM_LEAD_MS,
-						(int64) SCHEDLOCK_MAX_SLEEP_MS);
-		if (ms <= 0)
-			ms = claimed ? 0 : (long) ((next - now) / 1000 + 1);
-		else if (ms > WORKER_SLACK_FREE_MS)
-			ms -= ms / WORKER_SLACK_DIVISOR + 1;
-	}
+	if (!schedlock_next_role_wakeup(my_role, &next))
+		next = DT_NOEND;
 	end_tx();
+	return next;
+}
+
+/*
+ * sleep_ms_until
+ *		Milliseconds until WORKER_CLAIM_LEAD_MS before next, capped at
+ *		SCHEDLOCK_MAX_SLEEP_MS; a long sleep ends early by more than its
+ *		timer slack (see WORKER_SLACK_FREE_MS).  When next is now already
+ *		but the pass claimed nothing, another backend holds the job while
+ *		it waits for its instant: sleep past the instant instead of
+ *		spinning.
+ */
+static long
+sleep_ms_until(TimestampTz next, bool claimed)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	long		ms;
+
+	if (next == DT_NOEND)
+		return SCHEDLOCK_MAX_SLEEP_MS;
+	ms = (long) Min((next - now) / 1000 + 1 - WORKER_CLAIM_LEAD_MS,
+					(int64) SCHEDLOCK_MAX_SLEEP_MS);
+	if (ms <= 0)
+		ms = claimed ? 0 : (long) Max((next - now) / 1000 + 1, 1);
+	else if (ms > WORKER_SLACK_FREE_MS)
+		ms -= ms / WORKER_SLACK_DIVISOR + 1;
 	return ms;
 }
 
 /*
- * schedlock_worker_main
- *		Entry point of a dispatch worker; bgw_main_arg is its slot number.
+ * job_backend_loop
+ *		The life of a job backend: passes over its role's due jobs, sleeps
+ *		in between, and an exit when it has been idle for
+ *		schedlock.job_backend_idle_timeout or the launcher asks it to leave.
  */
-void
-schedlock_worker_main(Datum arg)
+static void
+job_backend_loop(void)
 {
-	int			slotno = DatumGetInt32(arg);
-	Oid			dboid;
-	int			index;
-	uint64		generation;
-	static TimestampTz last_prune = 0;
-	static TimestampTz last_lost_check = 0;
-	static TimestampTz idle_since = 0;
-	static bool watch_runs = false;
-	sigjmp_buf	local_sigjmp_buf;
-
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, die);
-	pqsignal(SIGINT, worker_sigint);
-	BackgroundWorkerUnblockSignals();
-
-	/* take the slot first: a launcher that restarts adopts it from there */
-	MySlot = &schedlock_shared->slots[slotno];
-	memcpy(&generation, MyBgworkerEntry->bgw_extra, sizeof(uint64));
-	if (!schedlock_worker_attach(MySlot, generation))
-		proc_exit(0);
-	before_shmem_exit(worker_detach, (Datum) 0);
-	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
-	dboid = MySlot->dboid;
-	index = MySlot->worker_index;
-	LWLockRelease(schedlock_shared->lock);
-
-	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
-	/* identifiable in pg_stat_activity */
-	SetConfigOption("application_name", "schedlock worker",
-					PGC_USERSET, PGC_S_OVERRIDE);
-
-	run_cxt = AllocSetContextCreate(TopMemoryContext, "schedlock worker",
-									ALLOCSET_DEFAULT_SIZES);
-	MemoryContextSwitchTo(run_cxt);
-
-	/* the launcher starts only after recovery; make sure anyway */
-	while (RecoveryInProgress())
-	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 1000L, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
-
-	if (!extension_present())
-	{
-		LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
-		MySlot->no_extension = true;
-		LWLockRelease(schedlock_shared->lock);
-		proc_exit(0);
-	}
-
-	/* in a copy of the database nothing is touched until adoption (home.c) */
-	if (!schedlock_jobs_paused(index == 0, index == 0))
-		startup_work(index == 0 && schedlock_reboot_due(dboid));
-	if (index == 0)
-	{
-		LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
-		MySlot->ready = true;
-		LWLockRelease(schedlock_shared->lock);
-		schedlock_wake_launcher();
-	}
-	ereport(DEBUG1,
-			(errmsg_internal("%s started", MyBgworkerEntry->bgw_name)));
-
-	/* an error in the loop is logged and the loop goes on (quarantine.c) */
-	if (sigsetjmp(local_sigjmp_buf, 1) != 0)
-	{
-		/* a capture is never left on (exec.c ends it on every way out) */
-		schedlock_capture_abort();
-		schedlock_worker_recover(run_cxt);
-		job_cancel_end();
-		set_running_job(0);
-	}
-	PG_exception_stack = &local_sigjmp_buf;
+	TimestampTz idle_since = GetCurrentTimestamp();
+	bool		first = true;
 
 	for (;;)
 	{
-		long		sleep_ms = SCHEDLOCK_MAX_SLEEP_MS;
-		bool		claimed = false;
+		TimestampTz next;
+		TimestampTz now;
+		long		sleep_ms;
+		bool		more = false;
+		int			claims = 0;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -889,60 +899,43 @@ schedlock_worker_main(Datum arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
-
-		if (!extension_present())
-		{
-			LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
-			MySlot->no_extension = true;
-			LWLockRelease(schedlock_shared->lock);
+		if (!look_at_extension())
+			leave_no_extension();
+		if (!schedlock_enabled)
 			proc_exit(0);
-		}
 
-		if (schedlock_enabled && !schedlock_jobs_paused(false, index == 0))
+		(void) schedlock_set_idle(MySlot, false);
+		claims = dispatch_due(my_role, NULL, &more);
+		if (claims > 0 && first && schedlock_history_retention > 0)
 		{
-			ClaimPosition pos = {DT_NOBEGIN, 0};
-			int			claims = 0;
-			int			batches;
-			bool		more;
-
-			check_lost_runs(&last_lost_check, &watch_runs);
-			for (;;)
-			{
-				more = dispatch_one(&pos);
-				if (!more && pos.next_run_at != DT_NOBEGIN)
-				{
-					/* end of the range: one scan from its start */
-					pos.next_run_at = DT_NOBEGIN;
-					pos.job_id = 0;
-					more = dispatch_one(&pos);
-				}
-				if (!more || ++claims >= WORKER_MAX_CLAIMS_PER_PASS)
-					break;
-				MemoryContextReset(run_cxt);
-				CHECK_FOR_INTERRUPTS();
-			}
-			schedlock_dispatch_blame(0);
-			for (batches = 1;; batches++)
-			{
-				if (expire_runs() < EXPIRE_BATCH_ROWS)
-					break;
-				if (batches >= EXPIRE_MAX_BATCHES)
-				{
-					more = true;
-					break;
-				}
-				CHECK_FOR_INTERRUPTS();
-			}
-			if (index == 0)
-				prune_history(&last_prune);
-			sleep_ms = more ? 0 : sleep_time(claims > 0);
-			if (watch_runs)
-				sleep_ms = Min(sleep_ms, LOST_CHECK_MS);
-			claimed = claims > 0;
+			/* history to prune, one retention period from now at most */
+			schedlock_housekeep_by(MyDatabaseId,
+								   TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+															   (int64) schedlock_history_retention * 60000));
+			first = false;
 		}
-		/* a worker beyond schedlock.workers leaves the pool when idle */
-		sleep_ms = schedlock_pool_retire_if_idle(MySlot, claimed, &idle_since,
-												 sleep_ms);
+		next = more ? GetCurrentTimestamp() : next_due();
+		now = GetCurrentTimestamp();
+		if (claims > 0)
+			idle_since = now;
+		if (schedlock_publish_due(MySlot, next, more))
+			proc_exit(0);
+		if (more)
+			continue;
+
+		/* idle for long enough, and nothing due before the timeout ends */
+		sleep_ms = sleep_ms_until(next, claims > 0);
+		if (sleep_ms > 0)
+		{
+			long		idle_left = (long) (schedlock_job_backend_idle_timeout -
+											(now - idle_since) / 1000);
+
+			if (idle_left <= 0)
+				proc_exit(0);
+			sleep_ms = Min(sleep_ms, idle_left);
+			if (schedlock_set_idle(MySlot, true))
+				proc_exit(0);
+		}
 
 		MemoryContextReset(run_cxt);
 		/* statistics end_tx held back (at most one report a second) */
@@ -955,4 +948,318 @@ schedlock_worker_main(Datum arg)
 						 schedlock_wait_event_idle());
 		ResetLatch(MyLatch);
 	}
+}
+
+/*
+ * expire_runs
+ *		Close NOTIFY runs not claimed, or not finished, by their deadline
+ *		as timed out, and retry them per policy: at most EXPIRE_BATCH_ROWS
+ *		per transaction, EXPIRE_MAX_BATCHES per pass.  Returns whether it
+ *		left some behind.
+ */
+static bool
+expire_runs(void)
+{
+	int			batches;
+
+	for (batches = 0; batches < EXPIRE_MAX_BATCHES; batches++)
+	{
+		uint64		closed;
+
+		begin_tx("schedlock: closing overdue runs");
+		closed = schedlock_expire_runs(GetCurrentTimestamp());
+		end_tx();
+		if (closed < EXPIRE_BATCH_ROWS)
+			return false;
+		CHECK_FOR_INTERRUPTS();
+	}
+	return true;
+}
+
+/*
+ * prune_history
+ *		Delete finished runs older than schedlock.history_retention, in
+ *		batches of PRUNE_BATCH_ROWS.  Returns whether it left some behind.
+ */
+static bool
+prune_history(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int			batch;
+
+	if (schedlock_history_retention <= 0)
+		return false;
+	for (batch = 0; batch < PRUNE_MAX_BATCHES; batch++)
+	{
+		uint64		deleted;
+
+		begin_tx("schedlock: pruning run history");
+		deleted = schedlock_prune_runs(now, schedlock_history_retention);
+		end_tx();
+		if (deleted < PRUNE_BATCH_ROWS)
+			return false;
+		CHECK_FOR_INTERRUPTS();
+	}
+	return true;
+}
+
+/*
+ * fail_unstartable_roles
+ *		For every queue of this database whose backend could not start
+ *		(fail_due), fail the role's due runs with that error, so that they
+ *		show why they did not run and the jobs move on (retry, next slot).
+ */
+static void
+fail_unstartable_roles(void)
+{
+	Oid			roles[64];
+	char		errors[64][256];
+	int			n = 0;
+	int			i;
+
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < SCHEDLOCK_MAX_QUEUES && n < lengthof(roles); i++)
+	{
+		SchedlockQueue *q = &schedlock_shared->queues[i];
+
+		if (q->in_use && q->dboid == MyDatabaseId && q->fail_due)
+		{
+			roles[n] = q->role;
+			strlcpy(errors[n], q->start_error, 256);
+			q->fail_due = false;
+			n++;
+		}
+	}
+	LWLockRelease(schedlock_shared->lock);
+	for (i = 0; i < n; i++)
+	{
+		bool		more;
+
+		(void) dispatch_due(roles[i], errors[i], &more);
+		MemoryContextReset(run_cxt);
+	}
+}
+
+/*
+ * publish_queues
+ *		Publish every queue's next due time of this database, from the jobs
+ *		table: queues that have no enabled job left are due never.  Returns
+ *		the next housekeeping instant (a NOTIFY deadline), DT_NOEND: none.
+ */
+static TimestampTz
+publish_queues(void)
+{
+	SchedlockRoleDue *dues;
+	int			ndues;
+	TimestampTz next_deadline;
+	bool		wake = false;
+	int			i;
+
+	begin_tx("schedlock: publishing due times");
+	dues = schedlock_roles_due(&ndues, run_cxt);
+	if (!schedlock_next_deadline(&next_deadline))
+		next_deadline = DT_NOEND;
+	end_tx();
+
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < SCHEDLOCK_MAX_QUEUES; i++)
+	{
+		SchedlockQueue *q = &schedlock_shared->queues[i];
+
+		if (q->in_use && q->dboid == MyDatabaseId)
+			q->due_at = DT_NOEND;
+	}
+	for (i = 0; i < ndues; i++)
+	{
+		SchedlockQueue *q = schedlock_find_queue(MyDatabaseId, dues[i].role,
+												 true);
+
+		if (q == NULL)
+		{
+			ereport(WARNING,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("schedlock cannot serve the jobs of role %u in this database",
+							dues[i].role),
+					 errdetail("All %d queues (one per role with jobs per database) are in use.",
+							   SCHEDLOCK_MAX_QUEUES)));
+			continue;
+		}
+		q->due_at = dues[i].due_at;
+		wake = true;
+	}
+	/* unused queues go */
+	for (i = 0; i < SCHEDLOCK_MAX_QUEUES; i++)
+	{
+		SchedlockQueue *q = &schedlock_shared->queues[i];
+
+		if (q->in_use && q->dboid == MyDatabaseId && q->due_at == DT_NOEND &&
+			q->nbackends == 0 && !q->fail_due)
+			q->in_use = false;
+	}
+	LWLockRelease(schedlock_shared->lock);
+	if (wake)
+		schedlock_wake_launcher();
+	return next_deadline;
+}
+
+/*
+ * housekeep
+ *		One housekeeping pass of this database (see the file header), then
+ *		publish the database's state and the next housekeeping instant.
+ */
+static void
+housekeep(void)
+{
+	SchedlockDatabase *db;
+	bool		known;
+	bool		reboot_due;
+	bool		paused;
+	bool		behind = false;
+	TimestampTz next = DT_NOEND;
+
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	db = schedlock_find_database(MyDatabaseId, false);
+	known = db != NULL && db->known;
+	reboot_due = db == NULL || !db->reboot_fired;
+	if (db != NULL)
+		db->housekeep = false;
+	LWLockRelease(schedlock_shared->lock);
+
+	/* in a copy of the database nothing is touched until adoption (home.c) */
+	paused = schedlock_jobs_paused(!known, true);
+	if (!paused)
+	{
+		begin_tx("schedlock: closing lost runs");
+		(void) schedlock_close_lost_runs();
+		if (reboot_due)
+		{
+			/* after pg_upgrade or a restore the jobs' roles may be unrecorded */
+			(void) schedlock_sync_job_roles();
+			schedlock_fire_reboot_jobs(GetCurrentTimestamp());
+		}
+		/* no interrupt between the commit and the record: @reboot fires once */
+		HOLD_INTERRUPTS();
+		end_tx();
+		if (reboot_due)
+		{
+			LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+			db = schedlock_find_database(MyDatabaseId, false);
+			if (db != NULL)
+				db->reboot_fired = true;
+			LWLockRelease(schedlock_shared->lock);
+		}
+		RESUME_INTERRUPTS();
+
+		if (schedlock_enabled)
+		{
+			behind |= expire_runs();
+			fail_unstartable_roles();
+		}
+		behind |= prune_history();
+		next = publish_queues();
+		if (schedlock_history_retention > 0)
+		{
+			TimestampTz prune_at;
+
+			begin_tx("schedlock: looking at run history");
+			if (schedlock_oldest_finished_run(&prune_at))
+				next = Min(next,
+						   Max(TimestampTzPlusMilliseconds(prune_at,
+														   (int64) schedlock_history_retention * 60000),
+							   TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														   PRUNE_EVERY_MS)));
+			end_tx();
+		}
+		if (behind)
+			next = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+											   HOUSEKEEP_AGAIN_MS);
+	}
+
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	db = schedlock_find_database(MyDatabaseId, false);
+	if (db != NULL)
+	{
+		db->known = true;
+		db->paused = paused;
+		db->housekeep_at = next;
+	}
+	LWLockRelease(schedlock_shared->lock);
+	schedlock_wake_launcher();
+}
+
+/*
+ * schedlock_worker_main
+ *		Entry point of a job backend or housekeeper; bgw_main_arg is its
+ *		slot number, bgw_extra its slot's generation.
+ */
+void
+schedlock_worker_main(Datum arg)
+{
+	int			slotno = DatumGetInt32(arg);
+	uint64		generation;
+	Oid			dboid;
+	Oid			role;
+	sigjmp_buf	local_sigjmp_buf;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	pqsignal(SIGINT, worker_sigint);
+	BackgroundWorkerUnblockSignals();
+
+	/* take the slot first: a launcher that restarts adopts it from there */
+	MySlot = &schedlock_shared->slots[slotno];
+	memcpy(&generation, MyBgworkerEntry->bgw_extra, sizeof(uint64));
+	if (!schedlock_backend_attach(MySlot, generation))
+		proc_exit(0);
+	before_shmem_exit(worker_detach, (Datum) 0);
+	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
+	dboid = MySlot->dboid;
+	role = MySlot->role;
+	LWLockRelease(schedlock_shared->lock);
+
+	/* a FATAL while connecting (the role cannot log in) is kept */
+	prev_emit_log_hook = emit_log_hook;
+	emit_log_hook = report_start_error;
+	BackgroundWorkerInitializeConnectionByOid(dboid, role, 0);
+	emit_log_hook = prev_emit_log_hook;
+	my_role = GetSessionUserId();
+
+	/* identifiable in pg_stat_activity */
+	SetConfigOption("application_name",
+					MySlot->kind == SCHEDLOCK_BACKEND_JOBS ?
+					"schedlock job" : "schedlock housekeeper",
+					PGC_USERSET, PGC_S_OVERRIDE);
+
+	run_cxt = AllocSetContextCreate(TopMemoryContext, "schedlock job backend",
+									ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(run_cxt);
+
+	/* the launcher starts only after recovery; make sure anyway */
+	if (RecoveryInProgress())
+		proc_exit(0);
+
+	if (!look_at_extension())
+		leave_no_extension();
+	ereport(DEBUG1,
+			(errmsg_internal("%s started", MyBgworkerEntry->bgw_name)));
+
+	/* an error in the loop is logged and the loop goes on (quarantine.c) */
+	if (sigsetjmp(local_sigjmp_buf, 1) != 0)
+	{
+		/* a capture is never left on (exec.c ends it on every way out) */
+		schedlock_capture_abort();
+		schedlock_worker_recover(run_cxt);
+		job_cancel_end();
+		set_running_job(0);
+		if (MySlot->kind == SCHEDLOCK_BACKEND_HOUSEKEEPER)
+			proc_exit(1);
+	}
+	PG_exception_stack = &local_sigjmp_buf;
+
+	if (MySlot->kind == SCHEDLOCK_BACKEND_HOUSEKEEPER)
+	{
+		housekeep();
+		proc_exit(0);
+	}
+	job_backend_loop();
 }

@@ -1,0 +1,155 @@
+/* sql/schedlock--1.1--1.2.sql */
+
+-- complain if script is sourced in psql, rather than via ALTER EXTENSION
+\echo Use "ALTER EXTENSION schedlock UPDATE TO '1.2'" to load this file. \quit
+
+/*
+ * Release 1.2.  Every statement here runs with search_path set to what
+ * CREATE/ALTER EXTENSION sets (the extension's schema, then pg_temp); they
+ * name pg_catalog's objects and operators anyway.
+ */
+
+-------------------------------------------------------------------------------
+-- Jobs run in backends of their own role
+-------------------------------------------------------------------------------
+
+/*
+ * A job's search_path is its own: the scheduling session's, fixed when the
+ * job is scheduled (as CREATE FUNCTION ... SET search_path FROM CURRENT
+ * does), changed by alter_job(..., search_path => ...).  A database's or a
+ * role's settings cannot change what an unqualified name in another role's
+ * job means.  Jobs scheduled before 1.2 get PostgreSQL's default.
+ */
+ALTER TABLE schedlock.jobs ADD COLUMN search_path text;
+UPDATE schedlock.jobs SET search_path = '"$user", public';
+
+COMMENT ON COLUMN schedlock.jobs.search_path IS
+	'search_path the job runs with: the scheduling session''s, or alter_job''s search_path';
+
+-- the claim and the next due time of one role's jobs (src/claim_sql.h)
+CREATE INDEX jobs_role_due_idx ON schedlock.jobs
+	((COALESCE(run_as, owner)::pg_catalog.oid), next_run_at, job_id)
+	WHERE enabled;
+
+CREATE FUNCTION schedlock.job_wait_reason(role pg_catalog.regrole)
+RETURNS text
+AS 'MODULE_PATHNAME', 'schedlock_job_wait_reason'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION schedlock.job_wait_reason(pg_catalog.regrole) IS
+	'internal: why the due jobs of the role wait for a job backend, or NULL';
+
+-- job_status gains waiting_reason: why a due job waits for a job backend
+CREATE OR REPLACE VIEW schedlock.job_status WITH (security_invoker = true) AS
+SELECT j.job_id,
+	   j.job_name,
+	   j.owner,
+	   j.schedule,
+	   COALESCE(j.timezone,
+						   pg_catalog.current_setting('schedlock.timezone')) AS timezone,
+	   j.enabled,
+	   j.next_run_at,
+	   l.status AS last_status,
+	   l.scheduled_for AS last_scheduled_for,
+	   l.finished_at AS last_finished_at,
+	   l.sqlstate AS last_sqlstate,
+	   l.message AS last_message,
+	   j.consecutive_failures,
+	   COALESCE(r.worker_pid, schedlock.job_worker_pid(j.job_id)) AS running_pid,
+	   COALESCE((SELECT schedlock.paused_reason()), j.quarantine_reason) AS paused_reason,
+	   j.total_runs,
+	   j.succeeded_runs,
+	   j.failed_runs,
+	   j.last_duration,
+	   j.total_duration OPERATOR(pg_catalog./)
+		 NULLIF(j.total_runs, 0)::pg_catalog.float8 AS average_duration,
+	   j.last_success_at,
+	   j.last_start_lag,
+	   CASE
+		 WHEN pg_catalog.current_setting('schedlock.enabled', true) OPERATOR(pg_catalog.=) 'off'
+		 THEN 'schedlock.enabled is off: the workers run no job'
+		 ELSE COALESCE((SELECT schedlock.paused_reason()), j.quarantine_reason,
+			  CASE
+				WHEN NOT j.enabled
+				THEN 'disabled: alter_job(..., enabled => true) enables the job'
+				WHEN j.schedule OPERATOR(pg_catalog.=) '@once' AND j.next_run_at IS NULL
+				  AND NOT EXISTS (SELECT 1 FROM schedlock.job_runs x
+								   WHERE x.job_id OPERATOR(pg_catalog.=) j.job_id
+									 AND x.status IN ('queued', 'pending', 'running'))
+				THEN 'ended: the one-off job has run; alter_job(..., next_run_at => ...) runs it again'
+			  END)
+	   END AS stopped_reason,
+	   CASE WHEN j.next_run_at OPERATOR(pg_catalog.<=) pg_catalog.now()
+			THEN schedlock.job_wait_reason(COALESCE(j.run_as, j.owner))
+	   END AS waiting_reason
+  FROM schedlock.jobs j
+  LEFT JOIN LATERAL (SELECT x.status, x.scheduled_for, x.finished_at, x.sqlstate, x.message
+					   FROM schedlock.job_runs x
+					  WHERE x.job_id OPERATOR(pg_catalog.=) j.job_id
+						AND x.status NOT IN ('queued', 'pending', 'running')
+					  ORDER BY x.run_id DESC
+					  LIMIT 1) l ON true
+  LEFT JOIN LATERAL (SELECT x.worker_pid
+					   FROM schedlock.job_runs x
+					  WHERE x.job_id OPERATOR(pg_catalog.=) j.job_id
+						AND x.status OPERATOR(pg_catalog.=) 'running'
+					  ORDER BY x.run_id DESC
+					  LIMIT 1) r ON true;
+
+COMMENT ON VIEW schedlock.job_status IS
+	'per job: schedule, time zone, next run, last finished run and its error, consecutive failures, pid running it now, why it is paused (a copy) or quarantined, run statistics, why it will not run, and why a due job waits for a job backend';
+
+/*
+ * alter_job gains search_path.  The function of 1.1 is renamed, the new one
+ * created, the grants of the old one are given on the new one, and the old
+ * one is dropped.
+ */
+ALTER FUNCTION @extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz)
+	RENAME TO alter_job_1_1;
+
+CREATE FUNCTION @extschema@.alter_job(job_name text,
+									  schedule text DEFAULT NULL,
+									  command text DEFAULT NULL,
+									  notify_channel text DEFAULT NULL,
+									  payload jsonb DEFAULT NULL,
+									  timezone text DEFAULT NULL,
+									  timeout interval DEFAULT NULL,
+									  max_attempts integer DEFAULT NULL,
+									  retry_delay interval DEFAULT NULL,
+									  misfire text DEFAULT NULL,
+									  atomic boolean DEFAULT NULL,
+									  enabled boolean DEFAULT NULL,
+									  run_as name DEFAULT NULL,
+									  next_run_at timestamptz DEFAULT NULL,
+									  search_path text DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'schedlock_alter_job'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION @extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text) IS
+	'change some settings of the caller''s job; NULL leaves a setting unchanged; next_run_at moves the next run; search_path is the one the job runs with';
+
+REVOKE ALL ON FUNCTION @extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text) FROM PUBLIC;
+
+DO $$
+DECLARE
+	g record;
+BEGIN
+	FOR g IN
+		SELECT a.grantee::pg_catalog.regrole::pg_catalog.text AS grantee,
+			   a.is_grantable
+		  FROM pg_catalog.pg_proc p,
+			   pg_catalog.aclexplode(p.proacl) a
+		 WHERE p.oid OPERATOR(pg_catalog.=) '@extschema@.alter_job_1_1(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz)'::pg_catalog.regprocedure
+		   AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+		   AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+		   AND a.grantee OPERATOR(pg_catalog.<>) 0
+	LOOP
+		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text) TO %s%s',
+								  g.grantee,
+								  CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+	END LOOP;
+END
+$$;
+
+DROP FUNCTION @extschema@.alter_job_1_1(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz);
