@@ -13,15 +13,29 @@
 #                         run_job(JOB) as ROLE, then wait_run of that run
 #   wait_run(RUN)         wait (at most 60 s) until run RUN finished; its
 #                         "status|sqlstate|worker_pid", or "timeout"
+#
+# and for the tests that need PostgreSQL's and schedlock's own defaults:
+#
+#   job_node_conf(NAME, CONF)
+#                         like job_node, but postgresql.conf gets only
+#                         shared_preload_libraries and the lines CONF
+#                         (no max_worker_processes, no schedlock.* setting)
+#   wait_job_run(JOB)     wait (at most 60 s) until a run of the job named
+#                         JOB (of any role) finished; the last finished
+#                         run's "status|sqlstate|worker_pid", or "timeout"
+#   wait_for(SQL, SECONDS)
+#                         poll admin(SQL) every 100 ms until it returns "t",
+#                         at most SECONDS (default 60); true when it did
 package SchedlockJobNode;
 
 use strict;
 use warnings;
 use Exporter 'import';
 use PostgreSQL::Test::Cluster;
-use Time::HiRes qw(usleep);
+use Time::HiRes qw(time usleep);
 
-our @EXPORT = qw(job_node admin as_role run_and_wait wait_run);
+our @EXPORT = qw(job_node job_node_conf admin as_role run_and_wait wait_run
+	wait_job_run wait_for);
 
 my $node;
 
@@ -36,6 +50,18 @@ max_worker_processes = 32
 schedlock.workers = 1
 schedlock.max_workers = 1
 });
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE DATABASE app');
+	return $node;
+}
+
+sub job_node_conf
+{
+	my ($name, $conf) = @_;
+	$node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	$node->append_conf('postgresql.conf',
+		"shared_preload_libraries = 'schedlock'\n" . ($conf // ''));
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE DATABASE app');
 	return $node;
@@ -66,6 +92,34 @@ sub wait_run
 		usleep(100_000);
 	}
 	return 'timeout';
+}
+
+sub wait_job_run
+{
+	my ($job) = @_;
+	for (1 .. 600)
+	{
+		my $r = admin(qq{
+			SELECT r.status || '|' || coalesce(r.sqlstate, '') || '|' || coalesce(r.worker_pid::text, '')
+			  FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+			 WHERE j.job_name = '$job' AND r.finished_at IS NOT NULL
+			 ORDER BY r.run_id DESC LIMIT 1});
+		return $r if $r ne '';
+		usleep(100_000);
+	}
+	return 'timeout';
+}
+
+sub wait_for
+{
+	my ($sql, $seconds) = @_;
+	my $deadline = time() + ($seconds // 60);
+	while (1)
+	{
+		return 1 if admin($sql) eq 't';
+		return 0 if time() > $deadline;
+		usleep(100_000);
+	}
 }
 
 sub run_and_wait
