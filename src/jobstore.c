@@ -1414,7 +1414,8 @@ schedlock_job_written(int64 job_id, const char *search_path)
 		if (schedlock_query_run(&set_q, values, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
 			elog(ERROR, "could not write the search_path of job " INT64_FORMAT, job_id);
 	}
-	else if (schedlock_query_run(&read_q, values, nulls, true, 0) != SPI_OK_SELECT)
+	/* not read-only: the row was written by this transaction's last command */
+	else if (schedlock_query_run(&read_q, values, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read job " INT64_FORMAT, job_id);
 	if (SPI_processed != 1)
 		return;

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * quarantine.c
- *	  A dispatch worker's recovery from errors in its own bookkeeping, and
- *	  the quarantine of jobs that keep breaking it.
+ *	  A job backend's recovery from errors in its own bookkeeping, and the
+ *	  quarantine of jobs that keep breaking it.
  *
  * A job's command runs under its own error handling (exec.c): its errors
  * fail the run, nothing more.  Everything else the worker does for a job --
@@ -141,6 +141,8 @@ charge_job(int64 job_id, ErrorData *error)
 	/* unpack_sql_state returns a static buffer that ereport reuses */
 	const char *state = pstrdup(unpack_sql_state(error->sqlerrcode));
 	const char *message = error->message ? error->message : "unknown error";
+	Oid			save_uid;
+	int			save_sec;
 	int			nestlevel;
 
 	SetCurrentStatementStartTimestamp();
@@ -148,7 +150,8 @@ charge_job(int64 job_id, ErrorData *error)
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, "schedlock: recording a dispatch error");
-	nestlevel = schedlock_trusted_path_begin();
+	/* a job backend's session user is the job's role: write as the owner */
+	schedlock_begin_as_owner(&save_uid, &save_sec, &nestlevel);
 
 	schedlock_fail_dispatch_runs(now, state,
 								 psprintf("the worker could not record this run: %s", message));
@@ -192,7 +195,7 @@ charge_job(int64 job_id, ErrorData *error)
 		}
 	}
 
-	schedlock_trusted_path_end(nestlevel);
+	schedlock_end_as_owner(save_uid, save_sec, nestlevel);
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
