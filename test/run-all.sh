@@ -60,13 +60,13 @@ case " $SL_ONLY " in
 		esac
 		;;
 esac
-# Python and Java for the README's samples (test/suites/readme-samples.sh)
+# Python and Java for the samples of README.md and docs/*.md (test/suites/readme-samples.sh)
 README_PACKAGES=""
 case " $SL_ONLY " in
 	*" suites "*)
 		case " $SL_SKIP_SUITES " in
 			*" readme-samples "*) ;;
-			*) README_PACKAGES="python3 python3-psycopg2 python3-psycopg default-jdk-headless libpostgresql-jdbc-java" ;;
+			*) README_PACKAGES="python3 python3-psycopg default-jdk-headless libpostgresql-jdbc-java" ;;
 		esac
 		;;
 esac

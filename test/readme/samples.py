@@ -1,32 +1,44 @@
 #!/usr/bin/python3
-"""test/readme/samples.py - run or compile every code sample of README.md.
+"""test/readme/samples.py - run or compile every code sample of the documentation.
 
-The samples are read from README.md itself, so the README and this test
-cannot drift apart.  Every fenced block with a language tag (sql, python,
-java, c, sh) must be preceded by a marker line
+The samples are read from the Markdown files themselves (README.md and
+docs/*.md), so the documentation and this test cannot drift apart.  Every
+fenced block with a language tag (sql, python, java, c, sh) must be preceded
+by a marker line
 
     <!-- sample: KIND NAME -->       KIND is sql, python, java or c
     <!-- sample: exempt REASON -->   not run, and why
 
 and a tagged block without one fails the test.  Blocks without a language
-tag are output, signatures or configuration and are not run.
+tag are output, signatures or configuration and are not run.  NAME is
+unique across all the files: the dictionaries below are keyed by it, so a
+sample keeps its checks when it moves from one page to another.
 
   sql     each block runs with psql -v ON_ERROR_STOP=1 in a new database
           with the extension (PGHOST/PGPORT/PGUSER: a server with schedlock
           preloaded; not for NO_EXTENSION), after the setup of SETUP[NAME].  With CHECK[NAME], a
           comment line "--  value" after a statement is its expected result
           (a "  (note)" after the value is not compared).
-  python  runs with /usr/bin/python3 (Debian's psycopg2 and psycopg 3) after
-          PRELUDE[NAME], which defines what the sample leaves to the reader
-          (dsn, work(), the database), and EPILOGUE[NAME] checks the effect.
+  python  runs with /usr/bin/python3 (Debian's psycopg 3: a sample must
+          "import psycopg", and psycopg2 is refused) after PRELUDE[NAME],
+          which defines what the sample leaves to the reader (dsn, work(),
+          the database), and EPILOGUE[NAME] checks the effect.
   java    compiled with javac inside a class with the imports and the fields
           the sample uses; the JDBC driver (Debian's libpostgresql-jdbc-java)
           is on the class path.  Not run: servers here listen on a Unix
           socket only, which the JDBC driver cannot reach.
   c       compiled with cc against libpq.
 
-Prints one line per sample and "N passed, M failed"; exits non-zero on any
-failure.  Usage: samples.py README.md WORKDIR
+Besides the samples it checks, without a server: that sample names are
+unique, that every key of the dictionaries below names a sample, and that
+every relative link of the files points to a file that exists and every
+"#anchor" to a heading of the page it names.
+
+Prints one line per check and "N passed, M failed"; exits non-zero on any
+failure.  Usage:
+
+    samples.py WORKDIR FILE...            run everything
+    samples.py --static FILE...           only the checks that need no server
 """
 
 import os
@@ -40,10 +52,16 @@ RUN_TAGS = {'sql', 'python', 'java', 'c', 'sh', 'bash', 'shell'}
 
 
 # setup run in the sample's database before a SQL sample
+GRANT_ROLE = ("DO $$ BEGIN CREATE ROLE app_role LOGIN; "
+              "EXCEPTION WHEN duplicate_object THEN NULL; END $$;\n")
 SETUP = {
     # the application's own table, written in the transaction that asserts
     'assert': 'CREATE TABLE invoice_run (day date, status text);\n',
-    'schedule-jobs': 'CREATE TABLE sessions (id int, expires timestamptz);\n',
+    # the table the README's SQL job sample creates just before
+    'readme-vacuum-job': 'CREATE TABLE sessions (id bigint PRIMARY KEY, expires timestamptz NOT NULL);\n',
+    # the role a DBA grants the job functions to
+    'grant': GRANT_ROLE,
+    'readme-grant': GRANT_ROLE,
     # a database that still has release 1.0
     'upgrade': "DROP EXTENSION schedlock;\nCREATE EXTENSION schedlock VERSION '1.0';\n",
 }
@@ -54,52 +72,55 @@ NO_EXTENSION = {'create-extension', 'create-extension-schema'}
 # SQL samples whose "--  value" comments are checked
 CHECK = {'cron-next-intro', 'cron-next-after', 'cron-next', 'cron-next-runs', 'cron-dst'}
 
-# the NOTIFY listener loops forever: after the first schedlock_finish_run it
-# has done what it shows, and the harness ends it
+# the NOTIFY listener loops forever.  Before it starts, a job of its owner
+# (mailer) has notified a run nobody heard: the listener must catch up on
+# it, then claim the next run from its notification; after the second
+# schedlock_finish_run it has done what it shows, and the harness ends it.
 LISTEN_PRELUDE = r'''
-import psycopg2, psycopg2.extensions, threading
-_done = {}
+import psycopg, time
+_done = {'finished': []}
 def send_statistics(payload):
     _done['payload'] = payload
-_orig_connect = psycopg2.connect
-class _Cursor(psycopg2.extensions.cursor):
-    def execute(self, query, vars=None):
-        r = super().execute(query, vars)
-        if 'schedlock_finish_run' in query:
-            _done['finished'] = self.fetchone()[0]
-            raise SystemExit(0)
-        return r
-def _connect(dsn, **kw):
-    kw.setdefault('cursor_factory', _Cursor)
-    return _orig_connect(dsn, **kw)
-psycopg2.connect = _connect
+class _Conn(psycopg.Connection):
+    def execute(self, query, params=None, **kw):
+        cur = super().execute(query, params, **kw)
+        if 'schedlock_finish_run' in str(query):
+            _done['finished'].append((params[0], cur.fetchone()[0]))
+            if len(_done['finished']) == 2:
+                raise SystemExit(0)
+        return cur
+_connect = psycopg.Connection.connect
+psycopg.connect = _Conn.connect
 # the sample logs in as the job's owner, mailer, granted the job functions
-_s = _orig_connect("dbname=app")
-_s.autocommit = True
-_s.cursor().execute("DO $$ BEGIN CREATE ROLE mailer LOGIN; "
-                    "EXCEPTION WHEN duplicate_object THEN NULL; END $$; "
-                    "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO mailer")
-_s.close()
-def _due():
-    import time
-    time.sleep(1)
-    c = _orig_connect("dbname=app user=mailer")
-    c.autocommit = True
-    cur = c.cursor()
-    cur.execute("SELECT schedule_job('send_statistics', '1 second', "
-                "notify_channel => 'stats_mail', payload => '{\"to\": \"ops@example.com\"}')")
-threading.Thread(target=_due, daemon=True).start()
+with _connect("dbname=app", autocommit=True) as _s:
+    _s.execute("DO $$ BEGIN CREATE ROLE mailer LOGIN; "
+               "EXCEPTION WHEN duplicate_object THEN NULL; END $$")
+    _s.execute("GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO mailer")
+with _connect("dbname=app user=mailer", autocommit=True) as _m:
+    _m.execute("SELECT schedule_job('send_statistics', '1 seconds', "
+               "notify_channel => 'stats_mail', payload => '{\"to\": \"ops@example.com\"}')")
+    # a run notified while nobody listened
+    for _i in range(150):
+        _r = _m.execute("SELECT min(run_id) FROM schedlock.job_runs "
+                        "WHERE status = 'pending'").fetchone()[0]
+        if _r is not None:
+            break
+        time.sleep(0.1)
+    assert _r is not None, 'no run was notified within 15 s'
+    _done['caught'] = _r
 '''
 
 LISTEN_EPILOGUE = r'''
-assert _done.get('finished') is True, _done
-import psycopg2 as _p
-_c = _p.connect("dbname=app")
-_cur = _c.cursor()
-_cur.execute("SELECT status, claimed_by FROM schedlock.job_runs WHERE status = 'succeeded'")
-_rows = _cur.fetchall()
-assert _rows and all(r == ('succeeded', 'app-1') for r in _rows), _rows
-print("claimed and finished one run:", _done.get('payload'))
+_f = _done['finished']
+assert len(_f) == 2 and all(_ok is True for _, _ok in _f), _f
+assert _f[0][0] == _done['caught'], ('the run notified before LISTEN was not caught up first', _f, _done)
+assert _done.get('payload') == {'to': 'ops@example.com'}, _done
+with _connect("dbname=app") as _c:
+    _rows = _c.execute("SELECT run_id, status, claimed_by FROM schedlock.job_runs"
+                       " WHERE status = 'succeeded' ORDER BY run_id").fetchall()
+assert [_r[0] for _r in _rows] == [_r for _r, _ in _f], (_rows, _f)
+assert all(_r[1:] == ('succeeded', 'app-1') for _r in _rows), _rows
+print("caught up on run %d, claimed run %d from its notification" % (_f[0][0], _f[1][0]))
 '''
 
 PRELUDE = {
@@ -112,6 +133,7 @@ def process(batch):
     pass
 ''',
     'listen': LISTEN_PRELUDE,
+    'readme-listen': LISTEN_PRELUDE,
 }
 
 EPILOGUE = {
@@ -123,10 +145,11 @@ with psycopg.connect(dsn) as _c:
 print("acquired, extended 3 times, released")
 ''',
     'listen': LISTEN_EPILOGUE,
+    'readme-listen': LISTEN_EPILOGUE,
 }
 
 # databases a Python sample connects to by name
-PYTHON_DB = {'listen': 'app'}
+PYTHON_DB = {'listen': 'app', 'readme-listen': 'app'}
 
 JAVA_WRAPPER = '''
 import java.net.InetAddress;
@@ -286,46 +309,152 @@ def check_c(name, body, workdir):
     return r.returncode == 0, r.stdout
 
 
-def main():
-    readme, workdir = sys.argv[1], sys.argv[2]
-    passed = failed = exempt = 0
-    for n, (line, tag, kind, name, body) in enumerate(samples(readme)):
-        label = 'README.md:%d %s %s' % (line, tag, name)
-        if tag not in RUN_TAGS:
-            ok, out = False, 'unknown language tag "%s"' % tag
-        elif kind is None:
-            ok, out = False, ('no "<!-- sample: KIND NAME -->" or '
-                              '"<!-- sample: exempt REASON -->" line before the block')
-        elif kind == 'exempt':
-            if not name:
-                ok, out = False, 'an exempt sample must say why'
+LINK = re.compile(r'!?\[[^\]]*\]\(([^)\s]+)\)')
+
+
+def slug(heading):
+    """The anchor GitHub gives a heading: lower case, punctuation but - and _
+    dropped, blanks made hyphens."""
+    h = heading.strip().lower()
+    h = re.sub(r'[^\w\- ]', '', h)
+    return h.replace(' ', '-')
+
+
+def prose_lines(path):
+    """(line number, text) of the lines outside fenced blocks."""
+    fence = False
+    for n, line in enumerate(open(path, encoding='utf-8').read().split('\n'), 1):
+        if line.startswith('```'):
+            fence = not fence
+            continue
+        if not fence:
+            yield n, line
+
+
+def anchors(path):
+    """The anchors of a Markdown file's headings (a repeated heading gets -1,
+    -2, ... as on GitHub)."""
+    seen = {}
+    out = set()
+    for _, line in prose_lines(path):
+        m = re.match(r'^#{1,6} (.*)$', line)
+        if m:
+            s = slug(m.group(1))
+            if s in seen:
+                seen[s] += 1
+                s = '%s-%d' % (s, seen[s])
             else:
-                exempt += 1
-                print('exempt  %s (%s)' % ('README.md:%d %s' % (line, tag), name))
-                continue
-        elif kind != tag and not (kind == 'sql' and tag == 'sql'):
-            ok, out = False, 'marker says %s, the block is %s' % (kind, tag)
-        elif kind == 'sql':
-            ok, out = check_sql(name, body, 'readme_sample_%d' % n)
-        elif kind == 'python':
-            ok, out = check_python(name, body, 'readme_sample_%d' % n, workdir)
-        elif kind == 'java':
-            ok, out = check_java(name, body, workdir)
-        elif kind == 'c':
-            ok, out = check_c(name, body, workdir)
-        else:
-            ok, out = False, 'unknown sample kind "%s"' % kind
-        # each sample database has two workers of its own: drop it, so that
-        # the samples never run the cluster out of background worker slots
-        for db in ('readme_sample_%d' % n, 'app'):
-            psql('postgres', 'SET client_min_messages = warning;\n'
-                 'DROP DATABASE IF EXISTS %s;\n' % db)
+                seen[s] = 0
+            out.add(s)
+    return out
+
+
+def check_links(path):
+    """Every relative link of the file points to a file that exists, and
+    every #anchor to a heading of the Markdown page it names."""
+    bad = []
+    for n, line in prose_lines(path):
+        for target in LINK.findall(line):
+            if re.match(r'^[a-z]+:', target):
+                continue                    # https:, mailto:
+            file, _, anchor = target.partition('#')
+            dest = os.path.normpath(os.path.join(os.path.dirname(path), file)) if file else path
+            if not os.path.exists(dest):
+                bad.append('%s:%d: %s: no such file' % (path, n, target))
+            elif anchor and dest.endswith('.md') and anchor not in anchors(dest):
+                bad.append('%s:%d: %s: no heading with that anchor' % (path, n, target))
+    return bad
+
+
+def static_checks(files, found):
+    """(label, ok, output) of the checks that need no server."""
+    out = []
+    names = {}
+    for path, (line, tag, kind, name, body) in found:
+        if kind and kind != 'exempt':
+            names.setdefault(name, []).append('%s:%d' % (path, line))
+    dups = ['"%s" at %s' % (n, ', '.join(w)) for n, w in sorted(names.items()) if len(w) > 1]
+    out.append(('sample names are unique', not dups, '\n'.join(dups)))
+    stale = []
+    for dname, keys in (('SETUP', SETUP), ('NO_EXTENSION', NO_EXTENSION), ('CHECK', CHECK),
+                        ('PRELUDE', PRELUDE), ('EPILOGUE', EPILOGUE), ('PYTHON_DB', PYTHON_DB)):
+        stale += ['%s["%s"] names no sample' % (dname, k) for k in keys if k not in names]
+    out.append(('every key of the dictionaries names a sample', not stale, '\n'.join(stale)))
+    for path in files:
+        bad = check_links(path)
+        out.append(('links of %s' % path, not bad, '\n'.join(bad)))
+    return out
+
+
+def check_block(path, n, line, tag, kind, name, body, workdir):
+    """(ok, output) for one tagged block; None when it is exempt."""
+    if tag not in RUN_TAGS:
+        return False, 'unknown language tag "%s"' % tag
+    if kind is None:
+        return False, ('no "<!-- sample: KIND NAME -->" or '
+                       '"<!-- sample: exempt REASON -->" line before the block')
+    if kind == 'exempt':
+        if not name:
+            return False, 'an exempt sample must say why'
+        return None
+    if not name:
+        return False, 'a sample needs a name'
+    if kind != tag:
+        return False, 'marker says %s, the block is %s' % (kind, tag)
+    if kind == 'python' and ('psycopg2' in body or
+                             not re.search(r'^import .*\bpsycopg\b', body, re.M)):
+        return False, 'a Python sample uses psycopg 3: "import psycopg", not psycopg2'
+    if workdir is None:
+        return True, ''
+    db = 'readme_sample_%d' % n
+    if kind == 'sql':
+        return check_sql(name, body, db)
+    if kind == 'python':
+        return check_python(name, body, db, workdir)
+    if kind == 'java':
+        return check_java(name, body, workdir)
+    if kind == 'c':
+        return check_c(name, body, workdir)
+    return False, 'unknown sample kind "%s"' % kind
+
+
+def main():
+    args = sys.argv[1:]
+    if args and args[0] == '--static':
+        workdir, files = None, args[1:]
+    elif len(args) >= 2:
+        workdir, files = args[0], args[1:]
+    else:
+        sys.exit('usage: samples.py WORKDIR FILE... | samples.py --static FILE...')
+    found = [(path, s) for path in files for s in samples(path)]
+    passed = failed = exempt = 0
+
+    def report(ok, label, out):
+        nonlocal passed, failed
         if ok:
             passed += 1
             print('ok      %s' % label)
         else:
             failed += 1
             print('FAILED  %s\n%s' % (label, out.rstrip()))
+
+    for label, ok, out in static_checks(files, found):
+        report(ok, label, out)
+    for n, (path, (line, tag, kind, name, body)) in enumerate(found):
+        label = '%s:%d %s %s' % (path, line, tag, name)
+        result = check_block(path, n, line, tag, kind, name, body, workdir)
+        if result is None:
+            exempt += 1
+            print('exempt  %s:%d %s (%s)' % (path, line, tag, name))
+            continue
+        if workdir is not None:
+            # each sample database has two workers of its own: drop it, so
+            # that the samples never run the cluster out of background
+            # worker slots
+            for db in ('readme_sample_%d' % n, 'app'):
+                psql('postgres', 'SET client_min_messages = warning;\n'
+                     'DROP DATABASE IF EXISTS %s;\n' % db)
+        report(result[0], label, result[1])
     print('%d exempt' % exempt)
     print('%d passed, %d failed' % (passed, failed))
     sys.exit(0 if failed == 0 and passed > 0 else 1)
