@@ -161,9 +161,11 @@ launcher_detach(int code, Datum arg)
 static bool
 take_probe_requests(void)
 {
-	bool		any = schedlock_shared->probe_all || schedlock_shared->nprobes > 0;
+	bool		any = schedlock_shared->probe_all ||
+		schedlock_shared->nprobes > 0 || schedlock_shared->rescan;
 	int			i;
 
+	schedlock_shared->rescan = false;
 	for (i = 0; i < SCHEDLOCK_MAX_DATABASES; i++)
 	{
 		SchedlockDatabase *db = &schedlock_shared->dbs[i];
@@ -335,6 +337,12 @@ reap_backends(TimestampTz now)
 		db = schedlock_find_database(slot->dboid, false);
 		if (db != NULL && slot->no_extension)
 			db->no_extension = true;
+		/* a housekeeping that ended early (terminated, an error) again */
+		if (db != NULL && slot->kind == SCHEDLOCK_BACKEND_HOUSEKEEPER &&
+			!slot->finished && !slot->no_extension)
+			db->housekeep_at = Min(db->housekeep_at,
+								   TimestampTzPlusMilliseconds(now,
+															   SCHEDLOCK_HOUSEKEEP_RETRY_MS));
 		if (slot->kind == SCHEDLOCK_BACKEND_JOBS)
 		{
 			SchedlockQueue *q = schedlock_find_queue(slot->dboid, slot->role,
@@ -622,6 +630,40 @@ make_room(int needed, TimestampTz now)
 }
 
 /*
+ * all_busy
+ *		Whether every backend of the due queue q has been running a job for
+ *		SCHEDLOCK_GROW_AFTER_MS; when they all run one but not yet for that
+ *		long, *wake_at is moved to when they will have.  Caller holds the
+ *		lock.
+ */
+static bool
+all_busy(SchedlockQueue *q, TimestampTz now, TimestampTz *wake_at)
+{
+	TimestampTz latest = 0;
+	int			i;
+
+	for (i = 0; i < schedlock_shared->nslots; i++)
+	{
+		SchedlockBackendSlot *slot = &schedlock_shared->slots[i];
+
+		if (!slot->in_use || slot->kind != SCHEDLOCK_BACKEND_JOBS ||
+			slot->dboid != q->dboid || slot->role != q->role)
+			continue;
+		if (slot->running_job == 0)
+			return false;
+		latest = Max(latest, slot->running_since);
+	}
+	if (latest == 0)
+		return false;
+	latest = TimestampTzPlusMilliseconds(latest, SCHEDLOCK_GROW_AFTER_MS);
+	if (latest <= now)
+		return true;
+	if (latest < *wake_at)
+		*wake_at = latest;
+	return false;
+}
+
+/*
  * launcher_pass
  *		One round: probe requests, pg_database when due, stopped backends,
  *		then start what is wanted within the budget.  Returns the timeout
@@ -730,7 +772,7 @@ launcher_pass(TimestampTz *last_scan)
 			wants[nwants].growth = false;
 			nwants++;
 		}
-		else if (q->backlog &&
+		else if ((q->backlog || all_busy(q, now, &wake_at)) &&
 				 (schedlock_max_runs_per_role == 0 ||
 				  q->nbackends < schedlock_max_runs_per_role))
 		{
@@ -857,6 +899,23 @@ launcher_pass(TimestampTz *last_scan)
 }
 
 /*
+ * housekeep_all
+ *		Have every database's housekeeping run (after schedlock.enabled
+ *		comes back on: NOTIFY deadlines passed meanwhile).
+ */
+static void
+housekeep_all(void)
+{
+	int			i;
+
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < SCHEDLOCK_MAX_DATABASES; i++)
+		if (schedlock_shared->dbs[i].in_use)
+			schedlock_shared->dbs[i].housekeep = true;
+	LWLockRelease(schedlock_shared->lock);
+}
+
+/*
  * schedlock_launcher_main
  *		Entry point of the launcher background worker.
  */
@@ -896,8 +955,13 @@ schedlock_launcher_main(Datum arg)
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
+			bool		was_enabled = schedlock_enabled;
+
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			/* dispatch back on: what fell due meanwhile needs housekeeping */
+			if (!was_enabled && schedlock_enabled)
+				housekeep_all();
 		}
 
 		pgstat_report_activity(STATE_RUNNING, "managing schedlock job backends");

@@ -51,6 +51,19 @@
 #define SCHEDLOCK_TURN_MS			50
 #define SCHEDLOCK_START_RETRY_MS	5000
 
+/*
+ * A queue that is due while every one of its backends has been running a
+ * job for SCHEDLOCK_GROW_AFTER_MS gets one more backend (a long job does
+ * not hold up its role's other jobs).  A queue's backends beyond the first
+ * wake SCHEDLOCK_EXTRA_DELAY_MS per rank later than the first, so that the
+ * first takes the jobs when it is free and the others leave when idle.
+ */
+#define SCHEDLOCK_GROW_AFTER_MS		200
+#define SCHEDLOCK_EXTRA_DELAY_MS	3
+
+/* Delay before a housekeeping that ended early is tried again. */
+#define SCHEDLOCK_HOUSEKEEP_RETRY_MS	5000
+
 /* Deadline of a NOTIFY run without a timeout of its own, in seconds. */
 #define SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT	300
 
@@ -131,6 +144,7 @@ typedef struct SchedlockBackendSlot
 	bool		idle;			/* waiting for its queue's next job */
 	bool		yield;			/* asked to leave after its current job */
 	bool		no_extension;	/* found no schedlock extension */
+	bool		finished;		/* a housekeeper did its whole pass */
 	int64		running_job;	/* job_id being run now, 0 when none */
 	TimestampTz running_since;	/* when running_job started */
 	int			start_sqlerrcode;	/* the error that ended its start-up */
@@ -180,6 +194,8 @@ typedef struct SchedlockShared
 	pid_t		launcher_pid;	/* launcher's pid, 0 when not running */
 	Latch	   *launcher_latch; /* launcher's latch while it runs */
 	bool		probe_all;		/* probe every database again */
+	bool		rescan;			/* read pg_database again (a statement that
+								 * stepped aside is over) */
 	int			nprobes;		/* used entries of probe_db */
 	Oid			probe_db[SCHEDLOCK_MAX_PROBES]; /* databases to probe again */
 	int			ndropping;		/* used entries of dropping_db */
@@ -217,6 +233,7 @@ extern void schedlock_set_running(SchedlockBackendSlot *slot, int64 job_id);
 extern bool schedlock_publish_due(SchedlockBackendSlot *slot,
 								  TimestampTz due_at, bool backlog);
 extern bool schedlock_set_idle(SchedlockBackendSlot *slot, bool idle);
+extern int	schedlock_queue_rank(SchedlockBackendSlot *slot);
 extern void schedlock_housekeep_by(Oid dboid, TimestampTz when);
 extern int	schedlock_running_pid(Oid dboid, int64 job_id);
 extern SchedlockWait schedlock_queue_wait(Oid dboid, Oid role,

@@ -78,6 +78,7 @@ static bool step_aside_marks = false;
 static bool step_aside_exit_registered = false;
 
 static void release_step_aside_marks(void);
+static void request_rescan(void);
 
 /*
  * shared_size
@@ -172,6 +173,20 @@ schedlock_wake_launcher(void)
 	LWLockRelease(schedlock_shared->lock);
 	if (latch != NULL)
 		SetLatch(latch);
+}
+
+/*
+ * request_rescan
+ *		Have the launcher read pg_database again (a database was dropped,
+ *		renamed or copied) and wake it.
+ */
+static void
+request_rescan(void)
+{
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	schedlock_shared->rescan = true;
+	LWLockRelease(schedlock_shared->lock);
+	schedlock_wake_launcher();
 }
 
 /*
@@ -289,8 +304,8 @@ deliver_due(void)
 		}
 		if (due_times[i] < q->due_at)
 			q->due_at = due_times[i];
-		if (q->nbackends == 0)
-			wake_launcher = true;
+		/* a queue whose backends are all busy may need one more */
+		wake_launcher = true;
 	}
 	if (housekeep_pending)
 	{
@@ -493,7 +508,7 @@ release_step_aside_marks(void)
 	if (!step_aside_marks || schedlock_shared == NULL)
 		return;
 	if (forget_step_aside_marks(InvalidOid))
-		schedlock_wake_launcher();
+		request_rescan();
 }
 
 /*
@@ -583,7 +598,7 @@ schedlock_database_drop_done(Oid dboid)
 	if (schedlock_shared == NULL)
 		return;
 	(void) forget_step_aside_marks(dboid);
-	schedlock_wake_launcher();
+	request_rescan();
 }
 
 /*
@@ -642,18 +657,33 @@ schedlock_backend_detach(SchedlockBackendSlot *slot)
  * schedlock_set_running
  *		Publish the job the backend runs now (0: none), for job_status and
  *		for telling a run in progress from a lost one
- *		(schedlock.job_worker_pid).
+ *		(schedlock.job_worker_pid).  When every backend of its queue runs a
+ *		job now, wake the launcher: the queue may need one more.
  */
 void
 schedlock_set_running(SchedlockBackendSlot *slot, int64 job_id)
 {
 	TimestampTz now = job_id != 0 ? GetCurrentTimestamp() : 0;
+	bool		all_busy = (job_id != 0);
+	int			i;
 
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
 	slot->running_job = job_id;
 	slot->running_since = now;
 	slot->idle = false;
+	for (i = 0; i < schedlock_shared->nslots && all_busy; i++)
+	{
+		SchedlockBackendSlot *s = &schedlock_shared->slots[i];
+
+		if (s->in_use && s->kind == SCHEDLOCK_BACKEND_JOBS &&
+			s->dboid == slot->dboid && s->role == slot->role &&
+			s->running_job == 0)
+			all_busy = false;
+	}
 	LWLockRelease(schedlock_shared->lock);
+	/* its queue may need one more backend soon (launcher.c, all_busy) */
+	if (all_busy)
+		schedlock_wake_launcher();
 }
 
 /*
@@ -705,6 +735,31 @@ schedlock_set_idle(SchedlockBackendSlot *slot, bool idle)
 	if (idle && leave)
 		schedlock_wake_launcher();
 	return leave;
+}
+
+/*
+ * schedlock_queue_rank
+ *		How many backends of the same queue were reserved before this one
+ *		(0: the queue's first).
+ */
+int
+schedlock_queue_rank(SchedlockBackendSlot *slot)
+{
+	int			rank = 0;
+	int			i;
+
+	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
+	for (i = 0; i < schedlock_shared->nslots; i++)
+	{
+		SchedlockBackendSlot *s = &schedlock_shared->slots[i];
+
+		if (s != slot && s->in_use && s->kind == SCHEDLOCK_BACKEND_JOBS &&
+			s->dboid == slot->dboid && s->role == slot->role &&
+			s->generation < slot->generation)
+			rank++;
+	}
+	LWLockRelease(schedlock_shared->lock);
+	return rank;
 }
 
 /*

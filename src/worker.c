@@ -932,6 +932,9 @@ job_backend_loop(void)
 
 			if (idle_left <= 0)
 				proc_exit(0);
+			/* the queue's first backend takes the jobs when it is free */
+			sleep_ms += Min(schedlock_queue_rank(MySlot), 3) *
+				SCHEDLOCK_EXTRA_DELAY_MS;
 			sleep_ms = Min(sleep_ms, idle_left);
 			if (schedlock_set_idle(MySlot, true))
 				proc_exit(0);
@@ -1157,6 +1160,9 @@ housekeep(void)
 		}
 		behind |= prune_history();
 		next = publish_queues();
+		/* while dispatch is off, deadlines wait for it to come back */
+		if (!schedlock_enabled)
+			next = DT_NOEND;
 		if (schedlock_history_retention > 0)
 		{
 			TimestampTz prune_at;
@@ -1183,6 +1189,7 @@ housekeep(void)
 		db->paused = paused;
 		db->housekeep_at = next;
 	}
+	MySlot->finished = true;
 	LWLockRelease(schedlock_shared->lock);
 	schedlock_wake_launcher();
 }

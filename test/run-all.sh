@@ -27,7 +27,9 @@
 # It prints a summary per suite and ends with "N passed, M failed"; the exit
 # status is non-zero when anything failed.  SL_ONLY="regress isolation" runs a
 # subset (logcheck then covers the logs of that subset), SL_SKIP_SUITES=
-# "cron-fuzz lock-stress" leaves out the named test/suites/*.sh, SL_PGVER=17
+# "cron-fuzz lock-stress" leaves out the named test/suites/*.sh,
+# SL_TAP_FILTER=REGEX runs only the TAP and security tests whose name
+# matches (SL_TAP_FILTER="^10[12]_" runs 101 and 102), SL_PGVER=17
 # tests against PostgreSQL 17 (test/matrix.sh runs every supported version).
 # Every server it starts is stopped on exit.
 
@@ -272,6 +274,7 @@ run_tap_dir()
 	[ -n "$(ls "$dir"/*.pl 2>/dev/null)" ] || return
 	for t in $(ls "$dir"/*.pl | sort); do
 		name=$(basename "$t" .pl)
+		[[ "$name" =~ ${SL_TAP_FILTER:-.} ]] || continue
 		log="$WORK/$suite-$name.log"
 		sl_log "$suite $name"
 		sl_as_server mkdir -p "$WORK/$suite-$name/tmp_check/log"

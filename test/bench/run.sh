@@ -13,14 +13,22 @@
 #           on pg_cron 1.5 and later a "1 seconds" pg_cron job, once over
 #           libpq and once with background workers; then a "* * * * *" job
 #           of each, side by side (3 samples)
-#   burst   1000 one-row INSERT jobs due at one instant: schedlock with 2 and
-#           4 workers, pg_cron over libpq and with background workers, and
+#   burst   1000 one-row INSERT jobs of one role due at one instant:
+#           schedlock with the default settings and with 1, 2 and 4 job
+#           backends, pg_cron over libpq and with background workers, and
 #           the floor: pgbench running the same INSERT 1000 times
+#   tenants 100 roles x 10 one-row INSERT jobs due at one instant:
+#           schedlock (defaults) and pg_cron with background workers
+#   dbs     32 databases with a "1 seconds" job each: start lag, processes
+#           and memory, with PostgreSQL's default max_worker_processes (8)
+#           and with enough slots for a backend per database
+#   lagburst start lag of one role's "1 seconds" job while another role's
+#           1000-job burst runs (defaults)
 #   notify  10000 NOTIFY jobs due at one instant, one listening client
 #   scale   1,000,000 schedlock jobs (100,000 pg_cron jobs) due days ahead
 #           plus one every-second (every-minute) job: insert rate, the
 #           scheduler's CPU over 60 s (180 s for pg_cron), lag of that job
-#   claim   50,000 no-op jobs due at once, with 1, 2 and 4 workers
+#   claim   50,000 no-op jobs due at once, with 1, 2 and 4 job backends
 #   locks   test/bench/lock_bench.sh
 #
 # Both clusters are durable (fsync and synchronous_commit on), listen on a
@@ -42,7 +50,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 2
 source test/lib.sh
 
-ONLY=${BENCH_ONLY:-"lag burst notify scale claim locks"}
+ONLY=${BENCH_ONLY:-"lag burst tenants dbs lagburst notify scale claim locks"}
 LAG_SAMPLES=${BENCH_LAG_SAMPLES:-60}
 LAG_MINUTES=${BENCH_LAG_MINUTES:-3}
 OUT=${BENCH_OUT:-$SL_SRCDIR/test/bench/out}
@@ -87,11 +95,8 @@ checkpoint_timeout = '30min'"
 
 mkdir -p "$B/s" "$B/c"
 chown "$SL_SERVER_USER" "$B/s" "$B/c" 2>/dev/null
-# every job of a workload belongs to one role: no per-role cap, so that the
-# figures for N workers are N workers at work
-sl_cluster_start "$B/s" "$DURABLE
-schedlock.workers = 2
-schedlock.max_runs_per_role = 0" || exit 2
+# the job backends of each trial are set by set_workers
+sl_cluster_start "$B/s" "$DURABLE" || exit 2
 trap bench_cleanup EXIT
 S_HOST=$PGHOST S_PORT=$PGPORT
 
@@ -189,13 +194,25 @@ drop_db()
 	sq postgres -c "DROP DATABASE IF EXISTS $1"
 }
 
-# set_workers N : schedlock.workers = N, and wait until the launcher has
-# applied it to the databases that have the extension
+# set_workers N : N job backends for the cluster and for one database, and
+# no cap per role (every job of a workload belongs to one role), so that the
+# figures for N are N backends at work; "default": the settings' defaults
 set_workers()
 {
-	sq postgres -c "ALTER SYSTEM SET schedlock.workers = $1" -c "SELECT pg_reload_conf()" >/dev/null
-	sleep 2
+	if [ "$1" = default ]; then
+		sq postgres -c "ALTER SYSTEM RESET schedlock.max_job_backends" \
+			-c "ALTER SYSTEM RESET schedlock.max_workers" \
+			-c "ALTER SYSTEM RESET schedlock.max_runs_per_role" \
+			-c "SELECT pg_reload_conf()" >/dev/null
+	else
+		sq postgres -c "ALTER SYSTEM SET schedlock.max_job_backends = $1" \
+			-c "ALTER SYSTEM SET schedlock.max_workers = $1" \
+			-c "ALTER SYSTEM SET schedlock.max_runs_per_role = 0" \
+			-c "SELECT pg_reload_conf()" >/dev/null
+	fi
+	sleep 1
 }
+set_workers 2
 
 # before_minute SECONDS : wait, if needed, until at least SECONDS remain
 # before the next minute boundary (of the server's clock)
@@ -350,11 +367,11 @@ lag_pg_cron_seconds()
 N_BURST=1000
 BURST_CMD="'INSERT INTO b VALUES (' || i || ', clock_timestamp())'"
 
-# burst_schedlock WORKERS
+# burst_schedlock BACKENDS : BACKENDS job backends, or "default" settings
 burst_schedlock()
 {
 	local w=$1 db=burst$1 s
-	sl_log "burst: schedlock, $w workers"
+	sl_log "burst: schedlock, $w job backends"
 	set_workers "$w"
 	fresh_db "$db" || return 1
 	warm_up "$db"
@@ -424,9 +441,12 @@ burst_floor()
 
 bench_burst()
 {
+	burst_schedlock default
+	burst_schedlock 1
 	burst_schedlock 2
 	burst_schedlock 4
 	set_workers 2
+	burst_floor 1
 	burst_floor 2
 	burst_floor 4
 	burst_pg_cron libpq
@@ -437,7 +457,7 @@ bench_burst()
 plot_burst()
 {
 	local f files="" name
-	for name in schedlock.w2 schedlock.w4 pg_cron.libpq pg_cron.bgw; do
+	for name in schedlock.wdefault schedlock.w1 schedlock.w2 schedlock.w4 pg_cron.libpq pg_cron.bgw; do
 		f="$OUT/burst-$name.dat"
 		[ -s "$f" ] || continue
 		files="$files${files:+, }'$f' using 1:(\$2 > 0.0001 ? \$2 : 0.0001) with lines lw 2 title '$(burst_title "$name")'"
@@ -460,11 +480,190 @@ EOF
 burst_title()
 {
 	case $1 in
-		schedlock.w2) echo "schedlock, 2 workers (default)" ;;
-		schedlock.w4) echo "schedlock, 4 workers" ;;
+		schedlock.wdefault) echo "schedlock, default settings" ;;
+		schedlock.w1) echo "schedlock, 1 job backend" ;;
+		schedlock.w2) echo "schedlock, 2 job backends" ;;
+		schedlock.w4) echo "schedlock, 4 job backends" ;;
 		pg_cron.libpq) echo "pg_cron $CRON_VER, libpq" ;;
 		pg_cron.bgw) echo "pg_cron $CRON_VER, background workers" ;;
 	esac
+}
+
+# --- 2b. many tenants --------------------------------------------------------
+
+N_TENANTS=100
+N_TENANT_JOBS=10
+
+# tenant_script FUNC : SQL that creates the tenant roles' jobs, each role's
+# with FUNC (schedule_job or cron.schedule) as that role
+tenant_script()
+{
+	local i
+	for i in $(seq 1 $N_TENANTS); do
+		echo "SET ROLE tenant$i;"
+		if [ "$1" = cron ]; then
+			echo "SELECT count(cron.schedule('t' || j, '$2', 'INSERT INTO public.tb VALUES (''tenant$i'', ' || j || ', clock_timestamp())')) FROM generate_series(1, $N_TENANT_JOBS) j;"
+		else
+			echo "SELECT count(schedule_job('t' || j, '* * * * *', 'INSERT INTO public.tb VALUES (''tenant$i'', ' || j || ', clock_timestamp())')) FROM generate_series(1, $N_TENANT_JOBS) j;"
+		fi
+		echo "RESET ROLE;"
+	done
+}
+
+# tenant_roles ON DB : the tenant roles, each allowed to schedule and to
+# insert into tb
+tenant_roles()
+{
+	local on=$1 db=$2
+	$on "$db" -c "DO \$\$ BEGIN FOR i IN 1..$N_TENANTS LOOP
+		IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'tenant' || i) THEN
+			EXECUTE format('CREATE ROLE tenant%s LOGIN', i);
+		END IF; END LOOP; END \$\$" >/dev/null
+	$on "$db" -c "DROP TABLE IF EXISTS tb" -c "CREATE TABLE tb (role text, job int, started timestamptz)" \
+		-c "GRANT INSERT ON tb TO PUBLIC" >/dev/null
+}
+
+bench_tenants()
+{
+	local n=$((N_TENANTS * N_TENANT_JOBS)) once
+	sl_log "tenants: $N_TENANTS roles x $N_TENANT_JOBS jobs due at one instant, schedlock (defaults)"
+	set_workers default
+	fresh_db tenants || return 1
+	tenant_roles sq tenants
+	sq tenants -c "GRANT EXECUTE ON FUNCTION schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name) TO PUBLIC" >/dev/null
+	tenant_script schedlock >"$B/tenants.sql"
+	chmod a+r "$B/tenants.sql"
+	before_minute 20
+	sq tenants -f "$B/tenants.sql" >/dev/null
+	wait_for sq tenants "SELECT count(*) FROM schedlock.job_runs WHERE finished_at IS NOT NULL" $n 120
+	sq tenants -c "UPDATE schedlock.jobs SET enabled = false"
+	put_spread tenants.schedlock.start "$(spread "SELECT extract(epoch FROM started - (SELECT min(scheduled_for) FROM schedlock.job_runs)) * 1000 FROM tb" sq tenants)"
+	put tenants.schedlock.last_finish_ms "$(sq tenants -c "SELECT round((extract(epoch FROM max(finished_at) - min(scheduled_for)) * 1000)::numeric, 1) FROM schedlock.job_runs")"
+	put tenants.schedlock.slowest_role_first_ms "$(sq tenants -c "SELECT round(max(first)::numeric, 1) FROM (SELECT extract(epoch FROM min(started) - (SELECT min(scheduled_for) FROM schedlock.job_runs)) * 1000 AS first FROM tb GROUP BY role) f")"
+	put tenants.schedlock.failed "$(sq tenants -c "SELECT count(*) FROM schedlock.job_runs WHERE status <> 'succeeded'")"
+	drop_db tenants
+	set_workers 2
+
+	sl_log "tenants: pg_cron, background workers"
+	pg_cron_start bgw || return 1
+	tenant_roles cq postgres
+	cq postgres -c "GRANT USAGE ON SCHEMA cron TO PUBLIC" -c "TRUNCATE cron.job_run_details" >/dev/null
+	before_minute 20
+	once=$(cq postgres -c "SELECT to_char(date_trunc('minute', now() AT TIME ZONE 'UTC') + interval '1 minute', 'FMMI FMHH24 FMDD FMMM') || ' *'")
+	tenant_script cron "$once" >"$B/tenants-cron.sql"
+	chmod a+r "$B/tenants-cron.sql"
+	cq postgres -f "$B/tenants-cron.sql" >/dev/null
+	wait_for cq postgres "SELECT count(*) FROM cron.job_run_details WHERE end_time IS NOT NULL" $n 180
+	cq postgres -c "SELECT count(cron.unschedule(jobid)) FROM cron.job" >/dev/null
+	put_spread tenants.pg_cron.start "$(spread "SELECT extract(epoch FROM started - date_trunc('minute', (SELECT min(started) FROM tb))) * 1000 FROM tb" cq postgres)"
+	put tenants.pg_cron.last_finish_ms "$(cq postgres -c "SELECT round((extract(epoch FROM max(end_time) - date_trunc('minute', (SELECT min(started) FROM tb))) * 1000)::numeric, 1) FROM cron.job_run_details")"
+	put tenants.pg_cron.failed "$(cq postgres -c "SELECT count(*) FROM cron.job_run_details WHERE status <> 'succeeded'")"
+}
+
+# --- 2c. many databases ----------------------------------------------------
+
+N_DBS=32
+DBS_SECONDS=${BENCH_DBS_SECONDS:-30}
+
+# restart_schedlock : restart the schedlock cluster (a new
+# max_worker_processes)
+restart_schedlock()
+{
+	sl_as_server "$PG_BINDIR/pg_ctl" -D "$B/s/data" -l "$B/s/server.log" -w -t 60 restart >/dev/null
+}
+
+# pss_kb PIDS... : proportional set size of the processes, in kB
+pss_kb()
+{
+	local p t=0 v
+	for p in "$@"; do
+		v=$(awk '/^Pss:/ {print $2}' "/proc/$p/smaps_rollup" 2>/dev/null)
+		t=$((t + ${v:-0}))
+	done
+	echo "$t"
+}
+
+# dbs_trial NAME : the databases' '1 seconds' jobs for DBS_SECONDS; start
+# lag of every run, processes and memory
+dbs_trial()
+{
+	local name=$1 i pids
+	for i in $(seq 1 $N_DBS); do
+		sq "d$i" -c "TRUNCATE schedlock.job_runs" >/dev/null 2>&1
+	done
+	sleep "$DBS_SECONDS"
+	pids=$(scheduler_pids sq 'schedlock%')
+	put "dbs.$name.processes" "$(echo $pids | wc -w)"
+	put "dbs.$name.pss_kb" "$(pss_kb $pids)"
+	: >"$B/dbs-lag.tsv"
+	for i in $(seq 1 $N_DBS); do
+		sq "d$i" -c "SELECT extract(epoch FROM started_at - scheduled_for) * 1000 FROM schedlock.job_runs WHERE status = 'succeeded'" >>"$B/dbs-lag.tsv"
+	done
+	chmod a+r "$B/dbs-lag.tsv"
+	sq postgres -c "DROP TABLE IF EXISTS dbs_lag" -c "CREATE TABLE dbs_lag (ms float8)" \
+		-c "\\copy dbs_lag FROM '$B/dbs-lag.tsv'" >/dev/null
+	put_spread "dbs.$name.lag" "$(spread "SELECT ms FROM dbs_lag" sq postgres)"
+	put "dbs.$name.expected_runs" "$((N_DBS * DBS_SECONDS))"
+	put "dbs.$name.databases_with_runs" "$(for i in $(seq 1 $N_DBS); do sq "d$i" -c "SELECT count(*) > 0 FROM schedlock.job_runs WHERE status = 'succeeded'"; done | grep -c t)"
+	sq postgres -c "DROP TABLE dbs_lag" >/dev/null
+}
+
+bench_dbs()
+{
+	local i
+	sl_log "dbs: $N_DBS databases with a '1 seconds' job each, PostgreSQL's default max_worker_processes (8)"
+	set_workers default
+	sq postgres -c "ALTER SYSTEM SET max_worker_processes = 8" >/dev/null
+	restart_schedlock
+	for i in $(seq 1 $N_DBS); do
+		fresh_db "d$i" >/dev/null || return 1
+		sq "d$i" -c "CREATE TABLE lag (started timestamptz)" \
+			-c "SELECT schedule_job('tick', '1 seconds', 'INSERT INTO lag VALUES (clock_timestamp())')" >/dev/null
+	done
+	put dbs.default.max_worker_processes "$(sq postgres -c "SHOW max_worker_processes")"
+	sleep 5
+	dbs_trial default
+
+	sl_log "dbs: the same with enough slots (max_worker_processes = $((N_DBS + 8)))"
+	sq postgres -c "ALTER SYSTEM SET max_worker_processes = $((N_DBS + 8))" \
+		-c "ALTER SYSTEM SET schedlock.max_job_backends = $((N_DBS + 2))" >/dev/null
+	restart_schedlock
+	sleep 5
+	dbs_trial enough
+	sq postgres -c "ALTER SYSTEM RESET max_worker_processes" >/dev/null
+	restart_schedlock
+	for i in $(seq 1 $N_DBS); do
+		drop_db "d$i" >/dev/null
+	done
+	set_workers 2
+}
+
+# --- 2d. lag during another role's burst ------------------------------------
+
+bench_lagburst()
+{
+	sl_log "lagburst: a '1 seconds' job of role b while role a's burst of $N_BURST jobs runs (defaults)"
+	set_workers default
+	fresh_db lagb || return 1
+	sq lagb -c "DO \$\$ BEGIN
+		IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'burst_a') THEN CREATE ROLE burst_a LOGIN; END IF;
+		IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'tick_b') THEN CREATE ROLE tick_b LOGIN; END IF;
+		END \$\$" \
+		-c "CREATE TABLE lag (started timestamptz)" -c "CREATE TABLE b (job int, started timestamptz)" \
+		-c "GRANT INSERT ON lag TO tick_b" -c "GRANT INSERT ON b TO burst_a" \
+		-c "GRANT EXECUTE ON FUNCTION schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name) TO burst_a, tick_b" >/dev/null
+	sq lagb -c "SET ROLE tick_b" -c "SELECT schedule_job('tick', '1 seconds', 'INSERT INTO public.lag VALUES (clock_timestamp())')" >/dev/null
+	before_minute 20
+	sq lagb -c "SET ROLE burst_a" -c "SELECT count(schedule_job('b' || i, '* * * * *', 'INSERT INTO public.b VALUES (' || i || ', clock_timestamp())')) FROM generate_series(1, $N_BURST) i" >/dev/null
+	sq lagb -c "TRUNCATE lag" >/dev/null
+	wait_for sq lagb "SELECT count(*) FROM b" $N_BURST 120
+	sleep 5
+	sq lagb -c "UPDATE schedlock.jobs SET enabled = false"
+	put_spread lagburst.tick "$(spread "SELECT extract(epoch FROM started - date_trunc('second', started)) * 1000 FROM lag ORDER BY started OFFSET 1" sq lagb)"
+	put lagburst.tick.during_burst_ms "$(sq lagb -c "SELECT round(max(extract(epoch FROM started - date_trunc('second', started)) * 1000)::numeric, 2) FROM lag WHERE started BETWEEN (SELECT min(started) FROM b) - interval '10 ms' AND (SELECT max(started) FROM b) + interval '1 second'")"
+	put lagburst.burst.last_finish_ms "$(sq lagb -c "SELECT round((extract(epoch FROM max(r.finished_at) - min(r.scheduled_for)) * 1000)::numeric, 1) FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id) WHERE j.job_name LIKE 'b%'")"
+	drop_db lagb
+	set_workers 2
 }
 
 # --- 3. NOTIFY burst --------------------------------------------------------
@@ -563,7 +762,7 @@ bench_claim()
 	local w db
 	for w in 1 2 4; do
 		db=claim$w
-		sl_log "claim: $N_CLAIM no-op jobs, $w workers"
+		sl_log "claim: $N_CLAIM no-op jobs, $w job backends"
 		set_workers "$w"
 		fresh_db "$db" || return 1
 		warm_up "$db"
@@ -592,6 +791,9 @@ for w in $ONLY; do
 	case $w in
 		lag) bench_lag ;;
 		burst) bench_burst ;;
+		tenants) bench_tenants ;;
+		dbs) bench_dbs ;;
+		lagburst) bench_lagburst ;;
 		notify) bench_notify ;;
 		scale) bench_scale ;;
 		claim) bench_claim ;;

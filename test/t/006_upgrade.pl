@@ -127,8 +127,8 @@ my $runs_before = $node->safe_psql('upgraded', $runs_sql);
 
 my $busy = $node->safe_psql('upgraded', q{
 	SELECT count(*) FROM pg_stat_activity
-	 WHERE backend_type = 'schedlock worker' AND datname = 'upgraded'});
-cmp_ok($busy, '>=', 1, "$busy schedlock workers of the database are running");
+	 WHERE backend_type = 'schedlock job' AND datname = 'upgraded'});
+cmp_ok($busy, '>=', 1, "$busy job backends of the database are running");
 
 $node->safe_psql('upgraded', 'ALTER EXTENSION schedlock UPDATE');
 my $upgraded_at = $node->safe_psql('upgraded', 'SELECT clock_timestamp()');

@@ -45,13 +45,13 @@ is($node->safe_psql('app',
 	'0', 'all first attempts, on timeline 1');
 is($node->safe_psql('app',
 		q{SELECT count(DISTINCT worker_pid) BETWEEN 1 AND 2 FROM schedlock.job_runs}),
-	't', 'the runs were done by the database\'s workers');
+	't', 'the runs were done by the role\'s job backend');
 
 is($node->safe_psql('app', q{
 	SELECT string_agg(backend_type || ':' || coalesce(datname, '-'), ',' ORDER BY backend_type, datname)
 	  FROM pg_stat_activity WHERE backend_type LIKE 'schedlock%'}),
-	'schedlock launcher:-,schedlock worker:app,schedlock worker:app',
-	'pg_stat_activity shows the launcher and two workers of database app');
+	'schedlock job:app,schedlock launcher:-',
+	'pg_stat_activity shows the launcher and one job backend of database app (its one role)');
 
 is($node->safe_psql('app', q{
 	SELECT consecutive_failures, last_status FROM schedlock.job_status WHERE job_name = 'tick'}),

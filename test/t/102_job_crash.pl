@@ -25,7 +25,7 @@ $node->safe_psql('app', q{
 
 $node->poll_query_until('app', q{
 	SELECT count(*) = 1 FROM pg_stat_activity
-	 WHERE backend_type = 'schedlock worker' AND query LIKE '/* schedlock job: % */ SELECT pg_sleep(60)'})
+	 WHERE backend_type = 'schedlock job' AND query LIKE '/* schedlock job: % */ SELECT pg_sleep(60)'})
   or die 'the sleepy job did not start';
 pass('pg_stat_activity shows the worker running the job\'s command');
 

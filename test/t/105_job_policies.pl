@@ -3,18 +3,18 @@
 #      records the first missed slot as skipped with a message that says
 #      how many were missed, then runs exactly the latest 100 slots, each
 #      once and in order, and nothing else.
-#  (b) schedlock.history_retention: 0 keeps every run; otherwise worker 0
-#      deletes the finished runs older than the retention, oldest first, in
-#      batches of 1000 (at most 10 a pass), at most once a minute, and
-#      never touches newer runs or runs not finished.
+#  (b) schedlock.history_retention: 0 keeps every run; otherwise the
+#      database's housekeeping deletes the finished runs older than the
+#      retention, in batches of 1000, coming back at once while some are
+#      left, and never touches newer runs or runs not finished.
 #  (c) NOTIFY deadlines: an unclaimed run is closed as timed_out after the
 #      job's timeout and retried after retry_delay up to max_attempts, then
 #      no more, counting consecutive failures; a claimed run not finished
 #      within the timeout counted from the claim is closed as timed_out and
 #      a late schedlock_finish_run returns false and changes nothing.
 #      (c3) When more NOTIFY runs are overdue at once than one transaction
-#      closes (100), all are still closed promptly, not at the workers'
-#      next wakeup up to 60 s later.
+#      closes (100), all are still closed promptly once dispatch is back
+#      on, not at the next housekeeping up to 60 s later.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -238,24 +238,22 @@ my $burst = q{
 	SELECT count(*) FILTER (WHERE r.status = 'pending'), count(*) FILTER (WHERE r.status = 'timed_out')
 	  FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id) WHERE j.job_name LIKE 'burst%'};
 $node->poll_query_until('app', $burst, '250|0') or die 'the burst was not notified';
-my @workers = split /\n/, $node->safe_psql('app', q{
-	SELECT pid FROM pg_stat_activity WHERE backend_type = 'schedlock worker' AND datname = 'app'});
-die "expected 2 workers, got @workers" unless @workers == 2;
-my $since = $node->safe_psql('app', 'SELECT clock_timestamp()');
 $node->safe_psql('app', 'ALTER SYSTEM SET schedlock.enabled = off');
 $node->safe_psql('app', 'SELECT pg_reload_conf()');
-wait_pass($_, $since) for @workers;
+# the job backends leave when dispatch is off
+$node->poll_query_until('app', q{
+	SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'schedlock job'})
+  or die 'the job backends did not leave';
 $node->safe_psql('app', q{
 	UPDATE schedlock.job_runs r SET deadline = now() - interval '1 second'
 	  FROM schedlock.jobs j
 	 WHERE j.job_id = r.job_id AND j.job_name LIKE 'burst%' AND r.status = 'pending'});
+sleep(2);
 is($node->safe_psql('app', $burst), '250|0', 'with dispatch off, the overdue runs stay pending');
-$since = $node->safe_psql('app', 'SELECT clock_timestamp()');
 $node->safe_psql('app', 'ALTER SYSTEM RESET schedlock.enabled');
 $node->safe_psql('app', 'SELECT pg_reload_conf()');
-wait_pass($_, $since) for @workers;
-# a few seconds of grace, far less than the workers' longest sleep (60 s)
-for (1 .. 50)
+# a few seconds of grace, far less than the scheduler's longest sleep (60 s)
+for (1 .. 100)
 {
 	last if $node->safe_psql('app', $burst) eq '0|250';
 	usleep(100_000);
@@ -265,39 +263,17 @@ is($node->safe_psql('app', $burst), '0|250',
 
 # --- (b) history retention ---
 #
-# Pruning runs in worker 0 on the first pass of its loop and then at most
-# once a minute, so each phase restarts the server and waits for worker 0
-# to finish its first pass: pg_stat_activity shows it idle only after a
-# whole pass (it is "active" from its start-up work until then).  Worker 0
-# says it started at DEBUG1 only, so this part logs at debug1 (set before
-# the first restart below).  The log line may carry a SQLSTATE before DEBUG
-# (test/run-all.sh logs %e).
-sub worker0_pid
-{
-	my ($offset) = @_;
-	my $re = qr/\[(\d+)\] (?:[0-9A-Z]{5} )?DEBUG:  schedlock worker 0 for database app started/;
-	$node->wait_for_log($re, $offset);
-	my ($pid) = (slurp_file($node->logfile, $offset) =~ $re);
-	return $pid;
-}
-
-# wait until worker 0 ($pid) has ended a pass after time $since
-sub wait_pass
-{
-	my ($pid, $since) = @_;
-	$node->poll_query_until('app', qq{
-		SELECT state = 'idle' AND state_change > '$since'
-		  FROM pg_stat_activity WHERE pid = $pid})
-	  or die "worker 0 (pid $pid) did not complete a pass";
-}
-
-sub restart_and_wait_first_pass
+# The database's housekeeper prunes when the server starts (and then when
+# the oldest run left falls out of the retention, at most once a minute, or
+# at once while it left some behind), so each phase restarts the server and
+# waits for the housekeeper to exit.  It logs its start and exit at DEBUG1
+# only, so this part logs at debug1 (set before the first restart below).
+sub restart_and_wait_housekeeping
 {
 	my $offset = -s $node->logfile;
 	$node->restart;
-	my $pid = worker0_pid($offset);
-	wait_pass($pid, '-infinity');
-	return $pid;
+	$node->wait_for_log(qr/background worker "schedlock housekeeper" \(PID \d+\) exited/,
+		$offset);
 }
 
 # one disabled job owns the history rows:
@@ -343,33 +319,20 @@ my $census = qq{
 	  FROM schedlock.job_runs WHERE job_id = $hist};
 is($node->safe_psql('app', $census), "12000|100|3|$others", 'the history rows are in place');
 
-# (b1) history_retention = 0: worker 0's first pass deletes nothing
+# (b1) history_retention = 0: the housekeeping deletes nothing
 $node->append_conf('postgresql.conf', "log_min_messages = debug1");
-my $pid = restart_and_wait_first_pass();
+restart_and_wait_housekeeping();
 is($node->safe_psql('app', $census), "12000|100|3|$others",
 	'history_retention = 0 keeps every run');
 
-# (b2) 7 days: the first pass deletes 10 batches of 1000, oldest first
+# (b2) 7 days: the housekeeping deletes every old run, batch after batch,
+# and nothing else
 $node->append_conf('postgresql.conf', "schedlock.history_retention = '7d'");
-$pid = restart_and_wait_first_pass();
-is($node->safe_psql('app', $census), "2000|100|3|$others",
-	'the first pass deleted 10000 old runs, 10 batches of 1000, and nothing else');
-is($node->safe_psql('app', qq{
-	SELECT count(*) FROM schedlock.job_runs r JOIN hist_old o USING (finished_at)
-	 WHERE r.job_id = $hist AND o.i <= 2000}),
-	'2000', 'the oldest went first: the 2000 left are the youngest of the old runs');
-
-# (b3) another pass within the minute prunes nothing
-$since = $node->safe_psql('app', 'SELECT clock_timestamp()');
-$node->safe_psql('app', 'SELECT pg_reload_conf()');
-wait_pass($pid, $since);
-is($node->safe_psql('app', $census), "2000|100|3|$others",
-	'a second pass within the minute does not prune');
-
-# (b4) the next pass that may prune (here: a restart) deletes the rest
-restart_and_wait_first_pass();
+restart_and_wait_housekeeping();
+$node->poll_query_until('app', $census, "0|100|3|$others")
+  or diag('left: ' . $node->safe_psql('app', $census));
 is($node->safe_psql('app', $census), "0|100|3|$others",
-	'the next pruning pass deleted the remaining old runs, kept new and open ones');
+	'the housekeeping deleted the 12000 old runs, kept new and open ones');
 is($node->safe_psql('app', qq{
 	SELECT string_agg(status, ',' ORDER BY status) FROM schedlock.job_runs
 	 WHERE job_id = $hist AND finished_at IS NULL}),

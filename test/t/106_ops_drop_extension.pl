@@ -1,5 +1,5 @@
 # 106_ops_drop_extension.pl: DROP EXTENSION schedlock stops the database's
-# workers only when the drop may go ahead.
+# job backends only when the drop may go ahead.
 #  - The database owner, who does not own the extension, is refused, and no
 #    worker was stopped: the worker pids are the same before and after, and
 #    another role's long run in progress finishes as succeeded.
@@ -35,13 +35,14 @@ sub worker_pids
 {
 	return $node->safe_psql('app', q{
 		SELECT string_agg(pid::text, ',' ORDER BY pid) FROM pg_stat_activity
-		 WHERE backend_type = 'schedlock worker' AND datname = 'app'});
+		 WHERE backend_type = 'schedlock job' AND datname = 'app'});
 }
 
-$node->poll_query_until('app', q{
-	SELECT count(*) = 2 FROM pg_stat_activity
-	 WHERE backend_type = 'schedlock worker' AND datname = 'app'})
-  or die 'the workers did not start';
+# no job yet: no process (the housekeeper that found the extension leaves)
+ok($node->poll_query_until('app', q{
+	SELECT count(*) = 0 FROM pg_stat_activity
+	 WHERE backend_type LIKE 'schedlock%' AND datname = 'app'}),
+	'a database without jobs holds no schedlock process');
 
 # bob's long non-atomic run: its run row says running while it sleeps
 $node->safe_psql('app', q{
@@ -64,7 +65,7 @@ isnt($ret, 0, 'the database owner may not drop an extension it does not own');
 like($stderr, qr/must be owner of extension schedlock/, 'PostgreSQL says why');
 is($node->safe_psql('app', q{SELECT count(*) FROM pg_extension WHERE extname = 'schedlock'}),
 	'1', 'the extension is still there');
-is(worker_pids(), $before, 'no worker was stopped: the same worker pids as before');
+is(worker_pids(), $before, 'no job backend was stopped: the same pids as before');
 $node->poll_query_until('app', qq{
 	SELECT status <> 'running' FROM schedlock.job_runs WHERE run_id = $run_id})
   or die 'the long run did not finish';
@@ -90,7 +91,7 @@ $node->poll_query_until('app', q{
   or die 'DROP EXTENSION did not wait for the lock';
 is($node->safe_psql('app', q{
 	SELECT count(*) FROM pg_stat_activity
-	 WHERE backend_type = 'schedlock worker' AND datname = 'app'}),
+	 WHERE backend_type = 'schedlock job' AND datname = 'app'}),
 	'0', 'while DROP EXTENSION waits, the workers have stepped aside');
 $node->safe_psql('app', q{
 	SELECT pg_terminate_backend(pid) FROM pg_stat_activity
@@ -107,7 +108,7 @@ while (time() - $t0 < 20)
 {
 	if ($node->safe_psql('app', q{
 		SELECT count(*) FROM pg_stat_activity
-		 WHERE backend_type = 'schedlock worker' AND datname = 'app'}) eq '2')
+		 WHERE backend_type = 'schedlock job' AND datname = 'app'}) ne '0')
 	{
 		$back = time() - $t0;
 		last;
@@ -125,7 +126,7 @@ pass('jobs run again');
 $node->safe_psql('app', 'DROP EXTENSION schedlock');
 $node->poll_query_until('app', q{
 	SELECT count(*) = 0 FROM pg_stat_activity
-	 WHERE backend_type = 'schedlock worker' AND datname = 'app'})
+	 WHERE backend_type = 'schedlock job' AND datname = 'app'})
   or die 'workers stay after DROP EXTENSION';
 pass('the superuser drops the extension and the workers are gone');
 

@@ -1,8 +1,8 @@
 # 107_ops_template_rename.pl: CREATE DATABASE ... TEMPLATE and ALTER
-# DATABASE ... RENAME work while the scheduler runs: the workers of the
+# DATABASE ... RENAME work while the scheduler runs: the job backends of the
 # database step aside for the statement and come back after it (under the
 # new name after a rename), and jobs run again.  A role that may not run the
-# statement is refused by PostgreSQL without any worker having been stopped.
+# statement is refused by PostgreSQL without any backend having been stopped.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -28,13 +28,13 @@ $node->safe_psql('app', q{
 	SELECT schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (now())');
 });
 
-# pids of a database's workers, sorted
+# pids of a database's job backends, sorted
 sub worker_pids
 {
 	my ($db) = @_;
 	return $node->safe_psql('postgres', qq{
 		SELECT string_agg(pid::text, ',' ORDER BY pid) FROM pg_stat_activity
-		 WHERE backend_type = 'schedlock worker' AND datname = '$db'});
+		 WHERE backend_type = 'schedlock job' AND datname = '$db'});
 }
 
 # wait until the job has run twice more in database $db
@@ -47,9 +47,9 @@ sub ticks_go_on
 
 ok(ticks_go_on('app'), 'the job runs in app');
 $node->poll_query_until('postgres', q{
-	SELECT count(*) = 2 FROM pg_stat_activity
-	 WHERE backend_type = 'schedlock worker' AND datname = 'app'})
-  or die 'the workers did not start';
+	SELECT count(*) = 1 FROM pg_stat_activity
+	 WHERE backend_type = 'schedlock job' AND datname = 'app'})
+  or die 'the job backend of dbowner did not start';
 my $pids = worker_pids('app');
 
 # refused statements stop nothing
@@ -61,7 +61,7 @@ like($stderr, qr/permission denied to copy database "app"/,
 	'ALTER DATABASE app RENAME TO stolen', extra_params => [ '-U', 'other' ]);
 like($stderr, qr/must be owner of database app/,
 	'a role that does not own app may not rename it');
-is(worker_pids('app'), $pids, 'the refused statements stopped no worker');
+is(worker_pids('app'), $pids, 'the refused statements stopped no job backend');
 
 # CREATE DATABASE ... TEMPLATE app, by the owner
 ($ret, $stdout, $stderr) = $node->psql('postgres',
@@ -72,10 +72,10 @@ is($node->safe_psql('app_copy', 'SELECT count(*) > 0 FROM ticks'), 't',
 	'the copy has the data of app');
 ok(ticks_go_on('app'), 'the job runs again in app afterwards');
 $node->poll_query_until('postgres', q{
-	SELECT count(*) = 2 FROM pg_stat_activity
-	 WHERE backend_type = 'schedlock worker' AND datname = 'app'})
-  or die 'the workers of app did not come back';
-pass('app has its two workers again');
+	SELECT count(*) = 1 FROM pg_stat_activity
+	 WHERE backend_type = 'schedlock job' AND datname = 'app'})
+  or die 'the job backend of app did not come back';
+pass('app has its job backend again');
 
 # ALTER DATABASE app RENAME TO renamed, by the owner
 ($ret, $stdout, $stderr) = $node->psql('postgres',
@@ -84,9 +84,9 @@ is($ret, 0, 'ALTER DATABASE app RENAME TO renamed succeeds while the scheduler r
   or diag($stderr);
 ok(ticks_go_on('renamed'), 'the job runs again in the renamed database');
 $node->poll_query_until('postgres', q{
-	SELECT count(*) = 2 FROM pg_stat_activity
-	 WHERE backend_type = 'schedlock worker' AND datname = 'renamed'})
-  or die 'the workers of the renamed database did not come back';
+	SELECT count(*) = 1 FROM pg_stat_activity
+	 WHERE backend_type = 'schedlock job' AND datname = 'renamed'})
+  or die 'the job backend of the renamed database did not come back';
 my @titles;
 foreach my $pid (split /,/, worker_pids('renamed'))
 {
@@ -97,8 +97,8 @@ foreach my $pid (split /,/, worker_pids('renamed'))
 	$t =~ s/\0/ /g;
 	push @titles, $t;
 }
-is(scalar(grep { /schedlock worker \d+ for database renamed\b/ } @titles), 2,
-	'the workers\' process titles name the new database')
+is(scalar(grep { /schedlock job backend for database renamed\b/ } @titles), 1,
+	'the job backend\'s process title names the new database')
   or diag(join("\n", @titles));
 
 $node->stop;

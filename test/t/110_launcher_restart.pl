@@ -1,8 +1,9 @@
 # 110_launcher_restart.pl: the launcher's state lives in shared memory.
 # After pg_terminate_backend of the launcher the new launcher adopts the
-# running workers (same pids, still two for the database, none doubled) and
-# does not fire @reboot again; worker 0 terminated during its start-up,
-# before it fired @reboot, is started again and fires @reboot exactly once.
+# running job backend (same pid, still one for the database's one role,
+# none doubled) and does not fire @reboot again; the database's housekeeper
+# terminated during its start-up, before it fired @reboot, is started again
+# and fires @reboot exactly once, and no job backend runs before it.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -14,12 +15,15 @@ $node->init;
 $node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
 $node->append_conf('postgresql.conf', "max_worker_processes = 32");
 $node->append_conf('postgresql.conf', "max_prepared_transactions = 2");
+# one job backend for the role: the counts below are exact
+$node->append_conf('postgresql.conf', "schedlock.max_runs_per_role = 1");
 $node->start;
 $node->safe_psql('postgres', 'CREATE DATABASE app');
 $node->safe_psql('app', 'CREATE EXTENSION schedlock');
 $node->safe_psql('app', 'CREATE TABLE boots (at timestamptz)');
 $node->safe_psql('app', q{
-	SELECT schedule_job('boot', '@reboot', 'INSERT INTO boots VALUES (now())')});
+	SELECT schedule_job('boot', '@reboot', 'INSERT INTO boots VALUES (now())');
+	SELECT schedule_job('tick', '1 second', 'SELECT 1')});
 
 # poll: wait until the query returns the expected value
 sub wait_for
@@ -36,9 +40,9 @@ sub wait_for
 }
 
 my $workers_q = q{SELECT count(*) FROM pg_stat_activity
-	WHERE backend_type = 'schedlock worker' AND datname = 'app'};
+	WHERE backend_type = 'schedlock job' AND datname = 'app'};
 my $pids_q = q{SELECT string_agg(pid::text, ',' ORDER BY pid) FROM pg_stat_activity
-	WHERE backend_type = 'schedlock worker' AND datname = 'app'};
+	WHERE backend_type = 'schedlock job' AND datname = 'app'};
 my $launcher_q = q{SELECT pid FROM pg_stat_activity
 	WHERE backend_type = 'schedlock launcher'};
 my $boot_runs_q = q{SELECT count(*) FROM schedlock.job_runs r
@@ -48,7 +52,7 @@ my $boot_runs_q = q{SELECT count(*) FROM schedlock.job_runs r
 # a restart: the @reboot job runs once
 $node->restart;
 is(wait_for('app', $boot_runs_q, '1', 30), '1', '@reboot ran once after the server started');
-is(wait_for('app', $workers_q, '2', 30), '2', 'two workers serve database app');
+is(wait_for('app', $workers_q, '1', 30), '1', 'one job backend serves database app');
 my $pids = $node->safe_psql('app', $pids_q);
 
 # terminate the launcher; the postmaster starts it again after 5 s
@@ -63,27 +67,27 @@ for (1 .. 300)
 	select(undef, undef, undef, 0.1);
 }
 isnt($new_launcher, $launcher, "a new launcher runs (pid $new_launcher)");
-# give the new launcher time to (wrongly) start workers and fire @reboot
+# give the new launcher time to (wrongly) start backends and fire @reboot
 sleep 8;
-is($node->safe_psql('app', $workers_q), '2',
-	'still exactly two workers for database app after the launcher restart');
+is($node->safe_psql('app', $workers_q), '1',
+	'still exactly one job backend for database app after the launcher restart');
 is($node->safe_psql('app', $pids_q), $pids,
-	'the new launcher adopted the same two worker processes');
+	'the new launcher adopted the same job backend');
 is($node->safe_psql('app', $boot_runs_q), '1',
 	'@reboot did not run again when the launcher restarted');
 is($node->safe_psql('app', 'SELECT count(*) FROM boots'), '1',
 	'the @reboot job committed its effect once');
 
-# worker 0 terminated during its start-up, before it fired @reboot: a
-# prepared transaction holds schedlock.jobs across the restart, so worker 0
-# waits for it; terminate it there, then let its successor go on
+# the housekeeper terminated during its start-up, before it fired @reboot:
+# a prepared transaction holds schedlock.jobs across the restart, so the
+# housekeeper waits for it; terminate it there, then let its successor go on
 $node->safe_psql('app', q{
 	BEGIN;
 	LOCK TABLE schedlock.jobs IN ACCESS EXCLUSIVE MODE;
 	PREPARE TRANSACTION 'hold_jobs'});
 $node->restart;
 my $blocked_q = q{SELECT pid FROM pg_stat_activity
-	WHERE backend_type = 'schedlock worker' AND datname = 'app'
+	WHERE backend_type = 'schedlock housekeeper' AND datname = 'app'
 	  AND wait_event_type = 'Lock'};
 my $w0 = '';
 for (1 .. 300)
@@ -92,11 +96,11 @@ for (1 .. 300)
 	last if $w0 =~ /^\d+$/;
 	select(undef, undef, undef, 0.1);
 }
-ok($w0 =~ /^\d+$/, "worker 0 waits in its start-up (pid $w0)");
-is($node->safe_psql('postgres', $workers_q), '1',
-	'only worker 0 runs while it starts up');
+ok($w0 =~ /^\d+$/, "the housekeeper waits in its start-up (pid $w0)");
+is($node->safe_psql('postgres', $workers_q), '0',
+	'no job backend runs before the housekeeper is through');
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($w0)");
-# the launcher starts worker 0 again after its restart delay; it waits too
+# the launcher starts the housekeeper again after a delay; it waits too
 my $w0b = '';
 for (1 .. 300)
 {
@@ -104,11 +108,11 @@ for (1 .. 300)
 	last if $w0b =~ /^\d+$/ && $w0b ne $w0;
 	select(undef, undef, undef, 0.1);
 }
-ok($w0b =~ /^\d+$/ && $w0b ne $w0, "worker 0 was started again (pid $w0b)");
+ok($w0b =~ /^\d+$/ && $w0b ne $w0, "the housekeeper was started again (pid $w0b)");
 $node->safe_psql('app', q{ROLLBACK PREPARED 'hold_jobs'});
 is(wait_for('app', $boot_runs_q, '1', 30), '1',
-	'@reboot ran once although worker 0 failed during its start-up');
-is(wait_for('app', $workers_q, '2', 30), '2', 'two workers serve database app again');
+	'@reboot ran once although the housekeeper failed during its start-up');
+is(wait_for('app', $workers_q, '1', 30), '1', 'a job backend serves database app again');
 sleep 3;
 is($node->safe_psql('app', $boot_runs_q), '1', '@reboot ran exactly once');
 is($node->safe_psql('app', 'SELECT count(*) FROM boots'), '2',

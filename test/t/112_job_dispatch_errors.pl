@@ -38,7 +38,7 @@ $node->safe_psql('app', 'CREATE TABLE ticks (at timestamptz)');
 
 my $workers_sql = q{
 	SELECT string_agg(pid::text, ',' ORDER BY pid) FROM pg_stat_activity
-	 WHERE backend_type = 'schedlock worker' AND datname = 'app'};
+	 WHERE backend_type = 'schedlock job' AND datname = 'app'};
 $node->poll_query_until('app', qq{SELECT count(*) = 2 FROM ($workers_sql) s, unnest(string_to_array(s.string_agg, ','))})
   or die 'the two workers did not start';
 

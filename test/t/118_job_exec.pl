@@ -116,7 +116,7 @@ $node->safe_psql('app', q{
 # --- memory ----------------------------------------------------------------
 # the workers' pids, and a field of /proc/PID/status in kB
 my @pids = split /\n/, $node->safe_psql('app', q{
-	SELECT pid FROM pg_stat_activity WHERE backend_type = 'schedlock worker' ORDER BY pid});
+	SELECT pid FROM pg_stat_activity WHERE backend_type = 'schedlock job' ORDER BY pid});
 cmp_ok(scalar(@pids), '>=', 1, 'the workers are found');
 
 sub status_kb

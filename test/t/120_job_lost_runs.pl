@@ -64,7 +64,7 @@ wait_true(q{
 $node->safe_psql('app', q{SELECT run_job('hog')});
 wait_true(q{
 	SELECT count(*) = 1 FROM pg_stat_activity
-	 WHERE backend_type = 'schedlock worker' AND query LIKE '/* schedlock job: % */ SELECT pg_sleep(10)'}, 30)
+	 WHERE backend_type = 'schedlock job' AND query LIKE '/* schedlock job: % */ SELECT pg_sleep(10)'}, 30)
   or die 'the hog job did not start';
 $node->safe_psql('app', 'ALTER SYSTEM SET schedlock.workers = 2');
 $node->safe_psql('app', 'SELECT pg_reload_conf()');
@@ -155,7 +155,7 @@ ok(victim_runs_after($fake1), 'and the job runs on');
 # (b2) the pid of the live worker, which started after the run began
 my ($wpid, $wstart) = split /\|/, $node->safe_psql('app', q{
 	SELECT pid, backend_start - interval '1 hour' FROM pg_stat_activity
-	 WHERE backend_type = 'schedlock worker' AND datname = 'app'});
+	 WHERE backend_type = 'schedlock job' AND datname = 'app'});
 my $fake2 = fake_run($wpid, $wstart, '2000-01-02 00:00:00+00');
 $took = wait_true("SELECT status = 'lost' FROM schedlock.job_runs WHERE run_id = $fake2", 20);
 ok(defined $took && $took < 5,

@@ -42,7 +42,7 @@ sub worker_pid
 {
 	return $node->safe_psql('app', q{
 		SELECT pid FROM pg_stat_activity
-		 WHERE backend_type = 'schedlock worker' AND datname = 'app'});
+		 WHERE backend_type = 'schedlock job' AND datname = 'app'});
 }
 
 # ticks_after TIME : whether the tick job ran twice after TIME
@@ -53,7 +53,7 @@ sub ticks_after
 }
 
 wait_true(q{SELECT count(*) = 1 FROM pg_stat_activity
-			 WHERE backend_type = 'schedlock worker' AND datname = 'app'}, 30)
+			 WHERE backend_type = 'schedlock job' AND datname = 'app'}, 30)
   or die 'no worker for database app';
 my $pid = worker_pid();
 
@@ -81,7 +81,7 @@ $node->safe_psql('app', q{SELECT alter_job('tick', enabled => false)});
 
 # (the worker of part (a), or its successor if part (a) failed)
 wait_true(q{SELECT count(*) = 1 FROM pg_stat_activity
-			 WHERE backend_type = 'schedlock worker' AND datname = 'app'}, 30)
+			 WHERE backend_type = 'schedlock job' AND datname = 'app'}, 30)
   or die 'no worker for database app';
 $pid = worker_pid();
 

@@ -19,7 +19,7 @@ $node->safe_psql('app', 'CREATE EXTENSION schedlock');
 
 ok($node->poll_query_until('app', q{
 	SELECT count(*) = 2 FROM pg_stat_activity
-	 WHERE backend_type = 'schedlock worker' AND datname = 'app'}),
+	 WHERE backend_type = 'schedlock job' AND datname = 'app'}),
 	'two workers serve database app');
 
 is($node->safe_psql('app', q{
@@ -33,7 +33,7 @@ my $version = $node->safe_psql('app', 'SHOW server_version_num');
 my $event = $version >= 170000 ? 'SchedlockIdle' : 'Extension';
 ok($node->poll_query_until('app', qq{
 	SELECT count(*) = 2 FROM pg_stat_activity
-	 WHERE backend_type = 'schedlock worker' AND wait_event_type = 'Extension'
+	 WHERE backend_type = 'schedlock job' AND wait_event_type = 'Extension'
 	   AND wait_event = '$event'}),
 	"idle workers wait on wait event $event");
 
@@ -41,13 +41,13 @@ $node->safe_psql('app', q{
 	SELECT schedule_job('slow job', '1 second', 'SELECT pg_sleep(30)')});
 ok($node->poll_query_until('app', q{
 	SELECT count(*) = 1 FROM pg_stat_activity
-	 WHERE backend_type = 'schedlock worker' AND state = 'active'
+	 WHERE backend_type = 'schedlock job' AND state = 'active'
 	   AND query = '/* schedlock job: slow job */ SELECT pg_sleep(30)'}),
 	'a running job shows its name and command in pg_stat_activity.query');
 
 like($node->safe_psql('app', q{
 	SELECT string_agg(DISTINCT query, ',') FROM pg_stat_activity
-	 WHERE backend_type = 'schedlock worker' AND state = 'active'}),
+	 WHERE backend_type = 'schedlock job' AND state = 'active'}),
 	qr/^\/\* schedlock job: slow job \*\//, 'no other activity text while it runs');
 
 $node->safe_psql('app', q{SELECT alter_job('slow job', enabled => false)});
