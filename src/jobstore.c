@@ -657,31 +657,42 @@ schedlock_save_job_state(ClaimedJob *job, TimestampTz now)
 /*
  * schedlock_run_in_progress
  *		Whether a run of the job is pending or running (overlap); a run
- *		whose worker is gone is not (schedlock_close_lost_runs closes it).
+ *		whose job backend is gone is not, and is closed as lost here
+ *		(schedlock_close_lost_runs), so that it does not wait for the
+ *		database's next housekeeping.
  */
 bool
 schedlock_run_in_progress(int64 job_id)
 {
 	static SchedlockQuery q = {
-		"SELECT 1 FROM schedlock.job_runs x "
-		"WHERE x.job_id OPERATOR(pg_catalog.=) $1 "
-		"  AND x.status OPERATOR(pg_catalog.=) ANY ('{pending,running}') "
-		"  AND NOT (x.status OPERATOR(pg_catalog.=) 'running' "
-		"    AND x.claimed_at IS NULL AND " RUNNER_GONE("x") ") "
-		"LIMIT 1",
+		"SELECT COALESCE(pg_catalog.bool_or(NOT s.gone), false), "
+		"  COALESCE(pg_catalog.bool_or(s.gone), false) "
+		"FROM (SELECT (x.status OPERATOR(pg_catalog.=) 'running' "
+		"    AND x.claimed_at IS NULL AND " RUNNER_GONE("x") ") AS gone "
+		"  FROM schedlock.job_runs x "
+		"  WHERE x.job_id OPERATOR(pg_catalog.=) $1 "
+		"    AND x.status OPERATOR(pg_catalog.=) ANY ('{pending,running}')) s",
 		4, {INT8OID, OIDOID, TEXTOID, INT4OID}
 	};
 	Datum		values[4];
-	bool		found;
+	bool		isnull;
+	bool		live;
+	bool		gone;
 
 	values[0] = Int64GetDatum(job_id);
 	runner_args(values);
 
-	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT ||
+		SPI_processed != 1)
 		elog(ERROR, "could not look for runs in progress");
-	found = SPI_processed > 0;
+	live = DatumGetBool(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+							&isnull));
+	gone = DatumGetBool(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2,
+							&isnull));
 	SPI_freetuptable(SPI_tuptable);
-	return found;
+	if (gone)
+		(void) schedlock_close_lost_runs();
+	return live;
 }
 
 /*

@@ -550,13 +550,14 @@ set_wait(SchedlockQueue *q, SchedlockWait wait, TimestampTz now)
 
 /*
  * make_room
- *		The budget is spent and 'needed' queues wait: ask that many backends
- *		to leave (see the file header).  Returns in how many ms to look
+ *		The budget (of the cluster, or of database dboid when valid) is
+ *		spent and 'needed' queues wait: ask that many backends (of that
+ *		database) to leave (see the file header).  Returns in how many ms to look
  *		again when a busy backend has not had its turn yet (-1: no need).
  *		Caller holds the lock exclusively.
  */
 static long
-make_room(int needed, TimestampTz now)
+make_room(int needed, Oid dboid, TimestampTz now)
 {
 	Latch	   *latches[64];
 	int			nlatches = 0;
@@ -569,7 +570,8 @@ make_room(int needed, TimestampTz now)
 		SchedlockBackendSlot *slot = &schedlock_shared->slots[i];
 
 		if (slot->in_use && slot->kind == SCHEDLOCK_BACKEND_JOBS &&
-			slot->idle && !slot->yield)
+			slot->idle && !slot->yield &&
+			(!OidIsValid(dboid) || slot->dboid == dboid))
 		{
 			slot->yield = true;
 			if (slot->latch != NULL && nlatches < lengthof(latches))
@@ -580,7 +582,8 @@ make_room(int needed, TimestampTz now)
 	/* already leaving */
 	for (i = 0; i < schedlock_shared->nslots; i++)
 		if (schedlock_shared->slots[i].in_use &&
-			schedlock_shared->slots[i].yield)
+			schedlock_shared->slots[i].yield &&
+			(!OidIsValid(dboid) || schedlock_shared->slots[i].dboid == dboid))
 			needed--;
 	while (needed > 0)
 	{
@@ -594,7 +597,7 @@ make_room(int needed, TimestampTz now)
 			int			n;
 
 			if (!slot->in_use || slot->kind != SCHEDLOCK_BACKEND_JOBS ||
-				slot->yield)
+				slot->yield || (OidIsValid(dboid) && slot->dboid != dboid))
 				continue;
 			if (!TimestampDifferenceExceeds(slot->reserved_at, now,
 											SCHEDLOCK_TURN_MS))
@@ -818,8 +821,14 @@ launcher_pass(TimestampTz *last_scan)
 		{
 			if (!w->growth)
 			{
+				long		r;
+
 				set_wait(q, SCHEDLOCK_WAIT_DATABASE_CAP, now);
 				warn_wait(q, db, now);
+				/* another role's backend of the database makes room */
+				r = make_room(1, db->dboid, now);
+				if (r >= 0 && (recheck < 0 || r < recheck))
+					recheck = r;
 			}
 			LWLockRelease(schedlock_shared->lock);
 			continue;
@@ -883,7 +892,7 @@ launcher_pass(TimestampTz *last_scan)
 	}
 	if (waiting > 0)
 	{
-		long		r = make_room(waiting, now);
+		long		r = make_room(waiting, InvalidOid, now);
 
 		if (r >= 0 && (recheck < 0 || r < recheck))
 			recheck = r;

@@ -1,15 +1,15 @@
-# 120_job_lost_runs.pl: a run whose worker is gone is closed as lost within
-# seconds, while the server runs on, and the job goes on with its next slot.
-#  (a) schedlock.workers lowered with a reload stops worker 1 in the middle
-#      of a non-atomic pg_sleep run: the run becomes lost within a few
-#      seconds (found by worker 0, not at any worker's start) and a later
-#      slot of the job runs.  Before that, the run of the live worker is
-#      left alone however long it takes.
+# 120_job_lost_runs.pl: a run whose job backend is gone is closed as lost
+# within seconds, while the server runs on, and the job goes on with its
+# next slot.
+#  (a) pg_terminate_backend of the job backend in the middle of a
+#      non-atomic pg_sleep run: the run becomes lost within a few seconds
+#      (the database's housekeeping, which the backend's exit asks for) and
+#      a later slot of the job runs.  Before that, the run of the live
+#      backend is left alone however long it takes.
 #  (b) pid reuse: a run row naming the pid of a live backend that is not the
-#      worker that ran it -- an unrelated session, or a worker that started
-#      after the run began (a restart handed it the same pid) -- is closed
-#      as lost too, and the job's slots run again instead of being skipped
-#      as overlap.
+#      job backend running it -- an unrelated session, or the job's backend
+#      between two runs -- is closed as lost too, and the job's slots run
+#      again instead of being skipped as overlap.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -21,9 +21,6 @@ my $node = PostgreSQL::Test::Cluster->new('lost');
 $node->init;
 $node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
 $node->append_conf('postgresql.conf', "max_worker_processes = 32");
-$node->append_conf('postgresql.conf', "schedlock.workers = 1");
-# no pool growth: a worker above schedlock.max_workers is stopped when
-# schedlock.workers is lowered, which is the case (a) needs
 $node->append_conf('postgresql.conf', "schedlock.max_workers = 1");
 $node->start;
 $node->safe_psql('postgres', 'CREATE DATABASE app');
@@ -43,68 +40,44 @@ sub wait_true
 	return undef;
 }
 
-# --- (a) schedlock.workers lowered under a running non-atomic job ---------
-#
-# The job sleeps only on worker 1 (its process title says which worker it
-# is), so the run that is in progress is one that lowering the setting to 1
-# stops; on worker 0 the same command returns at once.  To have worker 1
-# take a slot, worker 0 is kept busy by another job while worker 1 starts.
+# --- (a) the job backend terminated under a running non-atomic job --------
+
 $node->safe_psql('app', q{
-	SELECT schedule_job('sleepy', '1 second', $$
-		SELECT pg_sleep(60)
-		 WHERE position('schedlock worker 1 '::bytea IN
-			   pg_read_binary_file('/proc/' || pg_backend_pid() || '/cmdline')) > 0
-	$$, atomic => false);
-	SELECT schedule_job('hog', '0 0 1 1 *', 'SELECT pg_sleep(10)', atomic => false);
+	SELECT schedule_job('sleepy', '1 second', 'SELECT pg_sleep(60)', atomic => false);
 });
-wait_true(q{
-	SELECT count(*) >= 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
-	 WHERE j.job_name = 'sleepy' AND r.status = 'succeeded'}, 30)
-  or die 'the sleepy job did not run on worker 0';
-$node->safe_psql('app', q{SELECT run_job('hog')});
-wait_true(q{
-	SELECT count(*) = 1 FROM pg_stat_activity
-	 WHERE backend_type = 'schedlock job' AND query LIKE '/* schedlock job: % */ SELECT pg_sleep(10)'}, 30)
-  or die 'the hog job did not start';
-$node->safe_psql('app', 'ALTER SYSTEM SET schedlock.workers = 2');
-$node->safe_psql('app', 'SELECT pg_reload_conf()');
 wait_true(q{
 	SELECT count(*) = 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 	 WHERE j.job_name = 'sleepy' AND r.status = 'running'
 	   AND r.started_at < clock_timestamp() - interval '1 second'}, 30)
-  or die 'no run of the sleepy job stayed running on worker 1';
-wait_true(q{
-	SELECT count(*) = 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
-	 WHERE j.job_name = 'hog' AND r.status = 'succeeded'}, 30)
-  or die 'the hog job did not finish';
+  or die 'no run of the sleepy job stayed running';
 my ($run_id, $pid) = split /\|/, $node->safe_psql('app', q{
 	SELECT r.run_id, r.worker_pid FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 	 WHERE j.job_name = 'sleepy' AND r.status = 'running'});
-ok($pid, "run $run_id is in progress in worker $pid (worker 1)");
+ok($pid, "run $run_id is in progress in job backend $pid");
 
-# worker 0 is idle again and checks for lost runs: a live worker's run is
-# not one
+# the run of a live backend is not lost, however long it takes
 sleep 3;
 is($node->safe_psql('app', "SELECT status FROM schedlock.job_runs WHERE run_id = $run_id"),
-	'running', 'the run of a live worker stays running');
+	'running', 'the run of a live job backend stays running');
 
-$node->safe_psql('app', 'ALTER SYSTEM SET schedlock.workers = 1');
-$node->safe_psql('app', 'SELECT pg_reload_conf()');
+$node->safe_psql('app', qq{
+	SELECT alter_job('sleepy', command => 'SELECT 1');
+	SELECT pg_terminate_backend($pid)});
 wait_true("SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $pid)", 30)
-  or die "worker $pid did not stop after schedlock.workers was lowered";
-pass('lowering schedlock.workers stopped the worker in the middle of the run');
+  or die "job backend $pid did not stop";
+pass('the job backend stopped in the middle of the run');
 
 my $took = wait_true(
 	"SELECT status = 'lost' FROM schedlock.job_runs WHERE run_id = $run_id", 20);
 ok(defined $took && $took < 5,
-	'the run is closed as lost within 5 s of its worker stopping ('
+	'the run is closed as lost within 5 s of its job backend stopping ('
 	  . (defined $took ? sprintf('%.1f s', $took) : 'not within 20 s') . ')');
 like($node->safe_psql('app', "SELECT message FROM schedlock.job_runs WHERE run_id = $run_id"),
 	qr/ended before the run finished/, 'the lost run says why');
 ok(wait_true(qq{
 	SELECT count(*) >= 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 	 WHERE j.job_name = 'sleepy' AND r.status = 'succeeded' AND r.run_id > $run_id}, 20),
-	'a later slot of the job runs (on worker 0)');
+	'a later slot of the job runs (in a new job backend)');
 $node->safe_psql('app', q{SELECT unschedule_job('sleepy')});
 
 # --- (b) a run row naming a pid that now belongs to another backend -------
@@ -152,14 +125,14 @@ ok(defined $took && $took < 5,
 	  . (defined $took ? sprintf('%.1f s', $took) : 'not within 20 s') . ')');
 ok(victim_runs_after($fake1), 'and the job runs on');
 
-# (b2) the pid of the live worker, which started after the run began
+# (b2) the pid of the job's own backend, between two of its runs
 my ($wpid, $wstart) = split /\|/, $node->safe_psql('app', q{
 	SELECT pid, backend_start - interval '1 hour' FROM pg_stat_activity
 	 WHERE backend_type = 'schedlock job' AND datname = 'app'});
 my $fake2 = fake_run($wpid, $wstart, '2000-01-02 00:00:00+00');
 $took = wait_true("SELECT status = 'lost' FROM schedlock.job_runs WHERE run_id = $fake2", 20);
 ok(defined $took && $took < 5,
-	"a run naming the pid of a worker ($wpid) that started after the run is closed as lost ("
+	"a run naming the pid of the job backend ($wpid) not running it is closed as lost ("
 	  . (defined $took ? sprintf('%.1f s', $took) : 'not within 20 s') . ')');
 ok(victim_runs_after($fake2), 'and the job runs on');
 is($node->safe_psql('app', qq{

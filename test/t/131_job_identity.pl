@@ -1,8 +1,8 @@
 # 131_job_identity.pl: schedlock's processes are identifiable in
-# pg_stat_activity (issue 13, "Identifiable processes"): the launcher and the
-# workers carry an application_name, an idle worker waits on schedlock's own
-# wait event where the server offers custom wait events (PostgreSQL 17+;
-# "Extension" before), and a running job shows its name in the query column.
+# pg_stat_activity: the launcher and the job backends carry an
+# application_name, an idle job backend waits on schedlock's own wait event
+# where the server offers custom wait events (PostgreSQL 17+; "Extension"
+# before), and a running job shows its name in the query column.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -17,25 +17,27 @@ $node->start;
 $node->safe_psql('postgres', 'CREATE DATABASE app');
 $node->safe_psql('app', 'CREATE EXTENSION schedlock');
 
+$node->safe_psql('app', q{SELECT schedule_job('quick job', '1 second', 'SELECT 1')});
 ok($node->poll_query_until('app', q{
-	SELECT count(*) = 2 FROM pg_stat_activity
+	SELECT count(*) = 1 FROM pg_stat_activity
 	 WHERE backend_type = 'schedlock job' AND datname = 'app'}),
-	'two workers serve database app');
+	'a job backend serves database app');
 
 is($node->safe_psql('app', q{
-	SELECT string_agg(backend_type || ':' || application_name, ',' ORDER BY backend_type)
-	  FROM pg_stat_activity WHERE backend_type LIKE 'schedlock%'}),
-	'schedlock launcher:schedlock launcher,schedlock worker:schedlock worker,'
-	  . 'schedlock worker:schedlock worker',
-	'launcher and workers carry an application_name');
+	SELECT string_agg(backend_type || ':' || application_name || ':' || usename, ','
+					  ORDER BY backend_type)
+	  FROM pg_stat_activity WHERE backend_type IN ('schedlock launcher', 'schedlock job')}),
+	'schedlock job:schedlock job:postgres,schedlock launcher:schedlock launcher:postgres',
+	'launcher and job backend carry an application_name; the backend is its role\'s');
 
 my $version = $node->safe_psql('app', 'SHOW server_version_num');
 my $event = $version >= 170000 ? 'SchedlockIdle' : 'Extension';
 ok($node->poll_query_until('app', qq{
-	SELECT count(*) = 2 FROM pg_stat_activity
+	SELECT count(*) = 1 FROM pg_stat_activity
 	 WHERE backend_type = 'schedlock job' AND wait_event_type = 'Extension'
 	   AND wait_event = '$event'}),
-	"idle workers wait on wait event $event");
+	"an idle job backend waits on wait event $event");
+$node->safe_psql('app', q{SELECT alter_job('quick job', enabled => false)});
 
 $node->safe_psql('app', q{
 	SELECT schedule_job('slow job', '1 second', 'SELECT pg_sleep(30)')});

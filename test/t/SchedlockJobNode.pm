@@ -1,8 +1,9 @@
 # SchedlockJobNode.pm: the server the job tests share the shape of -- one
-# node with schedlock preloaded and a database "app", where one worker runs
-# every job (schedlock.max_workers = 1: no pool growth while a run is in
-# progress, so a test can say which worker ran what) -- and the few calls
-# they make on it.  test/run-all.sh puts test/t on PERL5LIB.
+# node with schedlock preloaded and a database "app", where one job backend
+# per role runs that role's jobs (schedlock.max_runs_per_role = 1: no second
+# backend while a run is in progress, so a test can say which backend ran
+# what) -- and the few calls they make on it.  test/run-all.sh puts test/t
+# on PERL5LIB.
 #
 #   job_node(NAME)        init and start the node, create database app;
 #                         the calls below then act on it
@@ -47,8 +48,7 @@ sub job_node
 	$node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'schedlock'
 max_worker_processes = 32
-schedlock.workers = 1
-schedlock.max_workers = 1
+schedlock.max_runs_per_role = 1
 });
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE DATABASE app');
