@@ -274,6 +274,22 @@ SELECT unschedule_job('alice_job') AS bob_removed;
 RESET ROLE;
 SELECT count(*) AS jobs_left FROM schedlock.jobs;
 
+-- a job's search_path: the scheduling session's, fixed then; alter_job
+-- changes it, checked as SET search_path checks it; nothing else changes on
+-- a bad value
+SET search_path = pg_catalog, public;
+SELECT schedule_job('path_job', '0 0 1 1 *', 'SELECT 1') > 0 AS scheduled;
+RESET search_path;
+SELECT search_path FROM schedlock.jobs WHERE job_name = 'path_job';
+SELECT alter_job('path_job', search_path => 'public, pg_temp');
+SELECT search_path FROM schedlock.jobs WHERE job_name = 'path_job';
+SELECT * FROM pg_temp.try($$SELECT alter_job('path_job', search_path => '"unterminated')$$);
+SELECT * FROM pg_temp.try($$SELECT alter_job('path_job', schedule => '0 0 2 1 *', search_path => 'a,,b')$$);
+SELECT schedule, search_path FROM schedlock.jobs WHERE job_name = 'path_job';
+-- a job that is not due waits for nothing
+SELECT waiting_reason FROM schedlock.job_status WHERE job_name = 'path_job';
+SELECT unschedule_job('path_job');
+
 REVOKE USAGE ON SCHEMA public FROM regress_job_alice, regress_job_bob;
 REVOKE EXECUTE ON FUNCTION
     schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name),

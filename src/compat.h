@@ -167,4 +167,15 @@ schedlock_wait_event_idle(void)
 #define schedlock_wait_event_idle() PG_WAIT_EXTENSION
 #endif
 
+/*
+ * SCHEDLOCK_MY_LXID
+ *		This backend's local transaction id (needs storage/proc.h): a field
+ *		of PGPROC's virtual transaction id from PostgreSQL 17 on.
+ */
+#if PG_VERSION_NUM >= 170000
+#define SCHEDLOCK_MY_LXID	(MyProc->vxid.lxid)
+#else
+#define SCHEDLOCK_MY_LXID	(MyProc->lxid)
+#endif
+
 #endif							/* SCHEDLOCK_COMPAT_H */

@@ -110,14 +110,17 @@ schedlock_exec_set_search_path(const char *search_path)
  *		After every run, succeeded or failed, outside a transaction, once
  *		the run's transaction has committed: end the session-bound leases
  *		the job took (in a transaction of their own, only when there are
- *		any) and undo the settings it changed for the session.
+ *		any) and, after a non-atomic run (toplevel), undo the settings it
+ *		changed for the session (an atomic command's end with its GUC nest
+ *		level).
  */
 void
-schedlock_exec_after_run(void)
+schedlock_exec_after_run(bool toplevel)
 {
 	Assert(!IsTransactionState());
 	schedlock_lock_end_session_leases();
-	ResetAllOptions();
+	if (toplevel)
+		ResetAllOptions();
 }
 
 /*

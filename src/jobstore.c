@@ -46,6 +46,7 @@
 #include "utils/timestamp.h"
 
 #include "claim_sql.h"
+#include "compat.h"
 #include "jobstore.h"
 #include "runlog.h"
 #include "schedlock.h"
@@ -220,13 +221,13 @@ schedlock_jobs_have_search_path(void)
 	Oid			nsp;
 	Oid			relid;
 
-	if (checked_in == MyProc->lxid)
+	if (checked_in == SCHEDLOCK_MY_LXID)
 		return answer;
 	nsp = get_namespace_oid("schedlock", true);
 	relid = OidIsValid(nsp) ? get_relname_relid("jobs", nsp) : InvalidOid;
 	answer = OidIsValid(relid) &&
 		get_attnum(relid, "search_path") != InvalidAttrNumber;
-	checked_in = MyProc->lxid;
+	checked_in = SCHEDLOCK_MY_LXID;
 	return answer;
 }
 
@@ -1393,8 +1394,9 @@ schedlock_upsert_job(const char *job_name, Oid owner, const JobDef *def,
 /*
  * schedlock_job_written
  *		After the SQL API wrote job job_id: set its search_path (unless
- *		NULL; on tables that have the column), and have the backend of its
- *		role, or the launcher, look at it when the transaction commits
+ *		NULL; on tables that have the column), and, unless the job is
+ *		disabled, have the backend of its role, or the launcher, look at the
+ *		role's jobs when the transaction commits
  *		(schedlock_note_due_at_commit).  As the extension owner.
  */
 void
@@ -1414,7 +1416,6 @@ schedlock_job_written(int64 job_id, const char *search_path)
 	Datum		values[2];
 	char		nulls[2] = {' ', ' '};
 	bool		isnull;
-	Datum		next;
 	Oid			role;
 
 	values[0] = Int64GetDatum(job_id);
@@ -1432,9 +1433,15 @@ schedlock_job_written(int64 job_id, const char *search_path)
 		return;
 	role = DatumGetObjectId(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 								1, &isnull));
-	next = col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+	(void) col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+
+	/*
+	 * The role's backend looks at its jobs at once: the transaction may
+	 * still change the row (a superuser's UPDATE of next_run_at), and a
+	 * backend that finds its next job beyond its idle time leaves at once.
+	 */
 	if (!isnull)
-		schedlock_note_due_at_commit(role, DatumGetTimestampTz(next));
+		schedlock_note_due_at_commit(role, DT_NOBEGIN);
 	SPI_freetuptable(SPI_tuptable);
 }
 

@@ -42,7 +42,9 @@
  *
  * The launcher sleeps on its latch; it is woken by the postmaster when one
  * of its backends starts or stops (bgw_notify_pid), by probe requests and
- * due times moved earlier, by DROP DATABASE, and by SIGHUP; it looks at
+ * due times moved earlier, by DROP DATABASE, and by SIGHUP, after which
+ * every database is housekept (its queues published anew: a superuser who
+ * changed schedlock.jobs by hand reloads to have that seen); it looks at
  * pg_database at least once a minute.
  *
  * Everything the launcher must know survives it in shared memory: a
@@ -564,20 +566,24 @@ make_room(int needed, Oid dboid, TimestampTz now)
 	long		recheck = -1;
 	int			i;
 
-	/* idle backends first: their queue has nothing due now */
+	/* idle backends first: their queue has nothing due soon */
 	for (i = 0; i < schedlock_shared->nslots && needed > 0; i++)
 	{
 		SchedlockBackendSlot *slot = &schedlock_shared->slots[i];
+		SchedlockQueue *q;
 
-		if (slot->in_use && slot->kind == SCHEDLOCK_BACKEND_JOBS &&
-			slot->idle && !slot->yield &&
-			(!OidIsValid(dboid) || slot->dboid == dboid))
-		{
-			slot->yield = true;
-			if (slot->latch != NULL && nlatches < lengthof(latches))
-				latches[nlatches++] = slot->latch;
-			needed--;
-		}
+		if (!slot->in_use || slot->kind != SCHEDLOCK_BACKEND_JOBS ||
+			!slot->idle || slot->yield ||
+			(OidIsValid(dboid) && slot->dboid != dboid))
+			continue;
+		q = schedlock_find_queue(slot->dboid, slot->role, false);
+		if (q != NULL &&
+			q->due_at <= TimestampTzPlusMilliseconds(now, SCHEDLOCK_START_LEAD_MS))
+			continue;
+		slot->yield = true;
+		if (slot->latch != NULL && nlatches < lengthof(latches))
+			latches[nlatches++] = slot->latch;
+		needed--;
 	}
 	/* already leaving */
 	for (i = 0; i < schedlock_shared->nslots; i++)
@@ -909,8 +915,7 @@ launcher_pass(TimestampTz *last_scan)
 
 /*
  * housekeep_all
- *		Have every database's housekeeping run (after schedlock.enabled
- *		comes back on: NOTIFY deadlines passed meanwhile).
+ *		Have every database's housekeeping run (after a reload).
  */
 static void
 housekeep_all(void)
@@ -964,13 +969,15 @@ schedlock_launcher_main(Datum arg)
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
-			bool		was_enabled = schedlock_enabled;
-
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
-			/* dispatch back on: what fell due meanwhile needs housekeeping */
-			if (!was_enabled && schedlock_enabled)
-				housekeep_all();
+
+			/*
+			 * Every database's housekeeping publishes its queues anew: what
+			 * fell due while dispatch was off, and jobs a superuser changed
+			 * by hand in schedlock.jobs, are seen after a reload.
+			 */
+			housekeep_all();
 		}
 
 		pgstat_report_activity(STATE_RUNNING, "managing schedlock job backends");

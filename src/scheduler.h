@@ -265,7 +265,7 @@ extern bool schedlock_exec_toplevel(const char *command, int timeout_ms,
 									ErrorData **error, char *result_status,
 									char **notices);
 extern void schedlock_exec_set_search_path(const char *search_path);
-extern void schedlock_exec_after_run(void);
+extern void schedlock_exec_after_run(bool toplevel);
 
 /* job.c */
 extern void schedlock_check_command(const char *command);

@@ -705,6 +705,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 	ClaimPlan	plan;
 	int64		run_id;
 	ErrorData  *error;
+	bool		toplevel;
 
 	begin_tx("schedlock: claiming due jobs");
 	horizon = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
@@ -768,7 +769,8 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 		return true;
 	}
 	set_running_job(job.job_id);
-	if (job.atomic || error != NULL)
+	toplevel = !job.atomic && error == NULL;
+	if (!toplevel)
 		run_atomic(&job, &plan, run_id, start, error);
 	else
 	{
@@ -778,7 +780,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 	}
 	set_running_job(0);
 	if (MySlot->kind == SCHEDLOCK_BACKEND_JOBS)
-		schedlock_exec_after_run();
+		schedlock_exec_after_run(toplevel);
 	return true;
 }
 
@@ -930,7 +932,12 @@ job_backend_loop(void)
 			long		idle_left = (long) (schedlock_job_backend_idle_timeout -
 											(now - idle_since) / 1000);
 
-			if (idle_left <= 0)
+			/*
+			 * Idle until the timeout, or the role's next job comes after it
+			 * (the launcher starts a backend for it then): leave now.
+			 */
+			if (idle_left <= 0 || next == DT_NOEND ||
+				(next - now) / 1000 > idle_left + SCHEDLOCK_START_LEAD_MS)
 				proc_exit(0);
 			/* the queue's first backend takes the jobs when it is free */
 			sleep_ms += Min(schedlock_queue_rank(MySlot), 3) *

@@ -1,10 +1,10 @@
-# 121_job_cancel.pl: pg_cancel_backend on a dispatch worker cancels the job
-# it runs, nothing else.
-#  (a) An idle worker that is cancelled (again and again, whatever it is
-#      doing between jobs) stays, with the same pid, and jobs run on.
-#  (b) A worker running a long job, atomic or not, that is cancelled: the
-#      run fails with SQLSTATE 57014, the worker stays (same pid) and runs
-#      the next jobs.
+# 121_job_cancel.pl: pg_cancel_backend on a job backend cancels the job it
+# runs, nothing else.
+#  (a) An idle job backend that is cancelled (again and again, whatever it
+#      is doing between jobs) stays, with the same pid, and jobs run on.
+#  (b) A job backend running a long job, atomic or not, that is cancelled:
+#      the run fails with SQLSTATE 57014, the backend stays (same pid) and
+#      runs the role's next jobs.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -16,10 +16,9 @@ my $node = PostgreSQL::Test::Cluster->new('cancel');
 $node->init;
 $node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
 $node->append_conf('postgresql.conf', "max_worker_processes = 32");
-# one worker: the one cancelled is the one that runs every job
-$node->append_conf('postgresql.conf', "schedlock.workers = 1");
-# no pool growth: the worker under test is the database's only one
-$node->append_conf('postgresql.conf', "schedlock.max_workers = 1");
+# one job backend for the role: the one cancelled is the one that runs every
+# job, and the every-second job keeps it from leaving
+$node->append_conf('postgresql.conf', "schedlock.max_runs_per_role = 1");
 $node->start;
 $node->safe_psql('postgres', 'CREATE DATABASE app');
 $node->safe_psql('app', 'CREATE EXTENSION schedlock');
@@ -52,17 +51,16 @@ sub ticks_after
 	return wait_true("SELECT count(*) >= 2 FROM ticks WHERE at > '$after'", 20);
 }
 
-wait_true(q{SELECT count(*) = 1 FROM pg_stat_activity
-			 WHERE backend_type = 'schedlock job' AND datname = 'app'}, 30)
-  or die 'no worker for database app';
-my $pid = worker_pid();
-
-# --- (a) an idle worker ------------------------------------------------------
+# --- (a) an idle job backend -------------------------------------------------
 
 $node->safe_psql('app', q{
 	SELECT schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (clock_timestamp())');
 });
 wait_true('SELECT count(*) >= 1 FROM ticks', 20) or die 'the tick job did not run';
+wait_true(q{SELECT count(*) = 1 FROM pg_stat_activity
+			 WHERE backend_type = 'schedlock job' AND datname = 'app'}, 30)
+  or die 'no job backend for database app';
+my $pid = worker_pid();
 
 # twenty cancels over two seconds: most find the worker asleep, some in
 # its own statements between runs
@@ -73,16 +71,15 @@ foreach my $i (1 .. 20)
 }
 my $cancelled_at = $node->safe_psql('app', 'SELECT clock_timestamp()');
 sleep 1;
-is(worker_pid(), $pid, "the worker cancelled while idle is still there, pid $pid");
+is(worker_pid(), $pid, "the job backend cancelled while idle is still there, pid $pid");
 ok(ticks_after($cancelled_at), 'and runs the every-second job on');
-$node->safe_psql('app', q{SELECT alter_job('tick', enabled => false)});
 
-# --- (b) a worker running a long job ----------------------------------------
+# --- (b) a job backend running a long job -----------------------------------
 
-# (the worker of part (a), or its successor if part (a) failed)
+# (the backend of part (a), or its successor if part (a) failed)
 wait_true(q{SELECT count(*) = 1 FROM pg_stat_activity
 			 WHERE backend_type = 'schedlock job' AND datname = 'app'}, 30)
-  or die 'no worker for database app';
+  or die 'no job backend for database app';
 $pid = worker_pid();
 
 foreach my $atomic ('true', 'false')
@@ -100,11 +97,9 @@ foreach my $atomic ('true', 'false')
 		SELECT count(*) = 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 		 WHERE j.job_name = '$name' AND r.status = 'failed' AND r.sqlstate = '57014'}, 10),
 		"$name: the cancelled run failed with 57014");
-	is(worker_pid(), $pid, "$name: the worker is still there, pid $pid");
+	is(worker_pid(), $pid, "$name: the job backend is still there, pid $pid");
 	my $after = $node->safe_psql('app', 'SELECT clock_timestamp()');
-	$node->safe_psql('app', q{SELECT alter_job('tick', enabled => true)});
 	ok(ticks_after($after), "$name: and runs the next jobs");
-	$node->safe_psql('app', q{SELECT alter_job('tick', enabled => false)});
 	$node->safe_psql('app', "SELECT unschedule_job('$name')");
 }
 
