@@ -147,6 +147,9 @@ charge_job(int64 job_id, ErrorData *error)
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
+	/* read-write, whatever the role's session defaults (worker.c, begin_tx) */
+	XactReadOnly = false;
+	XactIsoLevel = XACT_READ_COMMITTED;
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, "schedlock: recording a dispatch error");

@@ -289,15 +289,24 @@ end_bookkeeping(void)
 
 /*
  * begin_tx / commit_tx / end_tx
- *		Open a transaction with SPI and a snapshot, for bookkeeping; commit
- *		it as the role; commit it and report its statistics (in the
- *		worker_spi order).
+ *		Open a read-write, read committed transaction with SPI and a
+ *		snapshot, for bookkeeping; commit it as the role; commit it and
+ *		report its statistics (in the worker_spi order).
  */
 static void
 begin_tx(const char *activity)
 {
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
+
+	/*
+	 * Read-write and read committed, whatever the role's or a job's session
+	 * defaults (default_transaction_read_only, SET SESSION CHARACTERISTICS):
+	 * set before the transaction's first snapshot, as SET TRANSACTION would.
+	 * An atomic job runs in this transaction too.
+	 */
+	XactReadOnly = false;
+	XactIsoLevel = XACT_READ_COMMITTED;
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, activity);

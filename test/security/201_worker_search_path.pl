@@ -1,6 +1,6 @@
-# 201_worker_search_path.pl: the dispatch worker runs its own statements
-# as the bootstrap superuser; none of them may resolve to an object a
-# tenant created, whatever search_path the database, the session or a job
+# 201_worker_search_path.pl: a job backend runs its bookkeeping with the
+# extension owner's rights; none of its statements may resolve to an object
+# a tenant created, whatever search_path the database, the session or a job
 # says.
 #
 # Database "shared" has a writable public schema (as in clusters upgraded
@@ -12,14 +12,14 @@
 # session and for the transaction, atomic and not), after which the
 # worker's bookkeeping would compare bigints with her operator.  Each
 # operator records who called it and, called by a superuser, makes mallory
-# superuser.  A second tenant's later job, run by the same (only) worker,
-# must still run with the database's default search_path.
+# superuser.  A second tenant's later job must run with the search_path it
+# was scheduled with.
 #
 # Database "owned" belongs to the ordinary role dbowner, who runs ALTER
 # DATABASE owned SET search_path = public, pg_catalog and creates
-# public.=(bigint, bigint): the path every session of that database gets,
-# the worker's included.  dbowner's own job must still run with that path
-# (and may call his operator, as himself).
+# public.=(bigint, bigint): the path every session of that database gets.
+# dbowner's own job, scheduled from such a session, runs with that path (and
+# may call his operator, as himself).
 #
 # The test passes when neither tenant became superuser and no look-alike
 # operator ever ran as a superuser.
@@ -35,7 +35,6 @@ $node->init;
 $node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'schedlock'
 max_worker_processes = 32
-schedlock.workers = 1
 });
 $node->start;
 
@@ -54,12 +53,15 @@ sub as_role
 	return $node->safe_psql($db, $sql, extra_params => [ '-U', $role ]);
 }
 
+# schedule a job from a session whose search_path is pg_catalog (the job
+# keeps it), or, with $path_of_session, the session's own path
 sub schedule
 {
-	my ($db, $role, $job, $command, $atomic) = @_;
+	my ($db, $role, $job, $command, $atomic, $path_of_session) = @_;
 	$atomic //= 'true';
+	my $set = $path_of_session ? '' : 'SET search_path = pg_catalog;';
 	as_role($db, $role, qq{
-		SET search_path = pg_catalog;
+		$set
 		SELECT public.schedule_job('$job', '0 0 1 1 *', \$cmd\$$command\$cmd\$,
 								   atomic => $atomic)});
 }
@@ -176,7 +178,7 @@ schedule('shared', 'mallory', 'set_config_local_path',
 	q{SELECT set_config('search_path', 'm, pg_catalog', true)});
 schedule('shared', 'mallory', 'set_config_path',
 	q{SELECT set_config('search_path', 'm, pg_catalog', false)});
-# one worker: tenant2's job runs in the session mallory's jobs ran in
+# tenant2's job runs in a backend of its own, after mallory's
 for my $job ('plain', 'set_path_toplevel', 'set_path', 'set_local_path',
 	'set_config_local_path', 'set_config_path')
 {
@@ -187,7 +189,7 @@ schedule('shared', 'tenant2', 'path',
 	q{INSERT INTO public.t2_path VALUES (current_setting('search_path'))});
 is(run_and_wait('shared', 'tenant2', 'path'), 'succeeded|', 'tenant2\'s job succeeds');
 is(admin('shared', q{SELECT string_agg(path, ',') FROM public.t2_path}),
-	'"$user", public', 'tenant2\'s job runs with the default search_path, not mallory\'s');
+	'pg_catalog', 'tenant2\'s job runs with the search_path it was scheduled with, not mallory\'s');
 
 is(admin('shared', q{SELECT count(*) FROM public.seen WHERE super}), '0',
 	'no look-alike operator ran as a superuser in "shared"');
@@ -197,11 +199,12 @@ is(admin('shared', q{SELECT rolsuper FROM pg_roles WHERE rolname = 'mallory'}), 
 # --- the database owner's search_path ---
 schedule('owned', 'dbowner', 'own_path', q{
 	INSERT INTO public.job_path
-		SELECT current_user, current_setting('search_path'), 7::bigint = 7::bigint});
+		SELECT current_user, current_setting('search_path'), 7::bigint = 7::bigint},
+	'true', 1);
 is(run_and_wait('owned', 'dbowner', 'own_path'), 'succeeded|', 'dbowner\'s job succeeds');
 is(admin('owned', q{SELECT who || '|' || path || '|' || equal FROM public.job_path}),
 	'dbowner|public, pg_catalog|true',
-	'the job runs with the search_path of the database');
+	'the job runs with the search_path of the session that scheduled it (the database\'s)');
 is(admin('owned', q{
 	SELECT count(*) FROM public.seen
 	 WHERE who = 'dbowner' AND NOT super AND what = 'bigint = bigint'}),
