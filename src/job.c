@@ -60,6 +60,7 @@
 #include "parser/parser.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/jsonb.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
