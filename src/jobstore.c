@@ -445,7 +445,7 @@ runner_args(Datum *values)
 #define LOST_RUNS_SQL(set_duration) \
 	"UPDATE schedlock.job_runs r SET status = 'lost', " \
 	"  finished_at = $1, " set_duration \
-	"  message = 'the worker running it ended before the run finished " \
+	"  message = 'the job backend running it ended before the run finished " \
 	"(it was stopped or terminated, or the server crashed, restarted or failed over)' " \
 	"WHERE r.run_id OPERATOR(pg_catalog.=) ANY (" \
 	"    SELECT x.run_id FROM schedlock.job_runs x " \

@@ -190,7 +190,7 @@ is($node->safe_psql('app', qq{
 	SELECT duration = finished_at - started_at FROM schedlock.job_runs WHERE run_id = $stuck}),
 	't', 'a lost run has its duration');
 $log = slurp_file($node->logfile, $log_start);
-like($log, qr/LOG:  schedlock job "stuck" run $stuck lost: the worker running it ended before the run finished/,
+like($log, qr/LOG:  schedlock job "stuck" run $stuck lost: the job backend running it ended before the run finished/,
 	'log_runs = failures: a lost run is logged, with its job and run');
 
 # --- log_runs = all and log_statement = on, by ALTER SYSTEM and reload ---
