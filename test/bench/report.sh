@@ -144,6 +144,38 @@ cells()
 			printf '%s / %s (floor %s / %s ms) | | \t%s' "${s2/%[0-9]/&%}" "${s4/%[0-9]/&%}" "$(get burst.floor.c2.ms "$f")" \
 				"$(get burst.floor.c4.ms "$f")" "$(verdict 'a >= 50 && b >= 50' "$s2" "$s4")"
 			;;
+		burstd)
+			s=$(get burst.schedlock.wdefault.last_finish_ms "$f")
+			c=$(get burst.schedlock.w1.last_finish_ms "$f")
+			printf '%s / %s | | \t%s' "$s" "$c" "$(verdict 'a <= 1000' "$s")"
+			;;
+		share1)
+			local sd s1
+			sd=$(calc 'printf "%.0f", b / a * 100' "$(get burst.schedlock.wdefault.last_finish_ms "$f")" "$(get burst.floor.c2.ms "$f")")
+			s1=$(calc 'printf "%.0f", b / a * 100' "$(get burst.schedlock.w1.last_finish_ms "$f")" "$(get burst.floor.c1.ms "$f")")
+			printf '%s / %s (floor %s / %s ms) | | \t%s' "${sd/%[0-9]/&%}" "${s1/%[0-9]/&%}" "$(get burst.floor.c2.ms "$f")" \
+				"$(get burst.floor.c1.ms "$f")" "$(verdict 'a >= 50' "$s1")"
+			;;
+		tenants)
+			s=$(get tenants.schedlock.last_finish_ms "$f")
+			c=$(get tenants.pg_cron.last_finish_ms "$f")
+			printf '%s | bgw %s | %s\t%s' "$s" "$c" "$(lead "$s" "$c")" "$(verdict 'a <= 2000' "$s")"
+			;;
+		dbs8)
+			s=$(get dbs.default.lag.p99 "$f")
+			printf '%s (%s of 32 databases ran; %s processes, %s kB PSS) | | \t%s' "$s" \
+				"$(get dbs.default.databases_with_runs "$f")" "$(get dbs.default.processes "$f")" \
+				"$(get dbs.default.pss_kb "$f")" "$(verdict 'a <= 500' "$s")"
+			;;
+		dbsmany)
+			s=$(get dbs.enough.lag.p99 "$f")
+			printf '%s (%s processes, %s kB PSS) | | \t%s' "$s" "$(get dbs.enough.processes "$f")" \
+				"$(get dbs.enough.pss_kb "$f")" "$(verdict 'a <= 5' "$s")"
+			;;
+		lagburst)
+			s=$(get lagburst.tick.p99 "$f")
+			printf '%s (during the burst: %s) | | \t%s' "$s" "$(get lagburst.tick.during_burst_ms "$f")" "$(verdict 'a <= 5' "$s")"
+			;;
 		notify)
 			s=$(get notify.last_ms "$f")
 			printf '%s | | \t%s' "$s" "$(verdict 'a <= 1000' "$s")"
@@ -209,14 +241,20 @@ else
 fi
 summary lag1s "1. start lag p99 (ms), a '1 seconds' job (pg_cron 1.5+: best of libpq / bgw)" "<= 5 ms"
 summary lagm "1. start lag p99 (ms), a '* * * * *' job each" "<= 5 ms"
-summary burst2 "2. burst of 1000: last job finished (ms), default workers (2) / pg_cron libpq" "<= 1000 ms, >= 20x"
-summary burst4 "2. burst of 1000, 4 workers / pg_cron background workers" "<= 1000 ms, >= 20x"
+summary burst2 "2. burst of 1000: last job finished (ms), 2 job backends / pg_cron libpq" "<= 1000 ms, >= 20x"
+summary burst4 "2. burst of 1000, 4 job backends / pg_cron background workers" "<= 1000 ms, >= 20x"
 summary share "2. burst: share of the pgbench floor (same INSERT, 2 / 4 clients)" ">= 50 %"
+summary burstd "2. burst of 1000: last job finished (ms), default settings / 1 job backend" "<= 1000 ms"
+summary share1 "2. burst: share of the floor, default settings (2 clients) / 1 backend (1 client)" ">= 50 %"
+summary tenants "2b. 100 roles x 10 jobs at one instant: last finished (ms)" "<= 2000 ms"
+summary dbs8 "2c. 32 databases, '1 seconds' job each, max_worker_processes 8: start lag p99 (ms)" "<= 500 ms"
+summary dbsmany "2c. the same with a backend per database: start lag p99 (ms)" "<= 5 ms"
+summary lagburst "2d. start lag p99 (ms) of a '1 seconds' job while another role's burst runs" "<= 5 ms"
 summary notify "3. NOTIFY burst of 10000: last received (ms)" "<= 1000 ms"
 summary insert "4. scale: schedule_job calls per second, one session" ">= 5000"
 summary cpu "4. scale: scheduler CPU, % of one core (1M jobs / pg_cron 100k)" "< 1 %"
 summary scalelag "4. scale: start lag p99 (ms) with them" "within 2 ms of the empty case"
-summary claim "5. claim: no-op jobs per second, 1 / 2 / 4 workers" ">= 2000"
+summary claim "5. claim: no-op jobs per second, 1 / 2 / 4 job backends" ">= 2000"
 
 echo
 echo "### Spread"
