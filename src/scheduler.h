@@ -158,6 +158,8 @@ typedef struct SchedlockQueue
 	Oid			dboid;
 	Oid			role;
 	TimestampTz due_at;			/* its earliest job due, DT_NOEND: none */
+	uint64		noted;			/* note_count of the last commit that moved
+								 * due_at earlier (shmem.c) */
 	bool		backlog;		/* its backends have more due than they run */
 	int			nbackends;		/* its backends, starting ones included */
 	SchedlockWait wait;			/* why due jobs wait for a backend */
@@ -204,6 +206,7 @@ typedef struct SchedlockShared
 														 * statement */
 	pid_t		dropping_pid[SCHEDLOCK_MAX_DROPPING];	/* backend running it */
 	uint64		next_generation;	/* last slot reservation number */
+	uint64		note_count;		/* commits that moved a due time earlier */
 	SchedlockDatabase dbs[SCHEDLOCK_MAX_DATABASES];
 	SchedlockQueue queues[SCHEDLOCK_MAX_QUEUES];
 	int			nslots;			/* length of slots (max_worker_processes) */
@@ -230,8 +233,10 @@ extern bool schedlock_backend_attach(SchedlockBackendSlot *slot,
 									 uint64 generation);
 extern void schedlock_backend_detach(SchedlockBackendSlot *slot);
 extern void schedlock_set_running(SchedlockBackendSlot *slot, int64 job_id);
+extern uint64 schedlock_note_count(void);
 extern bool schedlock_publish_due(SchedlockBackendSlot *slot,
-								  TimestampTz due_at, bool backlog);
+								  TimestampTz due_at, bool backlog,
+								  uint64 seen, bool *again);
 extern bool schedlock_set_idle(SchedlockBackendSlot *slot, bool idle);
 extern int	schedlock_queue_rank(SchedlockBackendSlot *slot);
 extern void schedlock_housekeep_by(Oid dboid, TimestampTz when);

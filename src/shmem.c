@@ -291,6 +291,7 @@ deliver_due(void)
 	int			i;
 
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	schedlock_shared->note_count++;
 	for (i = 0; i < n_due; i++)
 	{
 		SchedlockQueue *q = schedlock_find_queue(MyDatabaseId, due_roles[i],
@@ -304,6 +305,7 @@ deliver_due(void)
 		}
 		if (due_times[i] < q->due_at)
 			q->due_at = due_times[i];
+		q->noted = schedlock_shared->note_count;
 		/* a queue whose backends are all busy may need one more */
 		wake_launcher = true;
 	}
@@ -687,26 +689,48 @@ schedlock_set_running(SchedlockBackendSlot *slot, int64 job_id)
 }
 
 /*
- * schedlock_publish_due
- *		A job backend's word on its queue after a pass: its earliest job
- *		due (DT_NOEND: none) and whether it has more due now than its
- *		backends run (backlog: the launcher may add one).  Returns whether
- *		the backend should leave now (the launcher asked it to, or its
- *		database is paused or being dropped).
+ * schedlock_note_count / schedlock_publish_due
+ *		A job backend reads the count of commits that moved a due time
+ *		earlier before its pass (seen), and after the pass publishes its
+ *		queue's earliest job due (DT_NOEND: none) and whether it has more
+ *		due now than its backends run (backlog: the launcher may add one).
+ *		When a commit noted the queue after seen, the pass may have missed
+ *		it: the earlier time stays and *again asks for another pass.
+ *		Returns whether the backend should leave now (the launcher asked it
+ *		to).
  */
+uint64
+schedlock_note_count(void)
+{
+	uint64		n;
+
+	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
+	n = schedlock_shared->note_count;
+	LWLockRelease(schedlock_shared->lock);
+	return n;
+}
+
 bool
 schedlock_publish_due(SchedlockBackendSlot *slot, TimestampTz due_at,
-					  bool backlog)
+					  bool backlog, uint64 seen, bool *again)
 {
 	SchedlockQueue *q;
 	bool		leave;
 	bool		wake = false;
 
+	*again = false;
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
 	q = schedlock_find_queue(slot->dboid, slot->role, true);
 	if (q != NULL)
 	{
-		q->due_at = due_at;
+		if (q->noted > seen)
+		{
+			/* a commit since the pass began: keep its time, look again */
+			q->due_at = Min(q->due_at, due_at);
+			*again = true;
+		}
+		else
+			q->due_at = due_at;
 		wake = (backlog && !q->backlog);
 		q->backlog = backlog;
 	}

@@ -823,8 +823,11 @@ dispatch_due(Oid role, const char *start_error, bool *more)
 		MemoryContextReset(run_cxt);
 		if (++claims == 2 && MySlot->kind == SCHEDLOCK_BACKEND_JOBS)
 		{
+			bool		again;
+
 			/* more than one due: the launcher may add a backend */
-			if (schedlock_publish_due(MySlot, GetCurrentTimestamp(), true))
+			if (schedlock_publish_due(MySlot, GetCurrentTimestamp(), true, 0,
+									  &again))
 				break;
 		}
 		if (claims >= WORKER_MAX_CLAIMS_PER_PASS)
@@ -902,6 +905,8 @@ job_backend_loop(void)
 		TimestampTz now;
 		long		sleep_ms;
 		bool		more = false;
+		bool		again;
+		uint64		seen;
 		int			claims = 0;
 
 		CHECK_FOR_INTERRUPTS();
@@ -916,6 +921,7 @@ job_backend_loop(void)
 			proc_exit(0);
 
 		(void) schedlock_set_idle(MySlot, false);
+		seen = schedlock_note_count();
 		claims = dispatch_due(my_role, NULL, &more);
 		if (claims > 0 && first && schedlock_history_retention > 0)
 		{
@@ -929,9 +935,9 @@ job_backend_loop(void)
 		now = GetCurrentTimestamp();
 		if (claims > 0)
 			idle_since = now;
-		if (schedlock_publish_due(MySlot, next, more))
+		if (schedlock_publish_due(MySlot, next, more, seen, &again))
 			proc_exit(0);
-		if (more)
+		if (more || again)
 			continue;
 
 		/* idle for long enough, and nothing due before the timeout ends */
@@ -1072,8 +1078,10 @@ publish_queues(void)
 	int			ndues;
 	TimestampTz next_deadline;
 	bool		wake = false;
+	uint64		seen;
 	int			i;
 
+	seen = schedlock_note_count();
 	begin_tx("schedlock: publishing due times");
 	dues = schedlock_roles_due(&ndues, run_cxt);
 	if (!schedlock_next_deadline(&next_deadline))
@@ -1081,11 +1089,12 @@ publish_queues(void)
 	end_tx();
 
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	/* a queue noted by a commit since the scan began keeps its time */
 	for (i = 0; i < SCHEDLOCK_MAX_QUEUES; i++)
 	{
 		SchedlockQueue *q = &schedlock_shared->queues[i];
 
-		if (q->in_use && q->dboid == MyDatabaseId)
+		if (q->in_use && q->dboid == MyDatabaseId && q->noted <= seen)
 			q->due_at = DT_NOEND;
 	}
 	for (i = 0; i < ndues; i++)
@@ -1103,7 +1112,8 @@ publish_queues(void)
 							   SCHEDLOCK_MAX_QUEUES)));
 			continue;
 		}
-		q->due_at = dues[i].due_at;
+		q->due_at = q->noted > seen ? Min(q->due_at, dues[i].due_at) :
+			dues[i].due_at;
 		wake = true;
 	}
 	/* unused queues go */
