@@ -5,28 +5,29 @@
  *	  quarantine of jobs that keep breaking it.
  *
  * A job's command runs under its own error handling (exec.c): its errors
- * fail the run, nothing more.  Everything else the worker does for a job --
- * claiming it, working out its next slot, recording its run and outcome,
- * scheduling its retry -- runs in the worker's own transactions, and an
- * error there (a row a superuser wrote by hand, a trigger on the
- * scheduler's tables, a bug) used to end the worker: the claim rolled back,
- * the launcher started the worker again 5 s later, and it took the same
- * job first again, so one job stopped every job of its database.
+ * fail the run, nothing more.  Everything else the job backend does for a
+ * job -- claiming it, working out its next slot, recording its run and
+ * outcome, scheduling its retry -- runs in the backend's own transactions,
+ * and an error there (a row a superuser wrote by hand, a trigger on the
+ * scheduler's tables, a bug) must not end the backend: it would take the
+ * same job first again when started anew, and one job would stop every job
+ * of its role.
  *
- * Now the worker's main loop catches such an error the way PostgreSQL's own
- * processes do (PostgresMain, the autovacuum launcher): schedlock_worker_
- * recover logs it, aborts the transaction (which releases locks, buffer
- * pins, the SPI stack, snapshots, the GUC nest levels and the user id the
- * worker had switched to), and goes back to the loop.  The job being
- * handled when the error came (schedlock_dispatch_blame, set by the claim)
- * is charged with it, in a transaction of its own:
- *	- a run of it this worker left "running" (a non-atomic job whose outcome
- *	  could not be recorded) is closed as failed;
+ * So the backend's main loop catches such an error the way PostgreSQL's
+ * own processes do (PostgresMain, the autovacuum launcher):
+ * schedlock_worker_recover logs it, aborts the transaction (which releases
+ * locks, buffer pins, the SPI stack, snapshots, the GUC nest levels and
+ * the user id the backend had switched to), and goes back to the loop.
+ * The job being handled when the error came (schedlock_dispatch_blame, set
+ * by the claim) is charged with it, in a transaction of its own, as the
+ * extension owner:
+ *	- a run of it this backend left "running" (a non-atomic job whose
+ *	  outcome could not be recorded) is closed as failed;
  *	- its count of dispatch errors in a row (jobs.dispatch_errors) goes up,
  *	  or starts again at 1 when a run of the job was recorded since its
  *	  last one (jobs.dispatch_error_at; schedlock_rule_dispatch_breaks,
  *	  rules.c): a dispatch that commits always
- *	  records a run, so the workers' claim needs no column of its own and
+ *	  records a run, so the claim needs no column of its own and
  *	  works unchanged on the tables of release 1.0;
  *	- the job is held back (next_run_at) for 1 s, then 2 s, so that the
  *	  loop goes on with the other jobs instead of taking it again at once
@@ -40,9 +41,11 @@
  *
  * Errors that say nothing about the job (a cancel, a deadlock or
  * serialization failure, lack of memory or disk, an I/O error, a unique
- * violation: see error_is_transient) are not charged to it.  When no job can be charged, or charging it fails too,
- * the worker waits a second before it goes on, so that an error that
- * repeats does not keep a core busy.
+ * violation: see error_is_transient) are not charged to it.  When no job
+ * can be charged, or charging it fails too, the backend waits a second
+ * before it goes on, so that an error that repeats does not keep a core
+ * busy.  A housekeeper that meets an error exits, and the launcher starts
+ * the database's housekeeping again a little later.
  *
  * IDENTIFICATION
  *	  src/quarantine.c
