@@ -232,6 +232,29 @@ schedlock_jobs_have_search_path(void)
 }
 
 /*
+ * first_timestamp
+ *		Run the read-only query q (one timestamptz column) with values and
+ *		put its first row's value into *at; false when it returned no row.
+ *		what names the query in the error raised when it fails.
+ */
+static bool
+first_timestamp(SchedlockQuery *q, Datum *values, TimestampTz *at,
+				const char *what)
+{
+	bool		isnull;
+	bool		found;
+
+	if (schedlock_query_run(q, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not %s", what);
+	found = SPI_processed > 0;
+	if (found)
+		*at = DatumGetTimestampTz(col(SPI_tuptable->vals[0],
+									  SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	return found;
+}
+
+/*
  * schedlock_next_role_wakeup
  *		The earliest next_run_at of the enabled jobs of role (the role they
  *		run as), into *next; false when it has none.
@@ -247,17 +270,8 @@ schedlock_next_role_wakeup(Oid role, TimestampTz *next)
 		1, {OIDOID}
 	};
 	Datum		values[1] = {ObjectIdGetDatum(role)};
-	bool		isnull;
-	bool		found;
 
-	if (schedlock_query_run(&q, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not compute the next wakeup");
-	found = SPI_processed > 0;
-	if (found)
-		*next = DatumGetTimestampTz(col(SPI_tuptable->vals[0],
-										SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_freetuptable(SPI_tuptable);
-	return found;
+	return first_timestamp(&q, values, next, "compute the next wakeup");
 }
 
 /*
@@ -313,17 +327,8 @@ schedlock_next_deadline(TimestampTz *next)
 		"ORDER BY deadline LIMIT 1",
 		0, {InvalidOid}
 	};
-	bool		isnull;
-	bool		found;
 
-	if (schedlock_query_run(&q, NULL, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not find the next deadline");
-	found = SPI_processed > 0;
-	if (found)
-		*next = DatumGetTimestampTz(col(SPI_tuptable->vals[0],
-										SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_freetuptable(SPI_tuptable);
-	return found;
+	return first_timestamp(&q, NULL, next, "find the next deadline");
 }
 
 /*
@@ -339,17 +344,8 @@ schedlock_oldest_finished_run(TimestampTz *at)
 		"WHERE finished_at IS NOT NULL ORDER BY finished_at LIMIT 1",
 		0, {InvalidOid}
 	};
-	bool		isnull;
-	bool		found;
 
-	if (schedlock_query_run(&q, NULL, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not look at the run history");
-	found = SPI_processed > 0;
-	if (found)
-		*at = DatumGetTimestampTz(col(SPI_tuptable->vals[0],
-									  SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_freetuptable(SPI_tuptable);
-	return found;
+	return first_timestamp(&q, NULL, at, "look at the run history");
 }
 
 /*
