@@ -107,9 +107,11 @@
 /*
  * A backend wakes this long before the next job falls due, claims it, and
  * waits the rest of the time holding it, so that the command starts on the
- * instant instead of after the wakeup and the claim.
+ * instant instead of after the wakeup and the claim.  Long enough for the
+ * claims of many backends whose jobs fall due at one instant (every
+ * database's every-second job) to be over by then on a small machine.
  */
-#define WORKER_CLAIM_LEAD_MS	10
+#define WORKER_CLAIM_LEAD_MS	50
 
 /*
  * Linux lets a poll/epoll timeout expire late by up to 0.1 % of its length
