@@ -153,3 +153,54 @@ END
 $$;
 
 DROP FUNCTION @extschema@.alter_job_1_1(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz);
+
+-------------------------------------------------------------------------------
+-- Run history: how far behind its pruning is
+-------------------------------------------------------------------------------
+
+/*
+ * The housekeeper deletes the runs that finished more than
+ * schedlock.history_retention ago.  This says how far behind it is, in the
+ * rows the caller may see (row-level security: a superuser sees every
+ * role's runs, another role its own): the retention (NULL when 0, which
+ * keeps every run), the oldest finished run, by how much it is older than
+ * the retention (0 when nothing is), and how many finished runs are (an
+ * exact count, read from the index on finished_at).
+ */
+CREATE FUNCTION schedlock.history_backlog(OUT retention interval,
+										  OUT oldest_finished_at timestamptz,
+										  OUT behind interval,
+										  OUT expired_runs bigint)
+RETURNS record
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	WITH s AS (
+		SELECT NULLIF(pg_catalog.make_interval(mins => setting::pg_catalog.int4),
+					  '0'::pg_catalog.interval) AS retention
+		  FROM pg_catalog.pg_settings
+		 WHERE name OPERATOR(pg_catalog.=) 'schedlock.history_retention'),
+	o AS (
+		SELECT pg_catalog.min(finished_at) AS oldest
+		  FROM schedlock.job_runs
+		 WHERE finished_at IS NOT NULL)
+	SELECT s.retention,
+		   o.oldest,
+		   CASE WHEN s.retention IS NULL OR o.oldest IS NULL THEN '0'::pg_catalog.interval
+				ELSE GREATEST((pg_catalog.now() OPERATOR(pg_catalog.-) s.retention)
+								OPERATOR(pg_catalog.-) o.oldest,
+							  '0'::pg_catalog.interval)
+		   END,
+		   CASE WHEN s.retention IS NULL THEN 0
+				ELSE (SELECT pg_catalog.count(*) FROM schedlock.job_runs r
+					   WHERE r.finished_at OPERATOR(pg_catalog.<)
+							 (pg_catalog.now() OPERATOR(pg_catalog.-) s.retention))
+		   END
+	  FROM s, o
+$$;
+
+COMMENT ON FUNCTION schedlock.history_backlog() IS
+	'run history past schedlock.history_retention not yet pruned, in the rows the caller may see: the retention, the oldest finished run, how far it is past the retention, and how many runs are';
+
+REVOKE ALL ON FUNCTION schedlock.history_backlog() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION schedlock.history_backlog() TO PUBLIC;

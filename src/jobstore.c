@@ -580,33 +580,47 @@ schedlock_expire_runs(TimestampTz now)
 
 /*
  * schedlock_prune_runs
- *		Delete at most PRUNE_BATCH_ROWS runs that finished more than
- *		retention_mins minutes before now.  Returns how many it deleted.
- *		In a transaction, connected to SPI.
+ *		Delete the PRUNE_BATCH_ROWS oldest runs (at most) that finished
+ *		more than retention_mins minutes before now, at or after *from;
+ *		move *from to the last one deleted (every run that finished before
+ *		it is gone: runs finish at the time they are recorded, so none
+ *		older arrives later; one loaded by hand is found by the next
+ *		housekeeping pass).  Returns how many it deleted.  In a
+ *		transaction, connected to SPI.
  */
 uint64
-schedlock_prune_runs(TimestampTz now, int retention_mins)
+schedlock_prune_runs(TimestampTz now, int retention_mins, TimestampTz *from)
 {
-	Oid			types[2] = {TIMESTAMPTZOID, INT4OID};
-	Datum		values[2];
+	static SchedlockQuery q = {
+		"WITH d AS (DELETE FROM schedlock.job_runs "
+		"  WHERE run_id OPERATOR(pg_catalog.=) ANY ("
+		"    SELECT run_id FROM schedlock.job_runs "
+		"    WHERE finished_at OPERATOR(pg_catalog.>=) $3 "
+		"      AND finished_at OPERATOR(pg_catalog.<) "
+		"        ($1 OPERATOR(pg_catalog.-) "
+		"         pg_catalog.make_interval(mins => $2)) "
+		"    ORDER BY finished_at LIMIT " CppAsString2(PRUNE_BATCH_ROWS) ") "
+		"  RETURNING finished_at) "
+		"SELECT pg_catalog.count(*), pg_catalog.max(finished_at) FROM d",
+		3, {TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID}
+	};
+	Datum		values[3];
 	uint64		deleted;
-	int			nestlevel;
+	bool		isnull;
+	Datum		last;
 
 	values[0] = TimestampTzGetDatum(now);
 	values[1] = Int32GetDatum(retention_mins);
-	nestlevel = schedlock_trusted_path_begin();
-	if (SPI_execute_with_args("DELETE FROM schedlock.job_runs "
-							  "WHERE run_id OPERATOR(pg_catalog.=) ANY ("
-							  "  SELECT run_id FROM schedlock.job_runs "
-							  "  WHERE finished_at OPERATOR(pg_catalog.<) "
-							  "    ($1 OPERATOR(pg_catalog.-) "
-							  "     pg_catalog.make_interval(mins => $2)) "
-							  "  ORDER BY finished_at LIMIT "
-							  CppAsString2(PRUNE_BATCH_ROWS) ")",
-							  2, types, values, NULL, false, 0) != SPI_OK_DELETE)
+	values[2] = TimestampTzGetDatum(*from);
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT ||
+		SPI_processed != 1)
 		elog(ERROR, "could not prune run history");
-	deleted = SPI_processed;
-	schedlock_trusted_path_end(nestlevel);
+	deleted = (uint64) DatumGetInt64(col(SPI_tuptable->vals[0],
+										 SPI_tuptable->tupdesc, 1, &isnull));
+	last = col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+	if (!isnull)
+		*from = DatumGetTimestampTz(last);
+	SPI_freetuptable(SPI_tuptable);
 	return deleted;
 }
 

@@ -198,7 +198,8 @@ extern void schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan,
 									 const char *notices);
 extern uint64 schedlock_close_lost_runs(void);
 extern uint64 schedlock_expire_runs(TimestampTz now);
-extern uint64 schedlock_prune_runs(TimestampTz now, int retention_mins);
+extern uint64 schedlock_prune_runs(TimestampTz now, int retention_mins,
+								   TimestampTz *from);
 
 /* failures, retries and next_run_at (the workers and the SQL API) */
 extern void schedlock_run_failed(int64 job_id, TimestampTz scheduled_for,

@@ -43,7 +43,9 @@
  * The launcher sleeps on its latch; it is woken by the postmaster when one
  * of its backends starts or stops (bgw_notify_pid), by probe requests and
  * due times moved earlier, by DROP DATABASE, and by SIGHUP; it looks at
- * pg_database at least once a minute.
+ * pg_database at least once a minute.  A reload that changes
+ * schedlock.history_retention has every database housekept at once, since
+ * each database's next pruning was planned under the old value.
  *
  * Everything the launcher must know survives it in shared memory: a
  * launcher started again after it was terminated adopts the backends it
@@ -857,6 +859,24 @@ launcher_pass(TimestampTz *last_scan)
 }
 
 /*
+ * housekeep_all
+ *		Have every database housekept now: schedlock.history_retention
+ *		changed, and the next pruning of each was planned under the old
+ *		value (a retention lowered from 7 days would otherwise wait days).
+ */
+static void
+housekeep_all(void)
+{
+	int			i;
+
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < SCHEDLOCK_MAX_DATABASES; i++)
+		if (schedlock_shared->dbs[i].in_use)
+			schedlock_shared->dbs[i].housekeep = true;
+	LWLockRelease(schedlock_shared->lock);
+}
+
+/*
  * schedlock_launcher_main
  *		Entry point of the launcher background worker.
  */
@@ -896,8 +916,12 @@ schedlock_launcher_main(Datum arg)
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
+			int			old_retention = schedlock_history_retention;
+
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			if (schedlock_history_retention != old_retention)
+				housekeep_all();
 		}
 
 		pgstat_report_activity(STATE_RUNNING, "managing schedlock job backends");

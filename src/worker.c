@@ -131,13 +131,17 @@
  */
 #define EXPIRE_MAX_BATCHES	100
 
-/* History pruning batches per housekeeping pass (PRUNE_BATCH_ROWS each). */
-#define PRUNE_MAX_BATCHES	10
-
 /*
- * A housekeeping pass that leaves overdue runs or history behind comes
- * back this soon; the next pruning is at least this far away.
+ * History pruning deletes PRUNE_BATCH_ROWS rows per transaction
+ * (jobstore.h), oldest first, for at most PRUNE_PASS_MS per housekeeping
+ * pass.  A pass that leaves overdue runs or history behind comes back
+ * HOUSEKEEP_AGAIN_MS later, so that pruning takes at most about half of
+ * one process's time (and its WAL rate about half of what deleting without
+ * a pause would write), and the housekeeper's budget slot is free in
+ * between.  Caught up, the next pruning is when the oldest finished run
+ * passes the retention, at least PRUNE_EVERY_MS away.
  */
+#define PRUNE_PASS_MS		1000
 #define HOUSEKEEP_AGAIN_MS	1000
 #define PRUNE_EVERY_MS		60000
 
@@ -978,29 +982,35 @@ expire_runs(void)
 
 /*
  * prune_history
- *		Delete finished runs older than schedlock.history_retention, in
- *		batches of PRUNE_BATCH_ROWS.  Returns whether it left some behind.
+ *		Delete finished runs older than schedlock.history_retention, oldest
+ *		first, in transactions of PRUNE_BATCH_ROWS rows, for at most
+ *		PRUNE_PASS_MS.  Each batch starts its index scan where the last one
+ *		ended, so that it does not step again over the entries its
+ *		predecessors deleted.  Returns whether it left some behind.
  */
 static bool
 prune_history(void)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	int			batch;
+	TimestampTz stop = TimestampTzPlusMilliseconds(now, PRUNE_PASS_MS);
+	TimestampTz from = DT_NOBEGIN;
 
 	if (schedlock_history_retention <= 0)
 		return false;
-	for (batch = 0; batch < PRUNE_MAX_BATCHES; batch++)
+	for (;;)
 	{
 		uint64		deleted;
 
 		begin_tx("schedlock: pruning run history");
-		deleted = schedlock_prune_runs(now, schedlock_history_retention);
+		deleted = schedlock_prune_runs(now, schedlock_history_retention,
+									   &from);
 		end_tx();
 		if (deleted < PRUNE_BATCH_ROWS)
 			return false;
+		if (GetCurrentTimestamp() >= stop)
+			return true;
 		CHECK_FOR_INTERRUPTS();
 	}
-	return true;
 }
 
 /*
