@@ -204,3 +204,81 @@ COMMENT ON FUNCTION schedlock.history_backlog() IS
 
 REVOKE ALL ON FUNCTION schedlock.history_backlog() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION schedlock.history_backlog() TO PUBLIC;
+
+-------------------------------------------------------------------------------
+-- job_status without walking the history
+-------------------------------------------------------------------------------
+
+/*
+ * Each job's last finished run, for schedlock.job_status: the first entry
+ * of the job in this index.  The view orders a job's runs by their negated
+ * run_id, an order only this index gives: ordered by run_id, the planner
+ * may walk job_runs_pkey backwards over every role's history until it
+ * meets one of the job's runs, which its statistics cannot tell from a
+ * short walk and which reads the whole history for a job that never ran.
+ * The predicate is the view's, word for word, so that the planner can
+ * prove the index covers it.
+ */
+CREATE INDEX job_runs_last_idx ON schedlock.job_runs
+	(job_id, (OPERATOR(pg_catalog.-) run_id))
+	WHERE status NOT IN ('queued', 'pending', 'running');
+
+/* job_status: the last finished run through job_runs_last_idx */
+CREATE OR REPLACE VIEW schedlock.job_status WITH (security_invoker = true) AS
+SELECT j.job_id,
+	   j.job_name,
+	   j.owner,
+	   j.schedule,
+	   COALESCE(j.timezone,
+						   pg_catalog.current_setting('schedlock.timezone')) AS timezone,
+	   j.enabled,
+	   j.next_run_at,
+	   l.status AS last_status,
+	   l.scheduled_for AS last_scheduled_for,
+	   l.finished_at AS last_finished_at,
+	   l.sqlstate AS last_sqlstate,
+	   l.message AS last_message,
+	   j.consecutive_failures,
+	   COALESCE(r.worker_pid, schedlock.job_worker_pid(j.job_id)) AS running_pid,
+	   COALESCE((SELECT schedlock.paused_reason()), j.quarantine_reason) AS paused_reason,
+	   j.total_runs,
+	   j.succeeded_runs,
+	   j.failed_runs,
+	   j.last_duration,
+	   j.total_duration OPERATOR(pg_catalog./)
+		 NULLIF(j.total_runs, 0)::pg_catalog.float8 AS average_duration,
+	   j.last_success_at,
+	   j.last_start_lag,
+	   CASE
+		 WHEN pg_catalog.current_setting('schedlock.enabled', true) OPERATOR(pg_catalog.=) 'off'
+		 THEN 'schedlock.enabled is off: the workers run no job'
+		 ELSE COALESCE((SELECT schedlock.paused_reason()), j.quarantine_reason,
+			  CASE
+				WHEN NOT j.enabled
+				THEN 'disabled: alter_job(..., enabled => true) enables the job'
+				WHEN j.schedule OPERATOR(pg_catalog.=) '@once' AND j.next_run_at IS NULL
+				  AND NOT EXISTS (SELECT 1 FROM schedlock.job_runs x
+								   WHERE x.job_id OPERATOR(pg_catalog.=) j.job_id
+									 AND x.status IN ('queued', 'pending', 'running'))
+				THEN 'ended: the one-off job has run; alter_job(..., next_run_at => ...) runs it again'
+			  END)
+	   END AS stopped_reason,
+	   CASE WHEN j.next_run_at OPERATOR(pg_catalog.<=) pg_catalog.now()
+			THEN schedlock.job_wait_reason(COALESCE(j.run_as, j.owner))
+	   END AS waiting_reason
+  FROM schedlock.jobs j
+  LEFT JOIN LATERAL (SELECT x.status, x.scheduled_for, x.finished_at, x.sqlstate, x.message
+					   FROM schedlock.job_runs x
+					  WHERE x.job_id OPERATOR(pg_catalog.=) j.job_id
+						AND x.status NOT IN ('queued', 'pending', 'running')
+					  ORDER BY OPERATOR(pg_catalog.-) x.run_id
+					  LIMIT 1) l ON true
+  LEFT JOIN LATERAL (SELECT x.worker_pid
+					   FROM schedlock.job_runs x
+					  WHERE x.job_id OPERATOR(pg_catalog.=) j.job_id
+						AND x.status OPERATOR(pg_catalog.=) 'running'
+					  ORDER BY x.run_id DESC
+					  LIMIT 1) r ON true;
+
+COMMENT ON VIEW schedlock.job_status IS
+	'per job: schedule, time zone, next run, last finished run and its error, consecutive failures, pid running it now, why it is paused (a copy) or quarantined, run statistics, why it will not run, and why a due job waits for a job backend';
