@@ -2,7 +2,10 @@
 -- job_status_plan: schedlock.job_status finds each job's last finished run
 -- through an index of that job's finished runs (job_runs_last_idx), not
 -- by walking the whole history backwards.  The plan is checked for its
--- shape, not timed (test/bench/status_bench.sh times it).
+-- shape, not timed (test/bench/status_bench.sh times it).  Its late_by
+-- column says how late a due job is: jobs that would fall due while the
+-- test runs are only written in transactions that roll back, so that no
+-- job backend runs them.
 --
 SET client_min_messages = warning;
 SET TIME ZONE 'UTC';
@@ -46,6 +49,26 @@ SELECT job_name, last_status, last_scheduled_for, last_finished_at
   FROM schedlock.job_status
  WHERE job_name IN ('status_1', 'status_10', 'status_11')
  ORDER BY job_name;
+
+-- the columns of job_status, in order: those of 1.1 first, then 1.2's
+SELECT string_agg(attname, ', ' ORDER BY attnum)
+  FROM pg_attribute
+ WHERE attrelid = 'schedlock.job_status'::regclass AND attnum > 0;
+
+-- late_by: how late a due job is now; NULL when it is not due
+BEGIN;
+-- (alter_job takes an instant in the past as now: the row is written here)
+UPDATE schedlock.jobs SET enabled = true,
+	   next_run_at = now() + CASE job_name WHEN 'status_11' THEN interval '-5 minutes'
+										   ELSE interval '5 minutes' END
+ WHERE job_name IN ('status_11', 'status_12');
+SELECT job_name, late_by, next_run_at <= now() AS due
+  FROM schedlock.job_status
+ WHERE job_name IN ('status_11', 'status_12', 'status_13')
+ ORDER BY job_name;
+SELECT count(*) AS late_by_a_minute
+  FROM schedlock.job_status WHERE late_by > interval '1 minute';
+ROLLBACK;
 
 SELECT count(*) FROM (
 	SELECT unschedule_job('status_' || i) FROM generate_series(1, 20) i) s;

@@ -206,7 +206,7 @@ REVOKE ALL ON FUNCTION schedlock.history_backlog() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION schedlock.history_backlog() TO PUBLIC;
 
 -------------------------------------------------------------------------------
--- job_status without walking the history
+-- job_status without walking the history, and how late a due job is
 -------------------------------------------------------------------------------
 
 /*
@@ -223,7 +223,13 @@ CREATE INDEX job_runs_last_idx ON schedlock.job_runs
 	(job_id, (OPERATOR(pg_catalog.-) run_id))
 	WHERE status NOT IN ('queued', 'pending', 'running');
 
-/* job_status: the last finished run through job_runs_last_idx */
+/*
+ * job_status: the last finished run through job_runs_last_idx; and
+ * late_by, now() - next_run_at for a job due now (NULL for one that is
+ * not), so that "WHERE late_by > interval '1 minute'" finds a job that is
+ * stuck, starved of job backends, or waiting for a row lock.  The columns
+ * before it are as they were.
+ */
 CREATE OR REPLACE VIEW schedlock.job_status WITH (security_invoker = true) AS
 SELECT j.job_id,
 	   j.job_name,
@@ -265,7 +271,10 @@ SELECT j.job_id,
 	   END AS stopped_reason,
 	   CASE WHEN j.next_run_at OPERATOR(pg_catalog.<=) pg_catalog.now()
 			THEN schedlock.job_wait_reason(COALESCE(j.run_as, j.owner))
-	   END AS waiting_reason
+	   END AS waiting_reason,
+	   CASE WHEN j.next_run_at OPERATOR(pg_catalog.<=) pg_catalog.now()
+			THEN pg_catalog.now() OPERATOR(pg_catalog.-) j.next_run_at
+	   END AS late_by
   FROM schedlock.jobs j
   LEFT JOIN LATERAL (SELECT x.status, x.scheduled_for, x.finished_at, x.sqlstate, x.message
 					   FROM schedlock.job_runs x
@@ -281,4 +290,4 @@ SELECT j.job_id,
 					  LIMIT 1) r ON true;
 
 COMMENT ON VIEW schedlock.job_status IS
-	'per job: schedule, time zone, next run, last finished run and its error, consecutive failures, pid running it now, why it is paused (a copy) or quarantined, run statistics, why it will not run, and why a due job waits for a job backend';
+	'per job: schedule, time zone, next run, last finished run and its error, consecutive failures, pid running it now, why it is paused (a copy) or quarantined, run statistics, why it will not run, why a due job waits for a job backend, and how late a due job is';
