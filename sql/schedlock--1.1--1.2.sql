@@ -291,3 +291,23 @@ SELECT j.job_id,
 
 COMMENT ON VIEW schedlock.job_status IS
 	'per job: schedule, time zone, next run, last finished run and its error, consecutive failures, pid running it now, why it is paused (a copy) or quarantined, run statistics, why it will not run, why a due job waits for a job backend, and how late a due job is';
+
+-------------------------------------------------------------------------------
+-- Owners delete their own run history
+-------------------------------------------------------------------------------
+
+/*
+ * A job's owner may delete the runs of its jobs that have ended (to keep
+ * less than schedlock.history_retention, say), and nothing else: not
+ * another role's runs (row-level security, as for reading), and not a run
+ * that is queued, pending or running, which the scheduler still needs
+ * (such rows are left alone, without an error, as rows a policy hides
+ * are).  Inserting and updating stay the extension's own.
+ */
+CREATE POLICY job_runs_owner_delete ON schedlock.job_runs FOR DELETE
+	USING (owner OPERATOR(pg_catalog.=)
+		   (SELECT r.oid FROM pg_catalog.pg_roles r
+			 WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER)
+		   AND status NOT IN ('queued', 'pending', 'running'));
+
+GRANT DELETE ON schedlock.job_runs TO PUBLIC;
