@@ -298,6 +298,48 @@ schedlock_roles_due(int *n, MemoryContext cxt)
 }
 
 /*
+ * schedlock_overdue_jobs
+ *		The enabled jobs of role (the role they run as) whose next_run_at is
+ *		at or before 'before', earliest first, at most max of them, into
+ *		jobs (names in cxt).  Returns how many.
+ */
+int
+schedlock_overdue_jobs(Oid role, TimestampTz before,
+					   SchedlockOverdueJob *jobs, int max, MemoryContext cxt)
+{
+	static SchedlockQuery q = {
+		"SELECT job_id, job_name, next_run_at FROM schedlock.jobs "
+		"WHERE enabled "
+		"  AND (COALESCE(run_as, owner)::pg_catalog.oid) OPERATOR(pg_catalog.=) $1 "
+		"  AND next_run_at OPERATOR(pg_catalog.<=) $2 "
+		"ORDER BY next_run_at, job_id LIMIT $3",
+		3, {OIDOID, TIMESTAMPTZOID, INT4OID}
+	};
+	Datum		values[3];
+	uint64		i;
+	int			n;
+
+	values[0] = ObjectIdGetDatum(role);
+	values[1] = TimestampTzGetDatum(before);
+	values[2] = Int32GetDatum(max);
+	if (schedlock_query_run(&q, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read overdue jobs");
+	n = (int) Min(SPI_processed, (uint64) max);
+	for (i = 0; i < (uint64) n; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+
+		jobs[i].job_id = DatumGetInt64(col(tup, desc, 1, &isnull));
+		jobs[i].job_name = col_text(tup, desc, 2, cxt);
+		jobs[i].next_run_at = DatumGetTimestampTz(col(tup, desc, 3, &isnull));
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return n;
+}
+
+/*
  * schedlock_next_deadline
  *		The earliest deadline of a NOTIFY run still open, into *next; false
  *		when there is none.

@@ -173,6 +173,14 @@ typedef struct SchedlockRoleDue
 	TimestampTz due_at;
 } SchedlockRoleDue;
 
+/* An enabled job due since next_run_at (schedlock_overdue_jobs). */
+typedef struct SchedlockOverdueJob
+{
+	int64		job_id;
+	char	   *job_name;
+	TimestampTz next_run_at;
+} SchedlockOverdueJob;
+
 /* claiming and advancing a job (the job backends) */
 extern bool schedlock_claim_job(SchedlockClaimKind kind, Oid role,
 								ClaimPosition *pos, TimestampTz now,
@@ -180,6 +188,9 @@ extern bool schedlock_claim_job(SchedlockClaimKind kind, Oid role,
 extern bool schedlock_jobs_have_search_path(void);
 extern bool schedlock_next_role_wakeup(Oid role, TimestampTz *next);
 extern SchedlockRoleDue *schedlock_roles_due(int *n, MemoryContext cxt);
+extern int	schedlock_overdue_jobs(Oid role, TimestampTz before,
+								   SchedlockOverdueJob *jobs, int max,
+								   MemoryContext cxt);
 extern bool schedlock_next_deadline(TimestampTz *next);
 extern bool schedlock_oldest_finished_run(TimestampTz *at);
 extern bool schedlock_next_queued_run(int64 job_id, int64 *run_id,
