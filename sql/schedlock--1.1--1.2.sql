@@ -153,3 +153,161 @@ END
 $$;
 
 DROP FUNCTION @extschema@.alter_job_1_1(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz);
+
+-------------------------------------------------------------------------------
+-- Run history: how far behind its pruning is
+-------------------------------------------------------------------------------
+
+/*
+ * The housekeeper deletes the runs that finished more than
+ * schedlock.history_retention ago.  This says how far behind it is, in the
+ * rows the caller may see (row-level security: a superuser sees every
+ * role's runs, another role its own): the retention (NULL when 0, which
+ * keeps every run), the oldest finished run, by how much it is older than
+ * the retention (0 when nothing is), and how many finished runs are (an
+ * exact count, read from the index on finished_at).
+ */
+CREATE FUNCTION schedlock.history_backlog(OUT retention interval,
+										  OUT oldest_finished_at timestamptz,
+										  OUT behind interval,
+										  OUT expired_runs bigint)
+RETURNS record
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	WITH s AS (
+		SELECT NULLIF(pg_catalog.make_interval(mins => setting::pg_catalog.int4),
+					  '0'::pg_catalog.interval) AS retention
+		  FROM pg_catalog.pg_settings
+		 WHERE name OPERATOR(pg_catalog.=) 'schedlock.history_retention'),
+	o AS (
+		SELECT pg_catalog.min(finished_at) AS oldest
+		  FROM schedlock.job_runs
+		 WHERE finished_at IS NOT NULL)
+	SELECT s.retention,
+		   o.oldest,
+		   CASE WHEN s.retention IS NULL OR o.oldest IS NULL THEN '0'::pg_catalog.interval
+				ELSE GREATEST((pg_catalog.now() OPERATOR(pg_catalog.-) s.retention)
+								OPERATOR(pg_catalog.-) o.oldest,
+							  '0'::pg_catalog.interval)
+		   END,
+		   CASE WHEN s.retention IS NULL THEN 0
+				ELSE (SELECT pg_catalog.count(*) FROM schedlock.job_runs r
+					   WHERE r.finished_at OPERATOR(pg_catalog.<)
+							 (pg_catalog.now() OPERATOR(pg_catalog.-) s.retention))
+		   END
+	  FROM s, o
+$$;
+
+COMMENT ON FUNCTION schedlock.history_backlog() IS
+	'run history past schedlock.history_retention not yet pruned, in the rows the caller may see: the retention, the oldest finished run, how far it is past the retention, and how many runs are';
+
+REVOKE ALL ON FUNCTION schedlock.history_backlog() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION schedlock.history_backlog() TO PUBLIC;
+
+-------------------------------------------------------------------------------
+-- job_status without walking the history, and how late a due job is
+-------------------------------------------------------------------------------
+
+/*
+ * Each job's last finished run, for schedlock.job_status: the first entry
+ * of the job in this index.  The view orders a job's runs by their negated
+ * run_id, an order only this index gives: ordered by run_id, the planner
+ * may walk job_runs_pkey backwards over every role's history until it
+ * meets one of the job's runs, which its statistics cannot tell from a
+ * short walk and which reads the whole history for a job that never ran.
+ * The predicate is the view's, word for word, so that the planner can
+ * prove the index covers it.
+ */
+CREATE INDEX job_runs_last_idx ON schedlock.job_runs
+	(job_id, (OPERATOR(pg_catalog.-) run_id))
+	WHERE status NOT IN ('queued', 'pending', 'running');
+
+/*
+ * job_status: the last finished run through job_runs_last_idx; and
+ * late_by, now() - next_run_at for a job due now (NULL for one that is
+ * not), so that "WHERE late_by > interval '1 minute'" finds a job that is
+ * stuck, starved of job backends, or waiting for a row lock.  The columns
+ * before it are as they were.
+ */
+CREATE OR REPLACE VIEW schedlock.job_status WITH (security_invoker = true) AS
+SELECT j.job_id,
+	   j.job_name,
+	   j.owner,
+	   j.schedule,
+	   COALESCE(j.timezone,
+						   pg_catalog.current_setting('schedlock.timezone')) AS timezone,
+	   j.enabled,
+	   j.next_run_at,
+	   l.status AS last_status,
+	   l.scheduled_for AS last_scheduled_for,
+	   l.finished_at AS last_finished_at,
+	   l.sqlstate AS last_sqlstate,
+	   l.message AS last_message,
+	   j.consecutive_failures,
+	   COALESCE(r.worker_pid, schedlock.job_worker_pid(j.job_id)) AS running_pid,
+	   COALESCE((SELECT schedlock.paused_reason()), j.quarantine_reason) AS paused_reason,
+	   j.total_runs,
+	   j.succeeded_runs,
+	   j.failed_runs,
+	   j.last_duration,
+	   j.total_duration OPERATOR(pg_catalog./)
+		 NULLIF(j.total_runs, 0)::pg_catalog.float8 AS average_duration,
+	   j.last_success_at,
+	   j.last_start_lag,
+	   CASE
+		 WHEN pg_catalog.current_setting('schedlock.enabled', true) OPERATOR(pg_catalog.=) 'off'
+		 THEN 'schedlock.enabled is off: the workers run no job'
+		 ELSE COALESCE((SELECT schedlock.paused_reason()), j.quarantine_reason,
+			  CASE
+				WHEN NOT j.enabled
+				THEN 'disabled: alter_job(..., enabled => true) enables the job'
+				WHEN j.schedule OPERATOR(pg_catalog.=) '@once' AND j.next_run_at IS NULL
+				  AND NOT EXISTS (SELECT 1 FROM schedlock.job_runs x
+								   WHERE x.job_id OPERATOR(pg_catalog.=) j.job_id
+									 AND x.status IN ('queued', 'pending', 'running'))
+				THEN 'ended: the one-off job has run; alter_job(..., next_run_at => ...) runs it again'
+			  END)
+	   END AS stopped_reason,
+	   CASE WHEN j.next_run_at OPERATOR(pg_catalog.<=) pg_catalog.now()
+			THEN schedlock.job_wait_reason(COALESCE(j.run_as, j.owner))
+	   END AS waiting_reason,
+	   CASE WHEN j.next_run_at OPERATOR(pg_catalog.<=) pg_catalog.now()
+			THEN pg_catalog.now() OPERATOR(pg_catalog.-) j.next_run_at
+	   END AS late_by
+  FROM schedlock.jobs j
+  LEFT JOIN LATERAL (SELECT x.status, x.scheduled_for, x.finished_at, x.sqlstate, x.message
+					   FROM schedlock.job_runs x
+					  WHERE x.job_id OPERATOR(pg_catalog.=) j.job_id
+						AND x.status NOT IN ('queued', 'pending', 'running')
+					  ORDER BY OPERATOR(pg_catalog.-) x.run_id
+					  LIMIT 1) l ON true
+  LEFT JOIN LATERAL (SELECT x.worker_pid
+					   FROM schedlock.job_runs x
+					  WHERE x.job_id OPERATOR(pg_catalog.=) j.job_id
+						AND x.status OPERATOR(pg_catalog.=) 'running'
+					  ORDER BY x.run_id DESC
+					  LIMIT 1) r ON true;
+
+COMMENT ON VIEW schedlock.job_status IS
+	'per job: schedule, time zone, next run, last finished run and its error, consecutive failures, pid running it now, why it is paused (a copy) or quarantined, run statistics, why it will not run, why a due job waits for a job backend, and how late a due job is';
+
+-------------------------------------------------------------------------------
+-- Owners delete their own run history
+-------------------------------------------------------------------------------
+
+/*
+ * A job's owner may delete the runs of its jobs that have ended (to keep
+ * less than schedlock.history_retention, say), and nothing else: not
+ * another role's runs (row-level security, as for reading), and not a run
+ * that is queued, pending or running, which the scheduler still needs
+ * (such rows are left alone, without an error, as rows a policy hides
+ * are).  Inserting and updating stay the extension's own.
+ */
+CREATE POLICY job_runs_owner_delete ON schedlock.job_runs FOR DELETE
+	USING (owner OPERATOR(pg_catalog.=)
+		   (SELECT r.oid FROM pg_catalog.pg_roles r
+			 WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER)
+		   AND status NOT IN ('queued', 'pending', 'running'));
+
+GRANT DELETE ON schedlock.job_runs TO PUBLIC;

@@ -15,6 +15,14 @@
  * holds, after the position ($2, $3) in the order of jobs_role_due_idx, as
  * of $1.
  *
+ * The claim locks the row FOR NO KEY UPDATE, the lock its UPDATE of the job
+ * (which changes no key column) takes anyway: it excludes other claims and
+ * writers of the row, but not FOR KEY SHARE, which every insert of a row
+ * referencing the job takes for its foreign-key check (a run_job() call, a
+ * run recorded by another transaction, an application's table that
+ * references schedlock.jobs).  FOR UPDATE would skip the job for as long as
+ * any such transaction is open.
+ *
  * Claiming a job moves its next_run_at, so its old entry in jobs_due_idx
  * stays in the due range, dead, until vacuum or a later scan removes it.
  * When thousands of jobs fall due at once, a scan from the start of the
@@ -59,7 +67,7 @@
 	"  AND (next_run_at, job_id) OPERATOR(pg_catalog.>) ($2, $3) "
 #define SCHEDLOCK_CLAIM_ORDER \
 	"ORDER BY next_run_at, job_id LIMIT 1 " \
-	"FOR UPDATE SKIP LOCKED"
+	"FOR NO KEY UPDATE SKIP LOCKED"
 
 /*
  * Claim any due job of the role ($1 timestamptz, $2 timestamptz, $3

@@ -313,6 +313,48 @@ schedlock_roles_due(int *n, MemoryContext cxt)
 }
 
 /*
+ * schedlock_overdue_jobs
+ *		The enabled jobs of role (the role they run as) whose next_run_at is
+ *		at or before 'before', earliest first, at most max of them, into
+ *		jobs (names in cxt).  Returns how many.
+ */
+int
+schedlock_overdue_jobs(Oid role, TimestampTz before,
+					   SchedlockOverdueJob *jobs, int max, MemoryContext cxt)
+{
+	static SchedlockQuery q = {
+		"SELECT job_id, job_name, next_run_at FROM schedlock.jobs "
+		"WHERE enabled "
+		"  AND (COALESCE(run_as, owner)::pg_catalog.oid) OPERATOR(pg_catalog.=) $1 "
+		"  AND next_run_at OPERATOR(pg_catalog.<=) $2 "
+		"ORDER BY next_run_at, job_id LIMIT $3",
+		3, {OIDOID, TIMESTAMPTZOID, INT4OID}
+	};
+	Datum		values[3];
+	uint64		i;
+	int			n;
+
+	values[0] = ObjectIdGetDatum(role);
+	values[1] = TimestampTzGetDatum(before);
+	values[2] = Int32GetDatum(max);
+	if (schedlock_query_run(&q, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read overdue jobs");
+	n = (int) Min(SPI_processed, (uint64) max);
+	for (i = 0; i < (uint64) n; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+
+		jobs[i].job_id = DatumGetInt64(col(tup, desc, 1, &isnull));
+		jobs[i].job_name = col_text(tup, desc, 2, cxt);
+		jobs[i].next_run_at = DatumGetTimestampTz(col(tup, desc, 3, &isnull));
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return n;
+}
+
+/*
  * schedlock_next_deadline
  *		The earliest deadline of a NOTIFY run still open, into *next; false
  *		when there is none.
@@ -577,33 +619,47 @@ schedlock_expire_runs(TimestampTz now)
 
 /*
  * schedlock_prune_runs
- *		Delete at most PRUNE_BATCH_ROWS runs that finished more than
- *		retention_mins minutes before now.  Returns how many it deleted.
- *		In a transaction, connected to SPI.
+ *		Delete the PRUNE_BATCH_ROWS oldest runs (at most) that finished
+ *		more than retention_mins minutes before now, at or after *from;
+ *		move *from to the last one deleted (every run that finished before
+ *		it is gone: runs finish at the time they are recorded, so none
+ *		older arrives later; one loaded by hand is found by the next
+ *		housekeeping pass).  Returns how many it deleted.  In a
+ *		transaction, connected to SPI.
  */
 uint64
-schedlock_prune_runs(TimestampTz now, int retention_mins)
+schedlock_prune_runs(TimestampTz now, int retention_mins, TimestampTz *from)
 {
-	Oid			types[2] = {TIMESTAMPTZOID, INT4OID};
-	Datum		values[2];
+	static SchedlockQuery q = {
+		"WITH d AS (DELETE FROM schedlock.job_runs "
+		"  WHERE run_id OPERATOR(pg_catalog.=) ANY ("
+		"    SELECT run_id FROM schedlock.job_runs "
+		"    WHERE finished_at OPERATOR(pg_catalog.>=) $3 "
+		"      AND finished_at OPERATOR(pg_catalog.<) "
+		"        ($1 OPERATOR(pg_catalog.-) "
+		"         pg_catalog.make_interval(mins => $2)) "
+		"    ORDER BY finished_at LIMIT " CppAsString2(PRUNE_BATCH_ROWS) ") "
+		"  RETURNING finished_at) "
+		"SELECT pg_catalog.count(*), pg_catalog.max(finished_at) FROM d",
+		3, {TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID}
+	};
+	Datum		values[3];
 	uint64		deleted;
-	int			nestlevel;
+	bool		isnull;
+	Datum		last;
 
 	values[0] = TimestampTzGetDatum(now);
 	values[1] = Int32GetDatum(retention_mins);
-	nestlevel = schedlock_trusted_path_begin();
-	if (SPI_execute_with_args("DELETE FROM schedlock.job_runs "
-							  "WHERE run_id OPERATOR(pg_catalog.=) ANY ("
-							  "  SELECT run_id FROM schedlock.job_runs "
-							  "  WHERE finished_at OPERATOR(pg_catalog.<) "
-							  "    ($1 OPERATOR(pg_catalog.-) "
-							  "     pg_catalog.make_interval(mins => $2)) "
-							  "  ORDER BY finished_at LIMIT "
-							  CppAsString2(PRUNE_BATCH_ROWS) ")",
-							  2, types, values, NULL, false, 0) != SPI_OK_DELETE)
+	values[2] = TimestampTzGetDatum(*from);
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT ||
+		SPI_processed != 1)
 		elog(ERROR, "could not prune run history");
-	deleted = SPI_processed;
-	schedlock_trusted_path_end(nestlevel);
+	deleted = (uint64) DatumGetInt64(col(SPI_tuptable->vals[0],
+										 SPI_tuptable->tupdesc, 1, &isnull));
+	last = col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+	if (!isnull)
+		*from = DatumGetTimestampTz(last);
+	SPI_freetuptable(SPI_tuptable);
 	return deleted;
 }
 

@@ -173,6 +173,14 @@ typedef struct SchedlockRoleDue
 	TimestampTz due_at;
 } SchedlockRoleDue;
 
+/* An enabled job due since next_run_at (schedlock_overdue_jobs). */
+typedef struct SchedlockOverdueJob
+{
+	int64		job_id;
+	char	   *job_name;
+	TimestampTz next_run_at;
+} SchedlockOverdueJob;
+
 /* claiming and advancing a job (the job backends) */
 extern bool schedlock_claim_job(SchedlockClaimKind kind, Oid role,
 								ClaimPosition *pos, TimestampTz now,
@@ -180,6 +188,9 @@ extern bool schedlock_claim_job(SchedlockClaimKind kind, Oid role,
 extern bool schedlock_jobs_have_search_path(void);
 extern bool schedlock_next_role_wakeup(Oid role, TimestampTz *next);
 extern SchedlockRoleDue *schedlock_roles_due(int *n, MemoryContext cxt);
+extern int	schedlock_overdue_jobs(Oid role, TimestampTz before,
+								   SchedlockOverdueJob *jobs, int max,
+								   MemoryContext cxt);
 extern bool schedlock_next_deadline(TimestampTz *next);
 extern bool schedlock_oldest_finished_run(TimestampTz *at);
 extern bool schedlock_next_queued_run(int64 job_id, int64 *run_id,
@@ -198,7 +209,8 @@ extern void schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan,
 									 const char *notices);
 extern uint64 schedlock_close_lost_runs(void);
 extern uint64 schedlock_expire_runs(TimestampTz now);
-extern uint64 schedlock_prune_runs(TimestampTz now, int retention_mins);
+extern uint64 schedlock_prune_runs(TimestampTz now, int retention_mins,
+								   TimestampTz *from);
 
 /* failures, retries and next_run_at (the workers and the SQL API) */
 extern void schedlock_run_failed(int64 job_id, TimestampTz scheduled_for,

@@ -45,7 +45,9 @@
  * due times moved earlier, by DROP DATABASE, and by SIGHUP, after which
  * every database is housekept (its queues published anew: a superuser who
  * changed schedlock.jobs by hand reloads to have that seen); it looks at
- * pg_database at least once a minute.
+ * pg_database at least once a minute.  (A reload that changes
+ * schedlock.history_retention needs it too: each database's next pruning
+ * was planned under the old value.)
  *
  * Everything the launcher must know survives it in shared memory: a
  * launcher started again after it was terminated adopts the backends it

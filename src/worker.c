@@ -78,6 +78,7 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -124,6 +125,17 @@
 #define WORKER_SLACK_FREE_MS	2000
 #define WORKER_SLACK_DIVISOR	256
 
+/*
+ * A job of the backend's role due for longer than WORKER_UNCLAIMED_WARN_MS
+ * that its claims skip (another transaction holds its row) is logged once,
+ * with a WARNING, per job and due time; the backend looks for such jobs at
+ * most every WORKER_UNCLAIMED_CHECK_MS, and only when its role's earliest
+ * due job is that old.  It keeps up to WORKER_UNCLAIMED_MAX of them.
+ */
+#define WORKER_UNCLAIMED_WARN_MS	10000
+#define WORKER_UNCLAIMED_CHECK_MS	1000
+#define WORKER_UNCLAIMED_MAX		16
+
 /* NOTIFY jobs claimed and notified in one transaction, at most. */
 #define WORKER_NOTIFY_BATCH	200
 
@@ -133,13 +145,17 @@
  */
 #define EXPIRE_MAX_BATCHES	100
 
-/* History pruning batches per housekeeping pass (PRUNE_BATCH_ROWS each). */
-#define PRUNE_MAX_BATCHES	10
-
 /*
- * A housekeeping pass that leaves overdue runs or history behind comes
- * back this soon; the next pruning is at least this far away.
+ * History pruning deletes PRUNE_BATCH_ROWS rows per transaction
+ * (jobstore.h), oldest first, for at most PRUNE_PASS_MS per housekeeping
+ * pass.  A pass that leaves overdue runs or history behind comes back
+ * HOUSEKEEP_AGAIN_MS later, so that pruning takes at most about half of
+ * one process's time (and its WAL rate about half of what deleting without
+ * a pause would write), and the housekeeper's budget slot is free in
+ * between.  Caught up, the next pruning is when the oldest finished run
+ * passes the retention, at least PRUNE_EVERY_MS away.
  */
+#define PRUNE_PASS_MS		1000
 #define HOUSEKEEP_AGAIN_MS	1000
 #define PRUNE_EVERY_MS		60000
 
@@ -154,6 +170,19 @@ static Oid	ext_owner = InvalidOid;
 
 /* Whether the tables have jobs.search_path (release 1.2). */
 static bool have_search_path = false;
+
+/* Names of this backend's database and role, for its messages. */
+static char my_dbname[NAMEDATALEN] = "";
+static char my_rolename[NAMEDATALEN] = "";
+
+/*
+ * The overdue jobs this backend has warned about, with the due time each
+ * was warned at (see warn_unclaimed).
+ */
+static int64 warned_job[WORKER_UNCLAIMED_MAX];
+static TimestampTz warned_due[WORKER_UNCLAIMED_MAX];
+static int	nwarned = 0;
+static TimestampTz unclaimed_checked_at = 0;
 
 /* Memory for one claim and run; reset after each pass. */
 static MemoryContext run_cxt = NULL;
@@ -345,6 +374,15 @@ look_at_extension(void)
 	bool		present;
 
 	StartTransactionCommand();
+	if (my_dbname[0] == '\0')
+	{
+		char	   *name = get_database_name(MyDatabaseId);
+
+		strlcpy(my_dbname, name ? name : "?", sizeof(my_dbname));
+		if (MySlot->kind == SCHEDLOCK_BACKEND_JOBS)
+			strlcpy(my_rolename, GetUserNameFromId(GetSessionUserId(), false),
+					sizeof(my_rolename));
+	}
 	present = OidIsValid(get_extension_oid("schedlock", true));
 	if (present)
 	{
@@ -890,6 +928,77 @@ sleep_ms_until(TimestampTz next, bool claimed)
 }
 
 /*
+ * warn_unclaimed
+ *		After a pass of a job backend whose role's earliest due job is at
+ *		'next': when that is more than WORKER_UNCLAIMED_WARN_MS ago, the
+ *		pass skipped it, so another transaction holds its row (an open
+ *		alter_job(), a SELECT ... FOR UPDATE; a backend of this role that
+ *		runs it holds it too, and does not count).  Log each such job once
+ *		per due time.  Called outside a transaction.
+ */
+static void
+warn_unclaimed(TimestampTz next)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz before = TimestampTzPlusMilliseconds(now,
+													 -WORKER_UNCLAIMED_WARN_MS);
+	SchedlockOverdueJob jobs[WORKER_UNCLAIMED_MAX];
+	int64		still_job[WORKER_UNCLAIMED_MAX];
+	TimestampTz still_due[WORKER_UNCLAIMED_MAX];
+	int			nstill = 0;
+	int			n;
+	int			i;
+
+	if (next == DT_NOEND || next > before)
+	{
+		nwarned = 0;			/* every episode is over */
+		return;
+	}
+	if (!TimestampDifferenceExceeds(unclaimed_checked_at, now,
+									WORKER_UNCLAIMED_CHECK_MS))
+		return;
+	unclaimed_checked_at = now;
+
+	begin_tx("schedlock: looking for jobs it could not claim");
+	n = schedlock_overdue_jobs(my_role, before, jobs, WORKER_UNCLAIMED_MAX,
+							   run_cxt);
+	end_tx();
+
+	for (i = 0; i < n; i++)
+	{
+		bool		warned = false;
+		int			j;
+
+		if (schedlock_running_pid(MyDatabaseId, jobs[i].job_id) != 0)
+			continue;
+		for (j = 0; j < nwarned; j++)
+			if (warned_job[j] == jobs[i].job_id &&
+				warned_due[j] == jobs[i].next_run_at)
+				warned = true;
+		if (!warned)
+		{
+			long		secs;
+			int			usecs;
+
+			TimestampDifference(jobs[i].next_run_at, now, &secs, &usecs);
+			ereport(WARNING,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("schedlock job \"%s\" of role \"%s\" in database \"%s\" has been due for %ld s and could not be claimed",
+							jobs[i].job_name, my_rolename, my_dbname, secs),
+					 errdetail("Another transaction holds a lock on its row of schedlock.jobs (job_id " INT64_FORMAT ").",
+							   jobs[i].job_id),
+					 errhint("Look in pg_stat_activity for a transaction that changed or locked the job and is still open.")));
+		}
+		still_job[nstill] = jobs[i].job_id;
+		still_due[nstill] = jobs[i].next_run_at;
+		nstill++;
+	}
+	memcpy(warned_job, still_job, sizeof(int64) * nstill);
+	memcpy(warned_due, still_due, sizeof(TimestampTz) * nstill);
+	nwarned = nstill;
+}
+
+/*
  * job_backend_loop
  *		The life of a job backend: passes over its role's due jobs, sleeps
  *		in between, and an exit when it has been idle for
@@ -934,6 +1043,8 @@ job_backend_loop(void)
 			first = false;
 		}
 		next = more ? GetCurrentTimestamp() : next_due();
+		if (!more)
+			warn_unclaimed(next);
 		now = GetCurrentTimestamp();
 		if (claims > 0)
 			idle_since = now;
@@ -1005,29 +1116,35 @@ expire_runs(void)
 
 /*
  * prune_history
- *		Delete finished runs older than schedlock.history_retention, in
- *		batches of PRUNE_BATCH_ROWS.  Returns whether it left some behind.
+ *		Delete finished runs older than schedlock.history_retention, oldest
+ *		first, in transactions of PRUNE_BATCH_ROWS rows, for at most
+ *		PRUNE_PASS_MS.  Each batch starts its index scan where the last one
+ *		ended, so that it does not step again over the entries its
+ *		predecessors deleted.  Returns whether it left some behind.
  */
 static bool
 prune_history(void)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	int			batch;
+	TimestampTz stop = TimestampTzPlusMilliseconds(now, PRUNE_PASS_MS);
+	TimestampTz from = DT_NOBEGIN;
 
 	if (schedlock_history_retention <= 0)
 		return false;
-	for (batch = 0; batch < PRUNE_MAX_BATCHES; batch++)
+	for (;;)
 	{
 		uint64		deleted;
 
 		begin_tx("schedlock: pruning run history");
-		deleted = schedlock_prune_runs(now, schedlock_history_retention);
+		deleted = schedlock_prune_runs(now, schedlock_history_retention,
+									   &from);
 		end_tx();
 		if (deleted < PRUNE_BATCH_ROWS)
 			return false;
+		if (GetCurrentTimestamp() >= stop)
+			return true;
 		CHECK_FOR_INTERRUPTS();
 	}
-	return true;
 }
 
 /*

@@ -1,4 +1,4 @@
-# 114_job_budget.pl: due jobs that wait for a job backend say why, and
+# 119_job_budget.pl: due jobs that wait for a job backend say why, and
 # nothing is skipped silently.
 #  (a) schedlock.max_job_backends = 1 and role alice's long job holds the
 #      one backend: role bob's due job waits; schedlock.job_status's

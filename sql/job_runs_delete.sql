@@ -1,0 +1,68 @@
+--
+-- job_runs_delete: a job's owner deletes the ended runs of its own jobs
+-- from schedlock.job_runs, and nothing else: another role's runs and runs
+-- still queued, pending or running stay; UPDATE and INSERT stay refused
+-- (42501).  The jobs are far in the future and disabled: nothing here
+-- waits for a job backend.
+--
+SET client_min_messages = warning;
+
+CREATE ROLE regress_purge_ann LOGIN;
+CREATE ROLE regress_purge_ben LOGIN;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public
+	TO regress_purge_ann, regress_purge_ben;
+
+SET ROLE regress_purge_ann;
+SELECT schedule_job('purge_me', '0 3 1 1 *', 'SELECT 1', enabled => false) IS NOT NULL AS scheduled;
+RESET ROLE;
+SET ROLE regress_purge_ben;
+SELECT schedule_job('purge_me', '0 3 1 1 *', 'SELECT 1', enabled => false) IS NOT NULL AS scheduled;
+RESET ROLE;
+
+-- each job: a run of every status, one a day in 2030
+INSERT INTO schedlock.job_runs (job_id, owner, scheduled_for, attempt, status,
+								started_at, finished_at)
+SELECT j.job_id, j.owner, '2030-01-01'::timestamptz + s.n * interval '1 day', 1, s.status,
+	   CASE WHEN s.status NOT IN ('queued', 'pending', 'skipped')
+			THEN '2030-01-01'::timestamptz + s.n * interval '1 day' END,
+	   CASE WHEN s.status NOT IN ('queued', 'pending', 'running')
+			THEN '2030-01-01'::timestamptz + s.n * interval '1 day' + interval '1 s' END
+  FROM schedlock.jobs j,
+	   unnest(ARRAY['queued', 'pending', 'running', 'succeeded', 'failed',
+					'timed_out', 'lost', 'skipped']) WITH ORDINALITY s (status, n)
+ WHERE j.job_name = 'purge_me';
+
+CREATE VIEW pg_temp.census AS
+SELECT owner::text, string_agg(status, ',' ORDER BY status) AS statuses
+  FROM schedlock.job_runs
+ WHERE job_id IN (SELECT job_id FROM schedlock.jobs WHERE job_name = 'purge_me')
+ GROUP BY owner ORDER BY owner::text;
+SELECT * FROM pg_temp.census;
+
+-- ann deletes "everything": her ended runs go, her open runs and ben's stay
+SET ROLE regress_purge_ann;
+DELETE FROM schedlock.job_runs;
+SELECT count(*) AS visible_to_ann FROM schedlock.job_runs;
+-- asking for her running run by name deletes nothing
+DELETE FROM schedlock.job_runs WHERE status = 'running';
+-- updating or inserting runs stays refused, and writes nothing
+UPDATE schedlock.job_runs SET status = 'succeeded';
+INSERT INTO schedlock.job_runs (job_id, owner, scheduled_for, status)
+SELECT job_id, owner, '2031-01-01', 'succeeded' FROM schedlock.jobs;
+RESET ROLE;
+SELECT * FROM pg_temp.census;
+
+-- ben deletes his failed runs by a condition of his choosing
+SET ROLE regress_purge_ben;
+DELETE FROM schedlock.job_runs WHERE status IN ('failed', 'timed_out', 'lost');
+RESET ROLE;
+SELECT * FROM pg_temp.census;
+
+SET ROLE regress_purge_ann;
+SELECT unschedule_job('purge_me');
+RESET ROLE;
+SET ROLE regress_purge_ben;
+SELECT unschedule_job('purge_me');
+RESET ROLE;
+DROP OWNED BY regress_purge_ann, regress_purge_ben;
+DROP ROLE regress_purge_ann, regress_purge_ben;
