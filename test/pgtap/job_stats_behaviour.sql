@@ -109,13 +109,13 @@ SELECT ok(last_duration >= interval '1 second' AND last_duration < interval '1 m
 		  'last_duration is finished_at - started_at of the last run')
   FROM schedlock.job_status WHERE job_name = 'stats_job';
 -- the columns job_status gained, at its end: the statistics and
--- stopped_reason (release 1.1), waiting_reason (1.2)
+-- stopped_reason (release 1.1), waiting_reason and late_by (1.2)
 SELECT is((SELECT array_agg(attname::text ORDER BY attnum) FROM pg_attribute
 			WHERE attrelid = 'schedlock.job_status'::regclass AND attnum > 15),
 		  ARRAY['total_runs', 'succeeded_runs', 'failed_runs', 'last_duration',
 				'average_duration', 'last_success_at', 'last_start_lag', 'stopped_reason',
-				'waiting_reason'],
-		  'job_status gains its statistics, stopped_reason and waiting_reason at the end');
+				'waiting_reason', 'late_by'],
+		  'job_status gains its statistics, stopped_reason, waiting_reason and late_by at the end');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -19,6 +19,9 @@ my $node = PostgreSQL::Test::Cluster->new('job_exec');
 $node->init;
 $node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
 $node->append_conf('postgresql.conf', "max_worker_processes = 32");
+# one job backend for the role: the memory part below watches the backend
+# that runs every job, kept by an every-second job
+$node->append_conf('postgresql.conf', "schedlock.max_runs_per_role = 1");
 $node->start;
 $node->safe_psql('postgres', 'CREATE DATABASE app');
 $node->safe_psql('app', 'CREATE EXTENSION schedlock');
@@ -115,9 +118,11 @@ $node->safe_psql('app', q{
 
 # --- memory ----------------------------------------------------------------
 # the workers' pids, and a field of /proc/PID/status in kB
+$node->safe_psql('app', q{SELECT schedule_job('keepalive', '1 seconds', 'SELECT 1')});
+wait_true(q{SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'schedlock job'}, 30);
 my @pids = split /\n/, $node->safe_psql('app', q{
 	SELECT pid FROM pg_stat_activity WHERE backend_type = 'schedlock job' ORDER BY pid});
-cmp_ok(scalar(@pids), '>=', 1, 'the workers are found');
+cmp_ok(scalar(@pids), '>=', 1, 'the job backend is found');
 
 sub status_kb
 {
