@@ -71,9 +71,10 @@
  * job_runs r (a common table expression "e"), finished being the time it
  * ends them at: what close_runs_failed reads (job_id, scheduled_for,
  * attempt, manual), what log_closed_run reads (run_id, job_name, status,
- * sqlstate, message, duration: NULL for a run that never started), and
- * what SCHEDLOCK_RUN_STATS_CTE (jobstore.h) counts.  The statement's main
- * query, ENDED_RUNS_SELECT, hands on the first ten.
+ * sqlstate, message, duration: NULL for a run that never started, and the
+ * role the job runs as), and what SCHEDLOCK_RUN_STATS_CTE (jobstore.h)
+ * counts.  The statement's main query, ENDED_RUNS_SELECT, hands on the
+ * first eleven.
  */
 #define ENDED_RUN_COLUMNS(r, finished) \
 	r ".job_id, " r ".scheduled_for, " r ".attempt, " r ".manual, " \
@@ -81,10 +82,14 @@
 	"  WHERE j.job_id OPERATOR(pg_catalog.=) " r ".job_id) AS job_name, " \
 	r ".status, " r ".sqlstate, " r ".message, " \
 	finished " OPERATOR(pg_catalog.-) " r ".started_at AS duration, " \
+	"(SELECT pg_catalog.pg_get_userbyid(COALESCE(j.run_as, j.owner)::pg_catalog.oid) " \
+	"  FROM schedlock.jobs j " \
+	"  WHERE j.job_id OPERATOR(pg_catalog.=) " r ".job_id) AS job_role, " \
 	r ".started_at, " r ".finished_at"
 #define ENDED_RUNS_SELECT \
 	"SELECT e.job_id, e.scheduled_for, e.attempt, e.manual, e.run_id, " \
-	"  e.job_name, e.status, e.sqlstate, e.message, e.duration FROM e"
+	"  e.job_name, e.status, e.sqlstate, e.message, e.duration, " \
+	"  e.job_role FROM e"
 
 
 /* Fetchers for the claim statement's columns. */
@@ -195,6 +200,12 @@ schedlock_claim_job(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
 	if (SPI_processed == 0)
 		return false;
 	read_claimed_job(job, cxt);
+	{
+		char	   *role = GetUserNameFromId(OidIsValid(job->run_as) ?
+											 job->run_as : job->owner, true);
+
+		job->role_name = MemoryContextStrdup(cxt, role ? role : "?");
+	}
 	/* an error from here on is charged to this job (quarantine.c) */
 	schedlock_dispatch_blame(job->job_id);
 	pos->job_id = job->job_id;
@@ -413,9 +424,8 @@ schedlock_jobs_have_stats(void)
 
 /*
  * log_closed_run
- *		Log row i of tuptable, whose columns from first on
- *		are those of ENDED_RUN_COLUMNS from run_id on, as schedlock.log_runs
- *		asks.
+ *		Log row i of tuptable, whose columns from first on are those of
+ *		ENDED_RUNS_SELECT from run_id on, as schedlock.log_runs asks.
  */
 static void
 log_closed_run(SPITupleTable *tuptable, uint64 i, int first)
@@ -428,7 +438,8 @@ log_closed_run(SPITupleTable *tuptable, uint64 i, int first)
 
 	if (schedlock_log_runs == SCHEDLOCK_LOG_RUNS_NONE)
 		return;
-	schedlock_log_run_end(SPI_getvalue(tup, desc, first + 1), run_id,
+	schedlock_log_run_end(SPI_getvalue(tup, desc, first + 1),
+						  SPI_getvalue(tup, desc, first + 6), run_id,
 						  SPI_getvalue(tup, desc, first + 2),
 						  SPI_getvalue(tup, desc, first + 3),
 						  SPI_getvalue(tup, desc, first + 4),
@@ -894,7 +905,7 @@ schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 	if (SPI_processed == 1)
 		duration = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 								 1, &isnull);
-	schedlock_log_run_end(job->job_name, run_id,
+	schedlock_log_run_end(job->job_name, job->role_name, run_id,
 						  error ? "failed" : "succeeded", state, message,
 						  isnull ? NULL : DatumGetIntervalP(duration));
 	if (error)
@@ -1267,14 +1278,14 @@ schedlock_fail_dispatch_runs(TimestampTz now, const char *state,
  * schedlock_read_dispatch_errors
  *		Lock the job's row and read its dispatch errors in a row (*errors),
  *		whether a run of it was recorded since the last one (*run_since),
- *		its name (palloc'd) and next_run_at.  False when the job does not
+ *		its name and the role it runs as (palloc'd), and next_run_at.  False when the job does not
  *		exist or is quarantined already.  Needs the quarantine columns of
  *		release 1.1 (schedlock_jobs_have_quarantine).
  */
 bool
 schedlock_read_dispatch_errors(int64 job_id, bool *run_since, int32 *errors,
-							   char **job_name, bool *has_next_run_at,
-							   TimestampTz *next_run_at)
+							   char **job_name, char **role_name,
+							   bool *has_next_run_at, TimestampTz *next_run_at)
 {
 	Oid			types[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(job_id)};
@@ -1290,7 +1301,8 @@ schedlock_read_dispatch_errors(int64 job_id, bool *run_since, int32 *errors,
 							  "          OPERATOR(pg_catalog.>) j.dispatch_error_at), "
 							  "  j.dispatch_errors, "
 							  "  j.job_name, j.quarantine_reason IS NOT NULL, "
-							  "  j.next_run_at "
+							  "  j.next_run_at, "
+							  "  pg_catalog.pg_get_userbyid(COALESCE(j.run_as, j.owner)::pg_catalog.oid) "
 							  "FROM schedlock.jobs j "
 							  "WHERE j.job_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF j",
 							  1, types, values, NULL, false, 0) != SPI_OK_SELECT)
@@ -1307,6 +1319,7 @@ schedlock_read_dispatch_errors(int64 job_id, bool *run_since, int32 *errors,
 	d = SPI_getbinval(tup, desc, 5, &isnull);
 	*has_next_run_at = !isnull;
 	*next_run_at = isnull ? 0 : DatumGetTimestampTz(d);
+	*role_name = SPI_getvalue(tup, desc, 6);
 	return true;
 }
 

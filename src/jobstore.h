@@ -114,6 +114,7 @@ typedef struct ClaimedJob
 	ItemPointerData ctid;		/* the locked row version */
 	int32		failures;		/* consecutive_failures */
 	char	   *search_path;	/* NULL: the login's (tables of 1.1) */
+	char	   *role_name;		/* the role it runs as, for log lines */
 } ClaimedJob;
 
 /* What the claim decided to do with the job. */
@@ -233,6 +234,7 @@ extern void schedlock_fail_dispatch_runs(TimestampTz now, const char *state,
 										 const char *message);
 extern bool schedlock_read_dispatch_errors(int64 job_id, bool *run_since,
 										   int32 *errors, char **job_name,
+										   char **role_name,
 										   bool *has_next_run_at,
 										   TimestampTz *next_run_at);
 extern void schedlock_save_dispatch_error(int64 job_id, int breaks,

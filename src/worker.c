@@ -372,6 +372,7 @@ look_at_extension(void)
 			strlcpy(my_rolename, GetUserNameFromId(GetSessionUserId(), false),
 					sizeof(my_rolename));
 	}
+	schedlock_runlog_where();
 	present = OidIsValid(get_extension_oid("schedlock", true));
 	if (present)
 	{
@@ -671,7 +672,8 @@ run_atomic(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 	report_job_activity(job);
 	if (error == NULL)
 	{
-		schedlock_log_run_statement(job->job_name, run_id, job->command);
+		schedlock_log_run_statement(job->job_name, job->role_name, run_id,
+									job->command);
 		end_bookkeeping();
 		schedlock_exec_set_search_path(job->search_path);
 		job_cancel_begin();
@@ -703,7 +705,8 @@ run_toplevel(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 	report_job_activity(job);
 	if (error == NULL)
 	{
-		schedlock_log_run_statement(job->job_name, run_id, job->command);
+		schedlock_log_run_statement(job->job_name, job->role_name, run_id,
+									job->command);
 		schedlock_exec_set_search_path(job->search_path);
 		job_cancel_begin();
 		(void) schedlock_exec_toplevel(job->command, job->timeout_ms, &error,
