@@ -311,3 +311,38 @@ CREATE POLICY job_runs_owner_delete ON schedlock.job_runs FOR DELETE
 		   AND status NOT IN ('queued', 'pending', 'running'));
 
 GRANT DELETE ON schedlock.job_runs TO PUBLIC;
+
+-------------------------------------------------------------------------------
+-- One pane for the cluster
+-------------------------------------------------------------------------------
+
+/*
+ * The scheduler of every database the launcher serves, from any database,
+ * read from shared memory (src/cluster_status.c says what is exact and
+ * what is as of the last publication).  Superusers and members of
+ * pg_monitor only: the function refuses others with 42501.
+ */
+CREATE FUNCTION schedlock.cluster_status(OUT datname name,
+										 OUT has_extension boolean,
+										 OUT paused boolean,
+										 OUT jobs integer,
+										 OUT enabled_jobs integer,
+										 OUT failing_jobs integer,
+										 OUT quarantined_jobs integer,
+										 OUT jobs_counted_at timestamptz,
+										 OUT runs_in_progress integer,
+										 OUT queues integer,
+										 OUT late_queues integer,
+										 OUT late_since timestamptz,
+										 OUT waiting_queues integer,
+										 OUT job_backends integer,
+										 OUT housekeepers integer)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'schedlock_cluster_status'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION schedlock.cluster_status() IS
+	'per database of the cluster: its jobs (as last counted), runs in progress, late and waiting queues, job backends and housekeepers; superusers and pg_monitor';
+
+REVOKE ALL ON FUNCTION schedlock.cluster_status() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION schedlock.cluster_status() TO PUBLIC;

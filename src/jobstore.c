@@ -351,6 +351,49 @@ schedlock_overdue_jobs(Oid role, TimestampTz before,
 }
 
 /*
+ * schedlock_count_jobs
+ *		Count the database's jobs: all, enabled, those whose last run failed
+ *		(consecutive_failures above 0) and the quarantined ones (tables of
+ *		1.1 on).
+ */
+void
+schedlock_count_jobs(SchedlockJobCounts *counts)
+{
+	static SchedlockQuery q = {
+		"SELECT pg_catalog.count(*)::pg_catalog.int4, "
+		"  (pg_catalog.count(*) FILTER (WHERE enabled))::pg_catalog.int4, "
+		"  (pg_catalog.count(*) FILTER (WHERE consecutive_failures "
+		"    OPERATOR(pg_catalog.>) 0))::pg_catalog.int4, "
+		"  (pg_catalog.count(*) FILTER (WHERE quarantine_reason IS NOT NULL))::pg_catalog.int4 "
+		"FROM schedlock.jobs",
+		0, {InvalidOid}
+	};
+	static SchedlockQuery q_1_0 = {
+		"SELECT pg_catalog.count(*)::pg_catalog.int4, "
+		"  (pg_catalog.count(*) FILTER (WHERE enabled))::pg_catalog.int4, "
+		"  (pg_catalog.count(*) FILTER (WHERE consecutive_failures "
+		"    OPERATOR(pg_catalog.>) 0))::pg_catalog.int4, 0 "
+		"FROM schedlock.jobs",
+		0, {InvalidOid}
+	};
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+
+	if (schedlock_query_run(schedlock_jobs_have_quarantine() ? &q : &q_1_0,
+							NULL, NULL, true, 0) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		elog(ERROR, "could not count the jobs");
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	counts->njobs = DatumGetInt32(col(tup, desc, 1, &isnull));
+	counts->nenabled = DatumGetInt32(col(tup, desc, 2, &isnull));
+	counts->nfailing = DatumGetInt32(col(tup, desc, 3, &isnull));
+	counts->nquarantined = DatumGetInt32(col(tup, desc, 4, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+}
+
+/*
  * schedlock_next_deadline
  *		The earliest deadline of a NOTIFY run still open, into *next; false
  *		when there is none.

@@ -174,6 +174,15 @@ typedef struct SchedlockRoleDue
 	TimestampTz due_at;
 } SchedlockRoleDue;
 
+/* A database's jobs as a housekeeper counts them (schedlock_count_jobs). */
+typedef struct SchedlockJobCounts
+{
+	int32		njobs;
+	int32		nenabled;
+	int32		nfailing;		/* consecutive_failures above 0 */
+	int32		nquarantined;
+} SchedlockJobCounts;
+
 /* An enabled job due since next_run_at (schedlock_overdue_jobs). */
 typedef struct SchedlockOverdueJob
 {
@@ -193,6 +202,7 @@ extern int	schedlock_overdue_jobs(Oid role, TimestampTz before,
 								   SchedlockOverdueJob *jobs, int max,
 								   MemoryContext cxt);
 extern bool schedlock_next_deadline(TimestampTz *next);
+extern void schedlock_count_jobs(SchedlockJobCounts *counts);
 extern bool schedlock_oldest_finished_run(TimestampTz *at);
 extern bool schedlock_next_queued_run(int64 job_id, int64 *run_id,
 									  TimestampTz *scheduled_for);

@@ -150,6 +150,7 @@ typedef struct SchedlockQueue
 	TimestampTz waiting_since;	/* since when (0: not waiting) */
 	TimestampTz retry_after;	/* start no backend before this time */
 	bool		fail_due;		/* the housekeeper fails its due runs */
+	TimestampTz noted_at;		/* when a commit last moved due_at earlier */
 	int			start_sqlerrcode;	/* why its last backend did not start */
 	char		start_error[256];
 } SchedlockQueue;
@@ -167,6 +168,12 @@ typedef struct SchedlockDatabase
 	bool		housekeep;		/* housekeeping wanted now */
 	TimestampTz housekeep_at;	/* next housekeeping (deadlines, pruning) */
 	bool		seen;			/* found by the launcher's last scan */
+	TimestampTz counted_at;		/* when a housekeeper counted the jobs
+								 * below (0: never) */
+	int32		njobs;			/* jobs of the database then */
+	int32		nenabled;		/* ... of them enabled */
+	int32		nfailing;		/* ... whose last run failed */
+	int32		nquarantined;	/* ... quarantined */
 } SchedlockDatabase;
 
 /*

@@ -289,6 +289,7 @@ deliver_due(void)
 		}
 		if (due_times[i] < q->due_at)
 			q->due_at = due_times[i];
+		q->noted_at = GetCurrentTimestamp();
 		if (q->nbackends == 0)
 			wake_launcher = true;
 	}

@@ -1163,30 +1163,54 @@ fail_unstartable_roles(void)
 /*
  * publish_queues
  *		Publish every queue's next due time of this database, from the jobs
- *		table: queues that have no enabled job left are due never.  Returns
+ *		table: queues that have no enabled job left are due never; and the
+ *		count of its jobs, for schedlock.cluster_status().  Returns
  *		the next housekeeping instant (a NOTIFY deadline), DT_NOEND: none.
  */
 static TimestampTz
 publish_queues(void)
 {
 	SchedlockRoleDue *dues;
+	SchedlockJobCounts counts;
+	SchedlockDatabase *db;
+	TimestampTz snapshot_at;
 	int			ndues;
 	TimestampTz next_deadline;
 	bool		wake = false;
 	int			i;
 
 	begin_tx("schedlock: publishing due times");
+	schedlock_count_jobs(&counts);
+	/* a due time a commit notes from now on is kept below */
+	snapshot_at = GetCurrentTimestamp();
+	PopActiveSnapshot();
+	PushActiveSnapshot(GetTransactionSnapshot());
 	dues = schedlock_roles_due(&ndues, run_cxt);
 	if (!schedlock_next_deadline(&next_deadline))
 		next_deadline = DT_NOEND;
 	end_tx();
 
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	db = schedlock_find_database(MyDatabaseId, false);
+	if (db != NULL)
+	{
+		db->counted_at = GetCurrentTimestamp();
+		db->njobs = counts.njobs;
+		db->nenabled = counts.nenabled;
+		db->nfailing = counts.nfailing;
+		db->nquarantined = counts.nquarantined;
+	}
+	/*
+	 * Every queue is due as the jobs table said, except that a due time a
+	 * commit noted after the snapshot was taken (deliver_due, shmem.c) is
+	 * not lost: the snapshot did not see that commit's job.
+	 */
 	for (i = 0; i < SCHEDLOCK_MAX_QUEUES; i++)
 	{
 		SchedlockQueue *q = &schedlock_shared->queues[i];
 
-		if (q->in_use && q->dboid == MyDatabaseId)
+		if (q->in_use && q->dboid == MyDatabaseId &&
+			q->noted_at < snapshot_at)
 			q->due_at = DT_NOEND;
 	}
 	for (i = 0; i < ndues; i++)
@@ -1204,7 +1228,7 @@ publish_queues(void)
 							   SCHEDLOCK_MAX_QUEUES)));
 			continue;
 		}
-		q->due_at = dues[i].due_at;
+		q->due_at = Min(dues[i].due_at, q->due_at);
 		wake = true;
 	}
 	/* unused queues go */
