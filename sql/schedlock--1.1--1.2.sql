@@ -346,3 +346,75 @@ COMMENT ON FUNCTION schedlock.cluster_status() IS
 
 REVOKE ALL ON FUNCTION schedlock.cluster_status() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION schedlock.cluster_status() TO PUBLIC;
+
+-------------------------------------------------------------------------------
+-- Record less: keep only failed runs
+-------------------------------------------------------------------------------
+
+/*
+ * Which ended runs of the job schedlock.job_runs keeps: 'all', 'failures'
+ * (failed, timed-out and lost runs; a succeeded run is counted in the
+ * job's statistics and its row deleted, a skipped slot not recorded), or
+ * NULL for the setting schedlock.record_runs.
+ */
+ALTER TABLE schedlock.jobs ADD COLUMN record_runs text
+	CHECK (record_runs IN ('all', 'failures'));
+
+COMMENT ON COLUMN schedlock.jobs.record_runs IS
+	'which ended runs job_runs keeps: all, failures, or NULL for schedlock.record_runs';
+
+/*
+ * alter_job gains record_runs ('all', 'failures', or 'default' for the
+ * setting).  As for search_path above: the function of this release so far
+ * is renamed, the new one created with its grants, the old one dropped.
+ */
+ALTER FUNCTION @extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text)
+	RENAME TO alter_job_1_2_search_path;
+
+CREATE FUNCTION @extschema@.alter_job(job_name text,
+									  schedule text DEFAULT NULL,
+									  command text DEFAULT NULL,
+									  notify_channel text DEFAULT NULL,
+									  payload jsonb DEFAULT NULL,
+									  timezone text DEFAULT NULL,
+									  timeout interval DEFAULT NULL,
+									  max_attempts integer DEFAULT NULL,
+									  retry_delay interval DEFAULT NULL,
+									  misfire text DEFAULT NULL,
+									  atomic boolean DEFAULT NULL,
+									  enabled boolean DEFAULT NULL,
+									  run_as name DEFAULT NULL,
+									  next_run_at timestamptz DEFAULT NULL,
+									  search_path text DEFAULT NULL,
+									  record_runs text DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'schedlock_alter_job'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION @extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text, text) IS
+	'change some settings of the caller''s job; NULL leaves a setting unchanged; next_run_at moves the next run; search_path is the one the job runs with; record_runs says which of its runs are kept (all, failures, default)';
+
+REVOKE ALL ON FUNCTION @extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text, text) FROM PUBLIC;
+
+DO $$
+DECLARE
+	g record;
+BEGIN
+	FOR g IN
+		SELECT a.grantee::pg_catalog.regrole::pg_catalog.text AS grantee,
+			   a.is_grantable
+		  FROM pg_catalog.pg_proc p,
+			   pg_catalog.aclexplode(p.proacl) a
+		 WHERE p.oid OPERATOR(pg_catalog.=) '@extschema@.alter_job_1_2_search_path(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text)'::pg_catalog.regprocedure
+		   AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+		   AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+		   AND a.grantee OPERATOR(pg_catalog.<>) 0
+	LOOP
+		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text, text) TO %s%s',
+								  g.grantee,
+								  CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+	END LOOP;
+END
+$$;
+
+DROP FUNCTION @extschema@.alter_job_1_2_search_path(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text);

@@ -150,6 +150,20 @@ read_claimed_job(ClaimedJob *job, MemoryContext cxt)
 	ItemPointerCopy((ItemPointer) DatumGetPointer(col(tup, desc, 20, &isnull)), &job->ctid);
 	job->failures = DatumGetInt32(col(tup, desc, 21, &isnull));
 	job->search_path = col_text(tup, desc, 22, cxt);
+	job->failures_only = schedlock_failures_only(col_text(tup, desc, 23, cxt));
+}
+
+/*
+ * schedlock_failures_only
+ *		Whether a job whose record_runs column is record_runs (NULL: the
+ *		setting's) keeps only its failed, timed-out and lost runs.
+ */
+bool
+schedlock_failures_only(const char *record_runs)
+{
+	if (record_runs == NULL)
+		return schedlock_record_runs == SCHEDLOCK_RECORD_RUNS_FAILURES;
+	return strcmp(record_runs, "failures") == 0;
 }
 
 /* The claim statements: see claim_sql.h. */
@@ -960,6 +974,26 @@ schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 	}
 	else if (job->failures != 0 && !stats)
 		schedlock_run_succeeded(job->job_id);
+	if (error == NULL && job->failures_only)
+		schedlock_forget_run(run_id);
+}
+
+/*
+ * schedlock_forget_run
+ *		Delete the record of a run that need not be kept (record_runs =
+ *		failures: a succeeded run, once its statistics are counted).
+ */
+void
+schedlock_forget_run(int64 run_id)
+{
+	static SchedlockQuery q = {
+		"DELETE FROM schedlock.job_runs WHERE run_id OPERATOR(pg_catalog.=) $1",
+		1, {INT8OID}
+	};
+	Datum		values[1] = {Int64GetDatum(run_id)};
+
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not delete run " INT64_FORMAT, run_id);
 }
 
 /*
@@ -1220,6 +1254,31 @@ schedlock_claim_pending_run(int64 run_id, const char *claimed_by,
 }
 
 /*
+ * job_failures_only
+ *		Whether job job_id keeps only its failed runs (record_runs, tables
+ *		of release 1.2; the setting's value on older tables).
+ */
+static bool
+job_failures_only(int64 job_id)
+{
+	static SchedlockQuery q = {
+		"SELECT record_runs FROM schedlock.jobs "
+		"WHERE job_id OPERATOR(pg_catalog.=) $1",
+		1, {INT8OID}
+	};
+	Datum		values[1] = {Int64GetDatum(job_id)};
+	char	   *value = NULL;
+
+	if (!schedlock_jobs_have_search_path())
+		return schedlock_failures_only(NULL);
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read job " INT64_FORMAT, job_id);
+	if (SPI_processed == 1)
+		value = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	return schedlock_failures_only(value);
+}
+
+/*
  * schedlock_finish_running_run
  *		Close a running run of a NOTIFY job as succeeded or failed at now,
  *		with message (may be NULL), and update its job's statistics,
@@ -1272,6 +1331,8 @@ schedlock_finish_running_run(int64 run_id, bool succeeded,
 		/* with the statistics, a success was counted by the statement */
 		if (succeeded && !stats)
 			schedlock_run_succeeded(job_id);
+		else if (succeeded && job_failures_only(job_id))
+			schedlock_forget_run(run_id);
 		else if (!succeeded)
 			schedlock_run_failed(job_id, slot,
 								 schedlock_rule_failed_attempt(manual, attempt),
@@ -1320,10 +1381,12 @@ schedlock_fail_dispatch_runs(TimestampTz now, const char *state,
 /*
  * schedlock_read_dispatch_errors
  *		Lock the job's row and read its dispatch errors in a row (*errors),
- *		whether a run of it was recorded since the last one (*run_since),
- *		its name and the role it runs as (palloc'd), and next_run_at.  False when the job does not
- *		exist or is quarantined already.  Needs the quarantine columns of
- *		release 1.1 (schedlock_jobs_have_quarantine).
+ *		whether a run of it was recorded, or succeeded, since the last one
+ *		(*run_since: a succeeded run is not kept under record_runs =
+ *		failures, but its time is in jobs.last_success_at), its name and
+ *		the role it runs as (palloc'd), and next_run_at.  False when the
+ *		job does not exist or is quarantined already.  Needs the quarantine
+ *		columns of release 1.1 (schedlock_jobs_have_quarantine).
  */
 bool
 schedlock_read_dispatch_errors(int64 job_id, bool *run_since, int32 *errors,
@@ -1341,7 +1404,8 @@ schedlock_read_dispatch_errors(int64 job_id, bool *run_since, int32 *errors,
 							  "    SELECT 1 FROM schedlock.job_runs r "
 							  "    WHERE r.job_id OPERATOR(pg_catalog.=) j.job_id "
 							  "      AND GREATEST(r.started_at, r.finished_at) "
-							  "          OPERATOR(pg_catalog.>) j.dispatch_error_at), "
+							  "          OPERATOR(pg_catalog.>) j.dispatch_error_at) "
+							  "  OR COALESCE(j.last_success_at OPERATOR(pg_catalog.>) j.dispatch_error_at, false), "
 							  "  j.dispatch_errors, "
 							  "  j.job_name, j.quarantine_reason IS NOT NULL, "
 							  "  j.next_run_at, "
@@ -1537,6 +1601,35 @@ schedlock_job_written(int64 job_id, const char *search_path)
 	if (!isnull)
 		schedlock_note_due_at_commit(role, DatumGetTimestampTz(next));
 	SPI_freetuptable(SPI_tuptable);
+}
+
+/*
+ * schedlock_set_record_runs
+ *		Set which runs of job job_id are kept: "all", "failures", or NULL
+ *		for schedlock.record_runs.  As the extension owner, on the tables of
+ *		release 1.2 (else 55000).
+ */
+void
+schedlock_set_record_runs(int64 job_id, const char *record_runs)
+{
+	static SchedlockQuery q = {
+		"UPDATE schedlock.jobs SET record_runs = $2 "
+		"WHERE job_id OPERATOR(pg_catalog.=) $1",
+		2, {INT8OID, TEXTOID}
+	};
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
+
+	if (!schedlock_jobs_have_search_path())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("record_runs needs the tables of schedlock 1.2"),
+				 errhint("Run ALTER EXTENSION schedlock UPDATE.")));
+	values[0] = Int64GetDatum(job_id);
+	values[1] = record_runs ? CStringGetTextDatum(record_runs) : (Datum) 0;
+	nulls[1] = record_runs ? ' ' : 'n';
+	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not set record_runs of job " INT64_FORMAT, job_id);
 }
 
 /*

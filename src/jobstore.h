@@ -115,6 +115,7 @@ typedef struct ClaimedJob
 	int32		failures;		/* consecutive_failures */
 	char	   *search_path;	/* NULL: the login's (tables of 1.1) */
 	char	   *role_name;		/* the role it runs as, for log lines */
+	bool		failures_only;	/* keep only failed runs (record_runs) */
 } ClaimedJob;
 
 /* What the claim decided to do with the job. */
@@ -196,6 +197,8 @@ extern bool schedlock_claim_job(SchedlockClaimKind kind, Oid role,
 								ClaimPosition *pos, TimestampTz now,
 								ClaimedJob *job, MemoryContext cxt);
 extern bool schedlock_jobs_have_search_path(void);
+extern bool schedlock_failures_only(const char *record_runs);
+extern void schedlock_forget_run(int64 run_id);
 extern bool schedlock_next_role_wakeup(Oid role, TimestampTz *next);
 extern SchedlockRoleDue *schedlock_roles_due(int *n, MemoryContext cxt);
 extern int	schedlock_overdue_jobs(Oid role, TimestampTz before,
@@ -258,6 +261,7 @@ extern int64 schedlock_upsert_job(const char *job_name, Oid owner,
 								  bool has_slot, TimestampTz slot,
 								  int32 *manual_pending);
 extern void schedlock_job_written(int64 job_id, const char *search_path);
+extern void schedlock_set_record_runs(int64 job_id, const char *record_runs);
 extern void schedlock_update_job(int64 job_id, const char *job_name,
 								 const JobDef *def, bool reboot, bool reslot,
 								 bool has_slot, TimestampTz slot);

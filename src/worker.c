@@ -562,8 +562,14 @@ settle_claim(ClaimedJob *job, ClaimPlan *plan, TimestampTz horizon)
 		}
 	}
 	now = GetCurrentTimestamp();
-	if (plan->kind == PLAN_SKIP)
+	/*
+	 * A skipped slot is no failure: not recorded when only those are (a
+	 * queued run_job() call it serves is forgotten instead).
+	 */
+	if (plan->kind == PLAN_SKIP && !job->failures_only)
 		(void) schedlock_record_run(job, plan, "skipped", now, 0, false);
+	else if (plan->kind == PLAN_SKIP && plan->manual_run_id != 0)
+		schedlock_forget_run(plan->manual_run_id);
 	return Max(now, plan->due_at);
 }
 
