@@ -126,7 +126,7 @@ SELECT count(*) AS alice_jobs FROM schedlock.jobs WHERE owner = 'regress_job_ali
 -- what the README tells a DBA to grant
 GRANT EXECUTE ON FUNCTION
     schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name),
-    alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text),
+    alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text, text),
     unschedule_job(text),
     run_job(text),
     schedlock_claim_run(bigint, text),
@@ -293,7 +293,7 @@ SELECT unschedule_job('path_job');
 REVOKE USAGE ON SCHEMA public FROM regress_job_alice, regress_job_bob;
 REVOKE EXECUTE ON FUNCTION
     schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name),
-    alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text),
+    alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text, text),
     unschedule_job(text),
     run_job(text),
     schedlock_claim_run(bigint, text),

@@ -99,60 +99,6 @@ SELECT j.job_id,
 COMMENT ON VIEW schedlock.job_status IS
 	'per job: schedule, time zone, next run, last finished run and its error, consecutive failures, pid running it now, why it is paused (a copy) or quarantined, run statistics, why it will not run, and why a due job waits for a job backend';
 
-/*
- * alter_job gains search_path.  The function of 1.1 is renamed, the new one
- * created, the grants of the old one are given on the new one, and the old
- * one is dropped.
- */
-ALTER FUNCTION @extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz)
-	RENAME TO alter_job_1_1;
-
-CREATE FUNCTION @extschema@.alter_job(job_name text,
-									  schedule text DEFAULT NULL,
-									  command text DEFAULT NULL,
-									  notify_channel text DEFAULT NULL,
-									  payload jsonb DEFAULT NULL,
-									  timezone text DEFAULT NULL,
-									  timeout interval DEFAULT NULL,
-									  max_attempts integer DEFAULT NULL,
-									  retry_delay interval DEFAULT NULL,
-									  misfire text DEFAULT NULL,
-									  atomic boolean DEFAULT NULL,
-									  enabled boolean DEFAULT NULL,
-									  run_as name DEFAULT NULL,
-									  next_run_at timestamptz DEFAULT NULL,
-									  search_path text DEFAULT NULL)
-RETURNS void
-AS 'MODULE_PATHNAME', 'schedlock_alter_job'
-LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE;
-
-COMMENT ON FUNCTION @extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text) IS
-	'change some settings of the caller''s job; NULL leaves a setting unchanged; next_run_at moves the next run; search_path is the one the job runs with';
-
-REVOKE ALL ON FUNCTION @extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text) FROM PUBLIC;
-
-DO $$
-DECLARE
-	g record;
-BEGIN
-	FOR g IN
-		SELECT a.grantee::pg_catalog.regrole::pg_catalog.text AS grantee,
-			   a.is_grantable
-		  FROM pg_catalog.pg_proc p,
-			   pg_catalog.aclexplode(p.proacl) a
-		 WHERE p.oid OPERATOR(pg_catalog.=) '@extschema@.alter_job_1_1(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz)'::pg_catalog.regprocedure
-		   AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-		   AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
-		   AND a.grantee OPERATOR(pg_catalog.<>) 0
-	LOOP
-		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text) TO %s%s',
-								  g.grantee,
-								  CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-	END LOOP;
-END
-$$;
-
-DROP FUNCTION @extschema@.alter_job_1_1(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz);
 
 -------------------------------------------------------------------------------
 -- Run history: how far behind its pruning is
@@ -311,3 +257,111 @@ CREATE POLICY job_runs_owner_delete ON schedlock.job_runs FOR DELETE
 		   AND status NOT IN ('queued', 'pending', 'running'));
 
 GRANT DELETE ON schedlock.job_runs TO PUBLIC;
+
+-------------------------------------------------------------------------------
+-- One pane for the cluster
+-------------------------------------------------------------------------------
+
+/*
+ * The scheduler of every database the launcher serves, from any database,
+ * read from shared memory (src/cluster_status.c says what is exact and
+ * what is as of the last publication).  Superusers and members of
+ * pg_monitor only: the function refuses others with 42501.
+ */
+CREATE FUNCTION schedlock.cluster_status(OUT datname name,
+										 OUT has_extension boolean,
+										 OUT paused boolean,
+										 OUT jobs integer,
+										 OUT enabled_jobs integer,
+										 OUT failing_jobs integer,
+										 OUT quarantined_jobs integer,
+										 OUT jobs_counted_at timestamptz,
+										 OUT runs_in_progress integer,
+										 OUT queues integer,
+										 OUT late_queues integer,
+										 OUT late_since timestamptz,
+										 OUT waiting_queues integer,
+										 OUT job_backends integer,
+										 OUT housekeepers integer)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'schedlock_cluster_status'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION schedlock.cluster_status() IS
+	'per database of the cluster: its jobs (as last counted), runs in progress, late and waiting queues, job backends and housekeepers; superusers and pg_monitor';
+
+REVOKE ALL ON FUNCTION schedlock.cluster_status() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION schedlock.cluster_status() TO PUBLIC;
+
+-------------------------------------------------------------------------------
+-- Record less: keep only failed runs
+-------------------------------------------------------------------------------
+
+/*
+ * Which ended runs of the job schedlock.job_runs keeps: 'all', 'failures'
+ * (failed, timed-out and lost runs; a succeeded run is counted in the
+ * job's statistics and its row deleted, a skipped slot not recorded), or
+ * NULL for the setting schedlock.record_runs.
+ */
+ALTER TABLE schedlock.jobs ADD COLUMN record_runs text
+	CHECK (record_runs IN ('all', 'failures'));
+
+COMMENT ON COLUMN schedlock.jobs.record_runs IS
+	'which ended runs job_runs keeps: all, failures, or NULL for schedlock.record_runs';
+
+/*
+ * alter_job gains search_path and record_runs ('all', 'failures', or
+ * 'default' for the setting).  The function of 1.1 is renamed, the new one
+ * created, the grants of the old one are given on the new one, and the old
+ * one is dropped.
+ */
+ALTER FUNCTION @extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz)
+	RENAME TO alter_job_1_1;
+
+CREATE FUNCTION @extschema@.alter_job(job_name text,
+									  schedule text DEFAULT NULL,
+									  command text DEFAULT NULL,
+									  notify_channel text DEFAULT NULL,
+									  payload jsonb DEFAULT NULL,
+									  timezone text DEFAULT NULL,
+									  timeout interval DEFAULT NULL,
+									  max_attempts integer DEFAULT NULL,
+									  retry_delay interval DEFAULT NULL,
+									  misfire text DEFAULT NULL,
+									  atomic boolean DEFAULT NULL,
+									  enabled boolean DEFAULT NULL,
+									  run_as name DEFAULT NULL,
+									  next_run_at timestamptz DEFAULT NULL,
+									  search_path text DEFAULT NULL,
+									  record_runs text DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'schedlock_alter_job'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION @extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text, text) IS
+	'change some settings of the caller''s job; NULL leaves a setting unchanged; next_run_at moves the next run; search_path is the one the job runs with; record_runs says which of its runs are kept (all, failures, default)';
+
+REVOKE ALL ON FUNCTION @extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text, text) FROM PUBLIC;
+
+DO $$
+DECLARE
+	g record;
+BEGIN
+	FOR g IN
+		SELECT a.grantee::pg_catalog.regrole::pg_catalog.text AS grantee,
+			   a.is_grantable
+		  FROM pg_catalog.pg_proc p,
+			   pg_catalog.aclexplode(p.proacl) a
+		 WHERE p.oid OPERATOR(pg_catalog.=) '@extschema@.alter_job_1_1(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz)'::pg_catalog.regprocedure
+		   AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+		   AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+		   AND a.grantee OPERATOR(pg_catalog.<>) 0
+	LOOP
+		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text, text) TO %s%s',
+								  g.grantee,
+								  CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+	END LOOP;
+END
+$$;
+
+DROP FUNCTION @extschema@.alter_job_1_1(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz);

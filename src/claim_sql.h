@@ -42,17 +42,18 @@
 #define SCHEDLOCK_CLAIM_SQL_H
 
 /*
- * The claimed job's columns; the last one is its search_path, which the
- * tables of release 1.1 lack (NULL there: see jobstore.c).
+ * The claimed job's columns; the last two are its search_path and
+ * record_runs, which the tables of release 1.1 lack (NULL there: see
+ * jobstore.c).
  */
-#define SCHEDLOCK_CLAIM_COLUMNS(search_path) \
+#define SCHEDLOCK_CLAIM_COLUMNS(v12_columns) \
 	"SELECT job_id, job_name, owner::pg_catalog.oid, schedule, command, " \
 	"  notify_channel, payload, timezone, " \
 	"  EXTRACT(epoch FROM timeout)::pg_catalog.float8 " \
 	"    OPERATOR(pg_catalog.*) 1000, misfire, atomic, " \
 	"  run_as::pg_catalog.oid, reboot, next_slot, retry_slot, retry_attempt, " \
 	"  retry_at, manual_pending, next_run_at, ctid, consecutive_failures, " \
-	"  " search_path " "
+	"  " v12_columns " "
 
 /*
  * The jobs of one role ($4 oid: the role they run as, run_as or else the
@@ -74,20 +75,20 @@
  * bigint, $4 oid).
  */
 #define SCHEDLOCK_CLAIM_SQL \
-	SCHEDLOCK_CLAIM_COLUMNS("search_path") SCHEDLOCK_CLAIM_WHERE \
+	SCHEDLOCK_CLAIM_COLUMNS("search_path, record_runs") SCHEDLOCK_CLAIM_WHERE \
 	SCHEDLOCK_CLAIM_ORDER
 
 /* The same, for NOTIFY jobs only: see dispatch_one in worker.c. */
 #define SCHEDLOCK_CLAIM_NOTIFY_SQL \
-	SCHEDLOCK_CLAIM_COLUMNS("search_path") SCHEDLOCK_CLAIM_WHERE \
+	SCHEDLOCK_CLAIM_COLUMNS("search_path, record_runs") SCHEDLOCK_CLAIM_WHERE \
 	"AND notify_channel IS NOT NULL " SCHEDLOCK_CLAIM_ORDER
 
-/* Both, on the tables of release 1.1 (no jobs.search_path). */
+/* Both, on the tables of release 1.1 (no jobs.search_path, record_runs). */
 #define SCHEDLOCK_CLAIM_SQL_1_1 \
-	SCHEDLOCK_CLAIM_COLUMNS("NULL::pg_catalog.text") SCHEDLOCK_CLAIM_WHERE \
+	SCHEDLOCK_CLAIM_COLUMNS("NULL::pg_catalog.text, NULL::pg_catalog.text") SCHEDLOCK_CLAIM_WHERE \
 	SCHEDLOCK_CLAIM_ORDER
 #define SCHEDLOCK_CLAIM_NOTIFY_SQL_1_1 \
-	SCHEDLOCK_CLAIM_COLUMNS("NULL::pg_catalog.text") SCHEDLOCK_CLAIM_WHERE \
+	SCHEDLOCK_CLAIM_COLUMNS("NULL::pg_catalog.text, NULL::pg_catalog.text") SCHEDLOCK_CLAIM_WHERE \
 	"AND notify_channel IS NOT NULL " SCHEDLOCK_CLAIM_ORDER
 
 #endif							/* SCHEDLOCK_CLAIM_SQL_H */

@@ -99,7 +99,8 @@ enum
 	ARG_ENABLED,
 	ARG_RUN_AS,
 	ARG_NEXT_RUN_AT,			/* alter_job only, release 1.1 */
-	ARG_SEARCH_PATH				/* alter_job only, release 1.2 */
+	ARG_SEARCH_PATH,			/* alter_job only, release 1.2 */
+	ARG_RECORD_RUNS				/* alter_job only, release 1.2 */
 };
 
 /*
@@ -788,6 +789,8 @@ check_run_as_change(const char *job_name, Oid owner, const JobDef *old,
  * job from quarantine (quarantine.c).  next_run_at (release 1.1) moves the
  * next slot, and a one-off job keeps its instant (next_slot_rule).  What a
  * job with run_as runs only a superuser may change (check_run_as_change).
+ * search_path and record_runs (release 1.2) set what the job runs with and
+ * which of its runs are kept ('default': schedlock.record_runs).
  */
 Datum
 schedlock_alter_job(PG_FUNCTION_ARGS)
@@ -809,8 +812,20 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 	int64		job_id;
 	Datum		d;
 	char	   *search_path = NULL;
+	char	   *record_runs = NULL;
 
 	check_writable("alter_job");
+	if (PG_NARGS() > ARG_RECORD_RUNS && !PG_ARGISNULL(ARG_RECORD_RUNS))
+	{
+		record_runs = text_to_cstring(PG_GETARG_TEXT_PP(ARG_RECORD_RUNS));
+		if (strcmp(record_runs, "all") != 0 &&
+			strcmp(record_runs, "failures") != 0 &&
+			strcmp(record_runs, "default") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid record_runs \"%s\"", record_runs),
+					 errhint("Use all (keep every run), failures (keep failed, timed-out and lost runs only) or default (follow schedlock.record_runs).")));
+	}
 	if (PG_NARGS() > ARG_SEARCH_PATH && !PG_ARGISNULL(ARG_SEARCH_PATH))
 	{
 		/* checked as SET search_path would check it, and not set */
@@ -873,6 +888,10 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 						 reslot && has_slot, slot);
 	schedlock_recompute_next_run(job_id, now);
 	schedlock_job_written(job_id, search_path);
+	if (record_runs != NULL)
+		schedlock_set_record_runs(job_id,
+								  strcmp(record_runs, "default") == 0 ?
+								  NULL : record_runs);
 	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
 	SPI_finish();
 

@@ -72,9 +72,10 @@
  * job_runs r (a common table expression "e"), finished being the time it
  * ends them at: what close_runs_failed reads (job_id, scheduled_for,
  * attempt, manual), what log_closed_run reads (run_id, job_name, status,
- * sqlstate, message, duration: NULL for a run that never started), and
- * what SCHEDLOCK_RUN_STATS_CTE (jobstore.h) counts.  The statement's main
- * query, ENDED_RUNS_SELECT, hands on the first ten.
+ * sqlstate, message, duration: NULL for a run that never started, and the
+ * role the job runs as), and what SCHEDLOCK_RUN_STATS_CTE (jobstore.h)
+ * counts.  The statement's main query, ENDED_RUNS_SELECT, hands on the
+ * first eleven.
  */
 #define ENDED_RUN_COLUMNS(r, finished) \
 	r ".job_id, " r ".scheduled_for, " r ".attempt, " r ".manual, " \
@@ -82,10 +83,14 @@
 	"  WHERE j.job_id OPERATOR(pg_catalog.=) " r ".job_id) AS job_name, " \
 	r ".status, " r ".sqlstate, " r ".message, " \
 	finished " OPERATOR(pg_catalog.-) " r ".started_at AS duration, " \
+	"(SELECT pg_catalog.pg_get_userbyid(COALESCE(j.run_as, j.owner)::pg_catalog.oid) " \
+	"  FROM schedlock.jobs j " \
+	"  WHERE j.job_id OPERATOR(pg_catalog.=) " r ".job_id) AS job_role, " \
 	r ".started_at, " r ".finished_at"
 #define ENDED_RUNS_SELECT \
 	"SELECT e.job_id, e.scheduled_for, e.attempt, e.manual, e.run_id, " \
-	"  e.job_name, e.status, e.sqlstate, e.message, e.duration FROM e"
+	"  e.job_name, e.status, e.sqlstate, e.message, e.duration, " \
+	"  e.job_role FROM e"
 
 
 /* Fetchers for the claim statement's columns. */
@@ -146,6 +151,20 @@ read_claimed_job(ClaimedJob *job, MemoryContext cxt)
 	ItemPointerCopy((ItemPointer) DatumGetPointer(col(tup, desc, 20, &isnull)), &job->ctid);
 	job->failures = DatumGetInt32(col(tup, desc, 21, &isnull));
 	job->search_path = col_text(tup, desc, 22, cxt);
+	job->failures_only = schedlock_failures_only(col_text(tup, desc, 23, cxt));
+}
+
+/*
+ * schedlock_failures_only
+ *		Whether a job whose record_runs column is record_runs (NULL: the
+ *		setting's) keeps only its failed, timed-out and lost runs.
+ */
+bool
+schedlock_failures_only(const char *record_runs)
+{
+	if (record_runs == NULL)
+		return schedlock_record_runs == SCHEDLOCK_RECORD_RUNS_FAILURES;
+	return strcmp(record_runs, "failures") == 0;
 }
 
 /* The claim statements: see claim_sql.h. */
@@ -196,6 +215,12 @@ schedlock_claim_job(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
 	if (SPI_processed == 0)
 		return false;
 	read_claimed_job(job, cxt);
+	{
+		char	   *role = GetUserNameFromId(OidIsValid(job->run_as) ?
+											 job->run_as : job->owner, true);
+
+		job->role_name = MemoryContextStrdup(cxt, role ? role : "?");
+	}
 	/* an error from here on is charged to this job (quarantine.c) */
 	schedlock_dispatch_blame(job->job_id);
 	pos->job_id = job->job_id;
@@ -355,6 +380,49 @@ schedlock_overdue_jobs(Oid role, TimestampTz before,
 }
 
 /*
+ * schedlock_count_jobs
+ *		Count the database's jobs: all, enabled, those whose last run failed
+ *		(consecutive_failures above 0) and the quarantined ones (tables of
+ *		1.1 on).
+ */
+void
+schedlock_count_jobs(SchedlockJobCounts *counts)
+{
+	static SchedlockQuery q = {
+		"SELECT pg_catalog.count(*)::pg_catalog.int4, "
+		"  (pg_catalog.count(*) FILTER (WHERE enabled))::pg_catalog.int4, "
+		"  (pg_catalog.count(*) FILTER (WHERE consecutive_failures "
+		"    OPERATOR(pg_catalog.>) 0))::pg_catalog.int4, "
+		"  (pg_catalog.count(*) FILTER (WHERE quarantine_reason IS NOT NULL))::pg_catalog.int4 "
+		"FROM schedlock.jobs",
+		0, {InvalidOid}
+	};
+	static SchedlockQuery q_1_0 = {
+		"SELECT pg_catalog.count(*)::pg_catalog.int4, "
+		"  (pg_catalog.count(*) FILTER (WHERE enabled))::pg_catalog.int4, "
+		"  (pg_catalog.count(*) FILTER (WHERE consecutive_failures "
+		"    OPERATOR(pg_catalog.>) 0))::pg_catalog.int4, 0 "
+		"FROM schedlock.jobs",
+		0, {InvalidOid}
+	};
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+
+	if (schedlock_query_run(schedlock_jobs_have_quarantine() ? &q : &q_1_0,
+							NULL, NULL, true, 0) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		elog(ERROR, "could not count the jobs");
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	counts->njobs = DatumGetInt32(col(tup, desc, 1, &isnull));
+	counts->nenabled = DatumGetInt32(col(tup, desc, 2, &isnull));
+	counts->nfailing = DatumGetInt32(col(tup, desc, 3, &isnull));
+	counts->nquarantined = DatumGetInt32(col(tup, desc, 4, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+}
+
+/*
  * schedlock_next_deadline
  *		The earliest deadline of a NOTIFY run still open, into *next; false
  *		when there is none.
@@ -410,9 +478,8 @@ schedlock_jobs_have_stats(void)
 
 /*
  * log_closed_run
- *		Log row i of tuptable, whose columns from first on
- *		are those of ENDED_RUN_COLUMNS from run_id on, as schedlock.log_runs
- *		asks.
+ *		Log row i of tuptable, whose columns from first on are those of
+ *		ENDED_RUNS_SELECT from run_id on, as schedlock.log_runs asks.
  */
 static void
 log_closed_run(SPITupleTable *tuptable, uint64 i, int first)
@@ -425,7 +492,8 @@ log_closed_run(SPITupleTable *tuptable, uint64 i, int first)
 
 	if (schedlock_log_runs == SCHEDLOCK_LOG_RUNS_NONE)
 		return;
-	schedlock_log_run_end(SPI_getvalue(tup, desc, first + 1), run_id,
+	schedlock_log_run_end(SPI_getvalue(tup, desc, first + 1),
+						  SPI_getvalue(tup, desc, first + 6), run_id,
 						  SPI_getvalue(tup, desc, first + 2),
 						  SPI_getvalue(tup, desc, first + 3),
 						  SPI_getvalue(tup, desc, first + 4),
@@ -902,7 +970,7 @@ schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 	if (SPI_processed == 1)
 		duration = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 								 1, &isnull);
-	schedlock_log_run_end(job->job_name, run_id,
+	schedlock_log_run_end(job->job_name, job->role_name, run_id,
 						  error ? "failed" : "succeeded", state, message,
 						  isnull ? NULL : DatumGetIntervalP(duration));
 	if (error)
@@ -914,6 +982,26 @@ schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 	}
 	else if (job->failures != 0 && !stats)
 		schedlock_run_succeeded(job->job_id);
+	if (error == NULL && job->failures_only)
+		schedlock_forget_run(run_id);
+}
+
+/*
+ * schedlock_forget_run
+ *		Delete the record of a run that need not be kept (record_runs =
+ *		failures: a succeeded run, once its statistics are counted).
+ */
+void
+schedlock_forget_run(int64 run_id)
+{
+	static SchedlockQuery q = {
+		"DELETE FROM schedlock.job_runs WHERE run_id OPERATOR(pg_catalog.=) $1",
+		1, {INT8OID}
+	};
+	Datum		values[1] = {Int64GetDatum(run_id)};
+
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not delete run " INT64_FORMAT, run_id);
 }
 
 /*
@@ -1174,6 +1262,31 @@ schedlock_claim_pending_run(int64 run_id, const char *claimed_by,
 }
 
 /*
+ * job_failures_only
+ *		Whether job job_id keeps only its failed runs (record_runs, tables
+ *		of release 1.2; the setting's value on older tables).
+ */
+static bool
+job_failures_only(int64 job_id)
+{
+	static SchedlockQuery q = {
+		"SELECT record_runs FROM schedlock.jobs "
+		"WHERE job_id OPERATOR(pg_catalog.=) $1",
+		1, {INT8OID}
+	};
+	Datum		values[1] = {Int64GetDatum(job_id)};
+	char	   *value = NULL;
+
+	if (!schedlock_jobs_have_search_path())
+		return schedlock_failures_only(NULL);
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read job " INT64_FORMAT, job_id);
+	if (SPI_processed == 1)
+		value = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	return schedlock_failures_only(value);
+}
+
+/*
  * schedlock_finish_running_run
  *		Close a running run of a NOTIFY job as succeeded or failed at now,
  *		with message (may be NULL), and update its job's statistics,
@@ -1226,6 +1339,8 @@ schedlock_finish_running_run(int64 run_id, bool succeeded,
 		/* with the statistics, a success was counted by the statement */
 		if (succeeded && !stats)
 			schedlock_run_succeeded(job_id);
+		else if (succeeded && job_failures_only(job_id))
+			schedlock_forget_run(run_id);
 		else if (!succeeded)
 			schedlock_run_failed(job_id, slot,
 								 schedlock_rule_failed_attempt(manual, attempt),
@@ -1274,15 +1389,17 @@ schedlock_fail_dispatch_runs(TimestampTz now, const char *state,
 /*
  * schedlock_read_dispatch_errors
  *		Lock the job's row and read its dispatch errors in a row (*errors),
- *		whether a run of it was recorded since the last one (*run_since),
- *		its name (palloc'd) and next_run_at.  False when the job does not
- *		exist or is quarantined already.  Needs the quarantine columns of
- *		release 1.1 (schedlock_jobs_have_quarantine).
+ *		whether a run of it was recorded, or succeeded, since the last one
+ *		(*run_since: a succeeded run is not kept under record_runs =
+ *		failures, but its time is in jobs.last_success_at), its name and
+ *		the role it runs as (palloc'd), and next_run_at.  False when the
+ *		job does not exist or is quarantined already.  Needs the quarantine
+ *		columns of release 1.1 (schedlock_jobs_have_quarantine).
  */
 bool
 schedlock_read_dispatch_errors(int64 job_id, bool *run_since, int32 *errors,
-							   char **job_name, bool *has_next_run_at,
-							   TimestampTz *next_run_at)
+							   char **job_name, char **role_name,
+							   bool *has_next_run_at, TimestampTz *next_run_at)
 {
 	Oid			types[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(job_id)};
@@ -1295,10 +1412,12 @@ schedlock_read_dispatch_errors(int64 job_id, bool *run_since, int32 *errors,
 							  "    SELECT 1 FROM schedlock.job_runs r "
 							  "    WHERE r.job_id OPERATOR(pg_catalog.=) j.job_id "
 							  "      AND GREATEST(r.started_at, r.finished_at) "
-							  "          OPERATOR(pg_catalog.>) j.dispatch_error_at), "
+							  "          OPERATOR(pg_catalog.>) j.dispatch_error_at) "
+							  "  OR COALESCE(j.last_success_at OPERATOR(pg_catalog.>) j.dispatch_error_at, false), "
 							  "  j.dispatch_errors, "
 							  "  j.job_name, j.quarantine_reason IS NOT NULL, "
-							  "  j.next_run_at "
+							  "  j.next_run_at, "
+							  "  pg_catalog.pg_get_userbyid(COALESCE(j.run_as, j.owner)::pg_catalog.oid) "
 							  "FROM schedlock.jobs j "
 							  "WHERE j.job_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF j",
 							  1, types, values, NULL, false, 0) != SPI_OK_SELECT)
@@ -1315,6 +1434,7 @@ schedlock_read_dispatch_errors(int64 job_id, bool *run_since, int32 *errors,
 	d = SPI_getbinval(tup, desc, 5, &isnull);
 	*has_next_run_at = !isnull;
 	*next_run_at = isnull ? 0 : DatumGetTimestampTz(d);
+	*role_name = SPI_getvalue(tup, desc, 6);
 	return true;
 }
 
@@ -1495,6 +1615,35 @@ schedlock_job_written(int64 job_id, const char *search_path)
 	if (!isnull)
 		schedlock_note_due_at_commit(role, DT_NOBEGIN);
 	SPI_freetuptable(SPI_tuptable);
+}
+
+/*
+ * schedlock_set_record_runs
+ *		Set which runs of job job_id are kept: "all", "failures", or NULL
+ *		for schedlock.record_runs.  As the extension owner, on the tables of
+ *		release 1.2 (else 55000).
+ */
+void
+schedlock_set_record_runs(int64 job_id, const char *record_runs)
+{
+	static SchedlockQuery q = {
+		"UPDATE schedlock.jobs SET record_runs = $2 "
+		"WHERE job_id OPERATOR(pg_catalog.=) $1",
+		2, {INT8OID, TEXTOID}
+	};
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
+
+	if (!schedlock_jobs_have_search_path())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("record_runs needs the tables of schedlock 1.2"),
+				 errhint("Run ALTER EXTENSION schedlock UPDATE.")));
+	values[0] = Int64GetDatum(job_id);
+	values[1] = record_runs ? CStringGetTextDatum(record_runs) : (Datum) 0;
+	nulls[1] = record_runs ? ' ' : 'n';
+	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not set record_runs of job " INT64_FORMAT, job_id);
 }
 
 /*

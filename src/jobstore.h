@@ -114,6 +114,8 @@ typedef struct ClaimedJob
 	ItemPointerData ctid;		/* the locked row version */
 	int32		failures;		/* consecutive_failures */
 	char	   *search_path;	/* NULL: the login's (tables of 1.1) */
+	char	   *role_name;		/* the role it runs as, for log lines */
+	bool		failures_only;	/* keep only failed runs (record_runs) */
 } ClaimedJob;
 
 /* What the claim decided to do with the job. */
@@ -173,6 +175,15 @@ typedef struct SchedlockRoleDue
 	TimestampTz due_at;
 } SchedlockRoleDue;
 
+/* A database's jobs as a housekeeper counts them (schedlock_count_jobs). */
+typedef struct SchedlockJobCounts
+{
+	int32		njobs;
+	int32		nenabled;
+	int32		nfailing;		/* consecutive_failures above 0 */
+	int32		nquarantined;
+} SchedlockJobCounts;
+
 /* An enabled job due since next_run_at (schedlock_overdue_jobs). */
 typedef struct SchedlockOverdueJob
 {
@@ -186,12 +197,15 @@ extern bool schedlock_claim_job(SchedlockClaimKind kind, Oid role,
 								ClaimPosition *pos, TimestampTz now,
 								ClaimedJob *job, MemoryContext cxt);
 extern bool schedlock_jobs_have_search_path(void);
+extern bool schedlock_failures_only(const char *record_runs);
+extern void schedlock_forget_run(int64 run_id);
 extern bool schedlock_next_role_wakeup(Oid role, TimestampTz *next);
 extern SchedlockRoleDue *schedlock_roles_due(int *n, MemoryContext cxt);
 extern int	schedlock_overdue_jobs(Oid role, TimestampTz before,
 								   SchedlockOverdueJob *jobs, int max,
 								   MemoryContext cxt);
 extern bool schedlock_next_deadline(TimestampTz *next);
+extern void schedlock_count_jobs(SchedlockJobCounts *counts);
 extern bool schedlock_oldest_finished_run(TimestampTz *at);
 extern bool schedlock_next_queued_run(int64 job_id, int64 *run_id,
 									  TimestampTz *scheduled_for);
@@ -233,6 +247,7 @@ extern void schedlock_fail_dispatch_runs(TimestampTz now, const char *state,
 										 const char *message);
 extern bool schedlock_read_dispatch_errors(int64 job_id, bool *run_since,
 										   int32 *errors, char **job_name,
+										   char **role_name,
 										   bool *has_next_run_at,
 										   TimestampTz *next_run_at);
 extern void schedlock_save_dispatch_error(int64 job_id, int breaks,
@@ -246,6 +261,7 @@ extern int64 schedlock_upsert_job(const char *job_name, Oid owner,
 								  bool has_slot, TimestampTz slot,
 								  int32 *manual_pending);
 extern void schedlock_job_written(int64 job_id, const char *search_path);
+extern void schedlock_set_record_runs(int64 job_id, const char *record_runs);
 extern void schedlock_update_job(int64 job_id, const char *job_name,
 								 const JobDef *def, bool reboot, bool reslot,
 								 bool has_slot, TimestampTz slot);

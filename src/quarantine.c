@@ -57,6 +57,7 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -172,6 +173,8 @@ charge_job(int64 job_id, ErrorData *error)
 		bool		has_next;
 		TimestampTz next_run_at;
 		char	   *job_name;
+		char	   *role_name;
+		char	   *dbname = get_database_name(MyDatabaseId);
 
 		/*
 		 * Another worker may have claimed the job between this one's abort
@@ -179,22 +182,27 @@ charge_job(int64 job_id, ErrorData *error)
 		 * was quarantined.
 		 */
 		if (schedlock_read_dispatch_errors(job_id, &run_since, &errors,
-										   &job_name, &has_next, &next_run_at))
+										   &job_name, &role_name,
+										   &has_next, &next_run_at))
 		{
 			breaks = schedlock_rule_dispatch_breaks(run_since, errors);
 			held = schedlock_rule_dispatch_hold(breaks, now, has_next,
 												next_run_at, &hold_until);
 			ereport(LOG,
-					(errmsg("schedlock job \"%s\" broke dispatch (SQLSTATE %s), %d of %d times in a row",
-							job_name, state, breaks, SCHEDLOCK_QUARANTINE_BREAKS)));
+					(errmsg("schedlock job \"%s\" of role \"%s\" in database \"%s\" broke dispatch (SQLSTATE %s), %d of %d times in a row",
+							job_name, role_name ? role_name : "?",
+							dbname ? dbname : "?", state, breaks,
+							SCHEDLOCK_QUARANTINE_BREAKS)));
 			schedlock_save_dispatch_error(job_id, breaks, now, hold_until,
 										  held ? NULL :
 										  psprintf("quarantined: dispatch of the job failed %d times in a row; last error %s: %s. alter_job(..., enabled => true) releases it.",
 												   breaks, state, message));
 			if (!held)
 				ereport(WARNING,
-						(errmsg("schedlock job \"%s\" quarantined: its dispatch failed %d times in a row",
-								job_name, breaks),
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("schedlock job \"%s\" of role \"%s\" in database \"%s\" quarantined: its dispatch failed %d times in a row",
+								job_name, role_name ? role_name : "?",
+								dbname ? dbname : "?", breaks),
 						 errdetail("Last error (SQLSTATE %s): %s", state, message),
 						 errhint("Fix the cause, then enable the job again with alter_job(job_name => %s, enabled => true).",
 								 quote_literal_cstr(job_name))));

@@ -32,6 +32,9 @@
  * Log lines: schedlock.log_runs says which finished runs get a LOG line
  * (none, failed / timed_out / lost ones, or all with their duration), and
  * schedlock.log_statement logs each SQL job's command before it runs.
+ * Each line names the job, the role it runs as and the database: a job's
+ * name is unique only per owner and database, and a log gathers every
+ * database's lines.
  *
  * IDENTIFICATION
  *	  src/runlog.c
@@ -40,8 +43,11 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
+#include "commands/dbcommands.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
+#include "miscadmin.h"
 #include "utils/elog.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
@@ -278,19 +284,53 @@ schedlock_format_result_status(char *buf, CommandTag tag, uint64 processed)
 }
 
 /*
- * schedlock_log_run_statement
- *		With schedlock.log_statement on, log the command a SQL job is about
- *		to run.
+ * log_database
+ *		The name of this backend's database, for log lines: read in the
+ *		first transaction that asks, and kept (a backend cannot outlive its
+ *		database, nor see it renamed).  "?" until then.
+ */
+static const char *
+log_database(void)
+{
+	static char name[NAMEDATALEN] = "";
+
+	if (name[0] == '\0' && IsTransactionState())
+	{
+		char	   *n = get_database_name(MyDatabaseId);
+
+		if (n != NULL)
+			strlcpy(name, n, sizeof(name));
+	}
+	return name[0] != '\0' ? name : "?";
+}
+
+/*
+ * schedlock_runlog_where
+ *		Learn this backend's database name for the log lines, in a
+ *		transaction (a job backend calls it when it starts: it logs the
+ *		statement of a non-atomic job outside any).
  */
 void
-schedlock_log_run_statement(const char *job_name, int64 run_id,
-							const char *command)
+schedlock_runlog_where(void)
+{
+	(void) log_database();
+}
+
+/*
+ * schedlock_log_run_statement
+ *		With schedlock.log_statement on, log the command a SQL job is about
+ *		to run; role is the role it runs as.
+ */
+void
+schedlock_log_run_statement(const char *job_name, const char *role,
+							int64 run_id, const char *command)
 {
 	if (!schedlock_log_statement)
 		return;
 	ereport(LOG,
-			(errmsg("schedlock job \"%s\" run " INT64_FORMAT " statement: %s",
-					job_name, run_id, command),
+			(errmsg("schedlock job \"%s\" of role \"%s\" in database \"%s\" run " INT64_FORMAT " statement: %s",
+					job_name, role ? role : "?", log_database(), run_id,
+					command),
 			 errhidestmt(true)));
 }
 
@@ -299,13 +339,19 @@ schedlock_log_run_statement(const char *job_name, int64 run_id,
  *		Log a finished run as schedlock.log_runs asks: a failed, timed_out
  *		or lost run unless it is none, with its SQLSTATE (when it has one)
  *		and message; a succeeded one only with all, with its duration
- *		(may be NULL).
+ *		(may be NULL).  role is the role the job runs as (may be NULL).
  */
 void
-schedlock_log_run_end(const char *job_name, int64 run_id, const char *status,
-					  const char *sqlstate, const char *message,
-					  const Interval *duration)
+schedlock_log_run_end(const char *job_name, const char *role, int64 run_id,
+					  const char *status, const char *sqlstate,
+					  const char *message, const Interval *duration)
 {
+	const char *db = log_database();
+
+	if (job_name == NULL)
+		job_name = "?";
+	if (role == NULL)
+		role = "?";
 	if (strcmp(status, "succeeded") == 0)
 	{
 		double		ms = 0;
@@ -316,8 +362,8 @@ schedlock_log_run_end(const char *job_name, int64 run_id, const char *status,
 			ms = ((double) duration->time +
 				  (double) duration->day * USECS_PER_DAY) / 1000.0;
 		ereport(LOG,
-				(errmsg("schedlock job \"%s\" run " INT64_FORMAT " succeeded, duration: %.3f ms",
-						job_name ? job_name : "?", run_id, ms),
+				(errmsg("schedlock job \"%s\" of role \"%s\" in database \"%s\" run " INT64_FORMAT " succeeded, duration: %.3f ms",
+						job_name, role, db, run_id, ms),
 				 errhidestmt(true)));
 		return;
 	}
@@ -327,14 +373,14 @@ schedlock_log_run_end(const char *job_name, int64 run_id, const char *status,
 		ereport(LOG,
 				(errcode(MAKE_SQLSTATE(sqlstate[0], sqlstate[1], sqlstate[2],
 									   sqlstate[3], sqlstate[4])),
-				 errmsg("schedlock job \"%s\" run " INT64_FORMAT " %s: SQLSTATE %s: %s",
-						job_name ? job_name : "?", run_id, status, sqlstate,
+				 errmsg("schedlock job \"%s\" of role \"%s\" in database \"%s\" run " INT64_FORMAT " %s: SQLSTATE %s: %s",
+						job_name, role, db, run_id, status, sqlstate,
 						message ? message : ""),
 				 errhidestmt(true)));
 	else
 		ereport(LOG,
-				(errmsg("schedlock job \"%s\" run " INT64_FORMAT " %s: %s",
-						job_name ? job_name : "?", run_id, status,
+				(errmsg("schedlock job \"%s\" of role \"%s\" in database \"%s\" run " INT64_FORMAT " %s: %s",
+						job_name, role, db, run_id, status,
 						message ? message : ""),
 				 errhidestmt(true)));
 }

@@ -47,11 +47,13 @@ extern void schedlock_format_result_status(char *buf, CommandTag tag,
 										   uint64 processed);
 
 /* server log lines */
-extern void schedlock_log_run_statement(const char *job_name, int64 run_id,
+extern void schedlock_runlog_where(void);
+extern void schedlock_log_run_statement(const char *job_name,
+										const char *role, int64 run_id,
 										const char *command);
-extern void schedlock_log_run_end(const char *job_name, int64 run_id,
-								  const char *status, const char *sqlstate,
-								  const char *message,
+extern void schedlock_log_run_end(const char *job_name, const char *role,
+								  int64 run_id, const char *status,
+								  const char *sqlstate, const char *message,
 								  const Interval *duration);
 
 #endif							/* SCHEDLOCK_RUNLOG_H */

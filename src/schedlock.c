@@ -60,6 +60,15 @@ bool		schedlock_enabled = true;
 /* Minutes of run history the workers keep (schedlock.history_retention). */
 int			schedlock_history_retention = 7 * 24 * 60;
 
+/* Which ended runs schedlock.job_runs keeps (schedlock.record_runs). */
+int			schedlock_record_runs = SCHEDLOCK_RECORD_RUNS_ALL;
+
+static const struct config_enum_entry record_runs_options[] = {
+	{"all", SCHEDLOCK_RECORD_RUNS_ALL, false},
+	{"failures", SCHEDLOCK_RECORD_RUNS_FAILURES, false},
+	{NULL, 0, false}
+};
+
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
@@ -332,6 +341,18 @@ _PG_init(void)
 							NULL,
 							NULL,
 							NULL);
+
+	DefineCustomEnumVariable("schedlock.record_runs",
+							 "Which ended job runs schedlock.job_runs keeps.",
+							 "all keeps every run; failures keeps failed, timed-out and lost runs only (the others are counted in the job's statistics). A job's record_runs (alter_job) overrides it.",
+							 &schedlock_record_runs,
+							 SCHEDLOCK_RECORD_RUNS_ALL,
+							 record_runs_options,
+							 PGC_SIGHUP,
+							 0,
+							 NULL,
+							 NULL,
+							 NULL);
 
 	schedlock_lock_shmem_define_guc();
 	schedlock_runlog_init();

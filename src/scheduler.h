@@ -183,6 +183,12 @@ typedef struct SchedlockDatabase
 	bool		housekeep;		/* housekeeping wanted now */
 	TimestampTz housekeep_at;	/* next housekeeping (deadlines, pruning) */
 	bool		seen;			/* found by the launcher's last scan */
+	TimestampTz counted_at;		/* when a housekeeper counted the jobs
+								 * below (0: never) */
+	int32		njobs;			/* jobs of the database then */
+	int32		nenabled;		/* ... of them enabled */
+	int32		nfailing;		/* ... whose last run failed */
+	int32		nquarantined;	/* ... quarantined */
 } SchedlockDatabase;
 
 /*

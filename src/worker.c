@@ -383,6 +383,7 @@ look_at_extension(void)
 			strlcpy(my_rolename, GetUserNameFromId(GetSessionUserId(), false),
 					sizeof(my_rolename));
 	}
+	schedlock_runlog_where();
 	present = OidIsValid(get_extension_oid("schedlock", true));
 	if (present)
 	{
@@ -572,8 +573,14 @@ settle_claim(ClaimedJob *job, ClaimPlan *plan, TimestampTz horizon)
 		}
 	}
 	now = GetCurrentTimestamp();
-	if (plan->kind == PLAN_SKIP)
+	/*
+	 * A skipped slot is no failure: not recorded when only those are (a
+	 * queued run_job() call it serves is forgotten instead).
+	 */
+	if (plan->kind == PLAN_SKIP && !job->failures_only)
 		(void) schedlock_record_run(job, plan, "skipped", now, 0, false);
+	else if (plan->kind == PLAN_SKIP && plan->manual_run_id != 0)
+		schedlock_forget_run(plan->manual_run_id);
 	return Max(now, plan->due_at);
 }
 
@@ -682,7 +689,8 @@ run_atomic(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 	report_job_activity(job);
 	if (error == NULL)
 	{
-		schedlock_log_run_statement(job->job_name, run_id, job->command);
+		schedlock_log_run_statement(job->job_name, job->role_name, run_id,
+									job->command);
 		end_bookkeeping();
 		schedlock_exec_set_search_path(job->search_path);
 		job_cancel_begin();
@@ -714,7 +722,8 @@ run_toplevel(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 	report_job_activity(job);
 	if (error == NULL)
 	{
-		schedlock_log_run_statement(job->job_name, run_id, job->command);
+		schedlock_log_run_statement(job->job_name, job->role_name, run_id,
+									job->command);
 		schedlock_exec_set_search_path(job->search_path);
 		job_cancel_begin();
 		(void) schedlock_exec_toplevel(job->command, job->timeout_ms, &error,
@@ -1187,13 +1196,16 @@ fail_unstartable_roles(void)
 /*
  * publish_queues
  *		Publish every queue's next due time of this database, from the jobs
- *		table: queues that have no enabled job left are due never.  Returns
+ *		table: queues that have no enabled job left are due never; and the
+ *		count of its jobs, for schedlock.cluster_status().  Returns
  *		the next housekeeping instant (a NOTIFY deadline), DT_NOEND: none.
  */
 static TimestampTz
 publish_queues(void)
 {
 	SchedlockRoleDue *dues;
+	SchedlockJobCounts counts;
+	SchedlockDatabase *db;
 	int			ndues;
 	TimestampTz next_deadline;
 	bool		wake = false;
@@ -1202,12 +1214,22 @@ publish_queues(void)
 
 	seen = schedlock_note_count();
 	begin_tx("schedlock: publishing due times");
+	schedlock_count_jobs(&counts);
 	dues = schedlock_roles_due(&ndues, run_cxt);
 	if (!schedlock_next_deadline(&next_deadline))
 		next_deadline = DT_NOEND;
 	end_tx();
 
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	db = schedlock_find_database(MyDatabaseId, false);
+	if (db != NULL)
+	{
+		db->counted_at = GetCurrentTimestamp();
+		db->njobs = counts.njobs;
+		db->nenabled = counts.nenabled;
+		db->nfailing = counts.nfailing;
+		db->nquarantined = counts.nquarantined;
+	}
 	/* a queue noted by a commit since the scan began keeps its time */
 	for (i = 0; i < SCHEDLOCK_MAX_QUEUES; i++)
 	{

@@ -133,7 +133,7 @@ app demo "CREATE TABLE heartbeat (at timestamptz);" \
 	"CREATE ROLE mailer LOGIN;" \
 	"GRANT EXECUTE ON FUNCTION
 	     schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name),
-	     alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text),
+	     alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text, text),
 	     schedlock_claim_run_payload(bigint, text),
 	     schedlock_finish_run(bigint, boolean, text)
 	   TO mailer;"

@@ -77,7 +77,7 @@ is(su_sql(q{SELECT count(*) FROM schedlock.jobs}), '0', 'carol wrote no job');
 su_sql(q{
 	GRANT EXECUTE ON FUNCTION
 		schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name),
-		alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text),
+		alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text, text),
 		unschedule_job(text), run_job(text),
 		schedlock_claim_run(bigint, text), schedlock_finish_run(bigint, boolean, text)
 	TO alice, bob, carol});

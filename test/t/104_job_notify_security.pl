@@ -93,7 +93,7 @@ $node->safe_psql('app', q{
 	GRANT CREATE, USAGE ON SCHEMA public TO alice, bob;
 	GRANT EXECUTE ON FUNCTION
 		schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name),
-		alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text),
+		alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text, text),
 		unschedule_job(text), run_job(text)
 	TO alice, bob;
 	SET ROLE bob;

@@ -132,9 +132,9 @@ cmp_ok($lag, '<', 1.5, "the good job's runs started on time (largest lag $lag s)
 # the errors are in the log, with their SQLSTATE, and nothing was fatal
 my $log = slurp_file($node->logfile, $logstart);
 like($log, qr/ SLT01 ERROR:  job_runs refuses this run/, 'the error is logged with its SQLSTATE');
-like($log, qr/LOG:  schedlock job "bad_trigger" broke dispatch \(SQLSTATE SLT01\), 1 of 3 times in a row/,
+like($log, qr/LOG:  schedlock job "bad_trigger" of role "\w+" in database "app" broke dispatch \(SQLSTATE SLT01\), 1 of 3 times in a row/,
 	'the worker says which job broke dispatch');
-like($log, qr/WARNING:  schedlock job "bad_trigger" quarantined/, 'the quarantine is logged');
+like($log, qr/WARNING:  schedlock job "bad_trigger" of role "\w+" in database "app" quarantined/, 'the quarantine is logged');
 unlike($log, qr/exited with exit code|terminated by signal/, 'no worker exited');
 
 # the non-atomic job's runs whose outcome could not be recorded

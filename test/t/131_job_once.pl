@@ -180,7 +180,7 @@ is($node->safe_psql('old10', q{SELECT enabled FROM schedlock.jobs WHERE job_name
 $node->safe_psql('old10', 'ALTER EXTENSION schedlock UPDATE');
 is($node->safe_psql('old10', q{
 	SELECT has_function_privilege('app_role',
-		'alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text)',
+		'alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text, text)',
 		'EXECUTE WITH GRANT OPTION'),
 		   has_function_privilege('app_role',
 		'schedule_once(text, timestamptz, text, text, jsonb, interval, integer, interval, boolean, boolean, name)',

@@ -14,7 +14,8 @@
 #      once with its SQLSTATE (a lost run with its job and run id), all adds
 #      succeeded runs with their duration,
 #      none logs no run; schedlock.log_statement logs each command before it
-#      runs; changes take effect in the workers on reload.
+#      runs; changes take effect in the workers on reload.  Each line
+#      names the job, the role it runs as and its database.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -166,11 +167,11 @@ my $all = slurp_file($node->logfile);
 unlike($all, qr/LOG:  schedlock (?:worker \d+ for database \w+|launcher) started/,
 	'worker and launcher starts are not logged at LOG');
 my $fail_run = last_run('fail', 'run_id');
-my @lines = ($log =~ /^.*LOG:  schedlock job "fail" run $fail_run failed: SQLSTATE P0001: job failed on purpose$/mg);
+my @lines = ($log =~ /^.*LOG:  schedlock job "fail" of role "\w+" in database "app" run $fail_run failed: SQLSTATE P0001: job failed on purpose$/mg);
 is(scalar @lines, 1, 'log_runs = failures: a failed run is logged once, with SQLSTATE and message');
-like($log, qr/LOG:  schedlock job "na_fail" run \d+ failed: SQLSTATE P0001: job failed on purpose/,
+like($log, qr/LOG:  schedlock job "na_fail" of role "\w+" in database "app" run \d+ failed: SQLSTATE P0001: job failed on purpose/,
 	'so is a failed non-atomic run');
-unlike($log, qr/schedlock job "\w+" run \d+ (?:succeeded|statement)/,
+unlike($log, qr/schedlock job "\w+" .*run \d+ (?:succeeded|statement)/,
 	'no line for succeeded runs, nor statements');
 
 # a lost run: its worker is terminated while the job sleeps (non-atomic:
@@ -190,7 +191,7 @@ is($node->safe_psql('app', qq{
 	SELECT duration = finished_at - started_at FROM schedlock.job_runs WHERE run_id = $stuck}),
 	't', 'a lost run has its duration');
 $log = slurp_file($node->logfile, $log_start);
-like($log, qr/LOG:  schedlock job "stuck" run $stuck lost: the job backend running it ended before the run finished/,
+like($log, qr/LOG:  schedlock job "stuck" of role "\w+" in database "app" run $stuck lost: the job backend running it ended before the run finished/,
 	'log_runs = failures: a lost run is logged, with its job and run');
 
 # --- log_runs = all and log_statement = on, by ALTER SYSTEM and reload ---
@@ -201,18 +202,20 @@ $node->safe_psql('app', q{
 # a worker reloads between passes: runs that start 1.5 s later see it
 usleep(1_500_000);
 my $t1 = $node->safe_psql('app', 'SELECT clock_timestamp()');
-wait_run_after($_, $t1) for qw(ins na fail);
+wait_run_after($_, $t1) for qw(ins na fail definer);
 my $ins_run = last_run('ins', 'run_id');
 $log = slurp_file($node->logfile, $log_start);
 like($log,
-	qr/LOG:  schedlock job "ins" run $ins_run statement: SELECT chat\(\); INSERT INTO t SELECT generate_series\(1, 5\)\n(?:.*\n)*?.*LOG:  schedlock job "ins" run $ins_run succeeded, duration: \d+\.\d{3} ms$/m,
+	qr/LOG:  schedlock job "ins" of role "\w+" in database "app" run $ins_run statement: SELECT chat\(\); INSERT INTO t SELECT generate_series\(1, 5\)\n(?:.*\n)*?.*LOG:  schedlock job "ins" of role "\w+" in database "app" run $ins_run succeeded, duration: \d+\.\d{3} ms$/m,
 	'log_statement logs the command before it runs, log_runs = all the success with its duration');
-like($log, qr/LOG:  schedlock job "na" run \d+ statement: SELECT chat\(\); VACUUM t$/m,
+like($log, qr/LOG:  schedlock job "na" of role "\w+" in database "app" run \d+ statement: SELECT chat\(\); VACUUM t$/m,
 	'log_statement covers non-atomic runs');
-like($log, qr/LOG:  schedlock job "na" run \d+ succeeded, duration: /,
+like($log, qr/LOG:  schedlock job "na" of role "\w+" in database "app" run \d+ succeeded, duration: /,
 	'log_runs = all covers non-atomic runs');
+like($log, qr/LOG:  schedlock job "definer" of role "tenant" in database "app" run \d+ succeeded/,
+	'a run\'s line names the role the job runs as (run_as)');
 $fail_run = last_run('fail', 'run_id');
-@lines = ($log =~ /^.*LOG:  schedlock job "fail" run $fail_run failed: SQLSTATE P0001: job failed on purpose$/mg);
+@lines = ($log =~ /^.*LOG:  schedlock job "fail" of role "\w+" in database "app" run $fail_run failed: SQLSTATE P0001: job failed on purpose$/mg);
 is(scalar @lines, 1, 'log_runs = all: a failed run is still logged once');
 
 # --- log_runs = none and log_statement = off; max_notice_bytes = 0 ---
@@ -226,7 +229,7 @@ my $log_quiet = -s $node->logfile;
 my $t2 = $node->safe_psql('app', 'SELECT clock_timestamp()');
 wait_run_after($_, $t2) for qw(ins na fail na_fail);
 $log = slurp_file($node->logfile, $log_quiet);
-unlike($log, qr/schedlock job "\w+" run \d+/, 'log_runs = none: no run is logged');
+unlike($log, qr/schedlock job "\w+" .*run \d+/, 'log_runs = none: no run is logged');
 is(last_run('ins', q{result_status, notices IS NULL}), 'INSERT 0 5|t',
 	'schedlock.max_notice_bytes = 0: nothing is captured');
 is(last_run('na', q{result_status, notices IS NULL}), 'VACUUM|t',
