@@ -136,6 +136,14 @@
 #define WORKER_UNCLAIMED_CHECK_MS	1000
 #define WORKER_UNCLAIMED_MAX		16
 
+/*
+ * A job due now that the pass could not claim is held by another
+ * transaction: another backend of the role running it atomically (which
+ * moves it on when it commits), or a lock of someone else's.  The backend
+ * looks again this much later instead of spinning.
+ */
+#define WORKER_HELD_RETRY_MS	50
+
 /* NOTIFY jobs claimed and notified in one transaction, at most. */
 #define WORKER_NOTIFY_BATCH	200
 
@@ -914,10 +922,10 @@ next_due(void)
  * sleep_ms_until
  *		Milliseconds until WORKER_CLAIM_LEAD_MS before next, capped at
  *		SCHEDLOCK_MAX_SLEEP_MS; a long sleep ends early by more than its
- *		timer slack (see WORKER_SLACK_FREE_MS).  When next is now already
- *		but the pass claimed nothing, another backend holds the job while
- *		it waits for its instant: sleep past the instant instead of
- *		spinning.
+ *		timer slack (see WORKER_SLACK_FREE_MS).  When next is within the
+ *		claim lead but the pass claimed nothing, another backend holds the
+ *		job while it waits for its instant: sleep past the instant; when it
+ *		is past, the job is held (WORKER_HELD_RETRY_MS) -- never spin.
  */
 static long
 sleep_ms_until(TimestampTz next, bool claimed)
@@ -929,8 +937,12 @@ sleep_ms_until(TimestampTz next, bool claimed)
 		return SCHEDLOCK_MAX_SLEEP_MS;
 	ms = (long) Min((next - now) / 1000 + 1 - WORKER_CLAIM_LEAD_MS,
 					(int64) SCHEDLOCK_MAX_SLEEP_MS);
-	if (ms <= 0)
-		ms = claimed ? 0 : (long) Max((next - now) / 1000 + 1, 1);
+	if (ms <= 0 && claimed)
+		ms = 0;
+	else if (ms <= 0 && next > now)
+		ms = (long) ((next - now) / 1000 + 1);
+	else if (ms <= 0)
+		ms = WORKER_HELD_RETRY_MS;
 	else if (ms > WORKER_SLACK_FREE_MS)
 		ms -= ms / WORKER_SLACK_DIVISOR + 1;
 	return ms;
