@@ -1,7 +1,8 @@
-# 101_job_every_second.pl: an every-second atomic SQL job, served by the
-# default two workers of a database, runs exactly once per slot over 20 s --
-# no slot doubled, none missing -- and each run's effect commits exactly
-# once.  The workers show up in pg_stat_activity.
+# 101_job_every_second.pl: an every-second atomic SQL job, served by its
+# role's job backend, runs exactly once per slot over 20 s -- no slot
+# doubled, none missing -- and each run's effect commits exactly once.  The
+# backend shows up in pg_stat_activity while the job runs, and leaves once
+# the job is disabled.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -23,6 +24,10 @@ $node->safe_psql('app', q{
 						misfire => 'run_all')});
 
 sleep 20;
+# while the job runs: the launcher and the role's job backend
+my $processes = $node->safe_psql('app', q{
+	SELECT string_agg(backend_type || ':' || coalesce(datname, '-'), ',' ORDER BY backend_type, datname)
+	  FROM pg_stat_activity WHERE backend_type LIKE 'schedlock%'});
 $node->safe_psql('app', q{SELECT alter_job('tick', enabled => false)});
 # let a run in flight finish
 sleep 1;
@@ -47,11 +52,11 @@ is($node->safe_psql('app',
 		q{SELECT count(DISTINCT worker_pid) BETWEEN 1 AND 2 FROM schedlock.job_runs}),
 	't', 'the runs were done by the role\'s job backend');
 
+is($processes, 'schedlock job:app,schedlock launcher:-',
+	'pg_stat_activity showed the launcher and one job backend of database app (its one role)');
 is($node->safe_psql('app', q{
-	SELECT string_agg(backend_type || ':' || coalesce(datname, '-'), ',' ORDER BY backend_type, datname)
-	  FROM pg_stat_activity WHERE backend_type LIKE 'schedlock%'}),
-	'schedlock job:app,schedlock launcher:-',
-	'pg_stat_activity shows the launcher and one job backend of database app (its one role)');
+	SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'schedlock job'}),
+	'0', 'with its one job disabled, the database holds no job backend');
 
 is($node->safe_psql('app', q{
 	SELECT consecutive_failures, last_status FROM schedlock.job_status WHERE job_name = 'tick'}),
