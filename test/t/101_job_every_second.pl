@@ -54,9 +54,9 @@ is($node->safe_psql('app',
 
 is($processes, 'schedlock job:app,schedlock launcher:-',
 	'pg_stat_activity showed the launcher and one job backend of database app (its one role)');
-is($node->safe_psql('app', q{
-	SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'schedlock job'}),
-	'0', 'with its one job disabled, the database holds no job backend');
+ok($node->poll_query_until('app', q{
+	SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'schedlock job'}),
+	'with its one job disabled, the database holds no job backend');
 
 is($node->safe_psql('app', q{
 	SELECT consecutive_failures, last_status FROM schedlock.job_status WHERE job_name = 'tick'}),
