@@ -866,9 +866,13 @@ schedlock_owned_jobs(Node *parsetree)
 		if (IsA(parsetree, DropOwnedStmt))
 			drop_jobs(roles);
 		else
+		{
 			reassign_jobs(roles,
 						  get_rolespec_oid(((ReassignOwnedStmt *) parsetree)->newrole,
 										   false));
+			/* the jobs run as another role now: its queue learns at commit */
+			schedlock_wake_workers_at_commit();
+		}
 	}
 	PG_FINALLY();
 	{
