@@ -24,7 +24,13 @@
  * Changes are transactional like the rows': each change records the entry's
  * previous state (an undo record, with the (sub)transaction nesting level),
  * which an abort puts back before the mutex is released; the entry is pinned
- * until then so that nobody reclaims it.  Entries that no longer block an
+ * until then so that nobody reclaims it.  A session-bound lease ends with its
+ * session whatever rolls back: the undo record of a change made by another
+ * session may hold the lease of a session that has exited since, which no
+ * entry showed when it ended its leases.  So every session that puts an
+ * entry has a slot in lease_sessions until it ends its leases, under
+ * lease_lock, and an abort that puts back the lease of a session without a
+ * slot puts it back ended.  Entries that no longer block an
  * acquire (released and out of their lock_at_least_for window, expired, or of
  * an ended session) are reclaimed when the table is full.
  *
@@ -158,10 +164,22 @@ typedef struct LeaseMarks
 	MarkDatabase dbs[MARK_DATABASES];
 } LeaseMarks;
 
+/*
+ * A session that has put an entry and not yet ended its leases (pid 0: a
+ * free slot).  There are MaxBackends slots, as many as processes that can
+ * run SQL at once, so a session always finds one.  Guarded by lease_lock.
+ */
+typedef struct LeaseSession
+{
+	int32		pid;
+	TimestampTz start;
+} LeaseSession;
+
 /* schedlock.max_session_locks */
 int			schedlock_max_session_locks = 1024;
 
 static HTAB *lease_table = NULL;
+static LeaseSession *lease_sessions = NULL;
 static LeaseTokens *lease_tokens = NULL;
 static LWLock *lease_lock = NULL;
 static LWLock *token_lock = NULL;
@@ -193,6 +211,9 @@ static LeaseUndo *undo = NULL;
 static int	nundo = 0;
 static int	maxundo = 0;
 static bool exit_registered = false;
+
+/* This session's slot in lease_sessions, or -1 before its first put. */
+static int	my_session_slot = -1;
 
 /*
  * lease_hash
@@ -272,6 +293,7 @@ schedlock_lock_shmem_size(void)
 	{
 		size = add_size(size, hash_estimate_size(schedlock_max_session_locks,
 												 sizeof(LeaseEntry)));
+		size = add_size(size, mul_size(MaxBackends, sizeof(LeaseSession)));
 		size = add_size(size, hash_estimate_size(schedlock_max_session_locks,
 												 sizeof(MarkEntry)));
 	}
@@ -327,6 +349,11 @@ schedlock_lock_shmem_startup(void)
 									&ctl,
 									HASH_ELEM | HASH_FUNCTION | HASH_COMPARE |
 									HASH_KEYCOPY);
+		lease_sessions = ShmemInitStruct("schedlock lease sessions",
+										 mul_size(MaxBackends, sizeof(LeaseSession)),
+										 &found);
+		if (!found)
+			memset(lease_sessions, 0, mul_size(MaxBackends, sizeof(LeaseSession)));
 		ctl.entrysize = sizeof(MarkEntry);
 		mark_table = ShmemInitHash("schedlock lease marks",
 								   schedlock_max_session_locks,
@@ -453,6 +480,53 @@ schedlock_ensure_room(void **array, int *maxitems, int nitems, Size itemsize)
 }
 
 /*
+ * claim_session_slot
+ *		Give this session a slot in lease_sessions, which it keeps until it
+ *		ends its leases.  False when every slot is taken.  Caller holds
+ *		lease_lock exclusively.
+ */
+static bool
+claim_session_slot(void)
+{
+	int			i;
+
+	if (my_session_slot >= 0)
+		return true;
+	for (i = 0; i < MaxBackends; i++)
+	{
+		if (lease_sessions[i].pid == 0)
+		{
+			lease_sessions[i].pid = MyProcPid;
+			lease_sessions[i].start = MyStartTimestamp;
+			my_session_slot = i;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * session_lives
+ *		Whether the session (pid, start) has not yet ended its leases.  Every
+ *		holder of an entry has put one, and so had a slot.  Caller holds
+ *		lease_lock.
+ */
+static bool
+session_lives(int32 pid, TimestampTz start)
+{
+	int			i;
+
+	if (pid == MyProcPid && start == MyStartTimestamp)
+		return true;
+	for (i = 0; i < MaxBackends; i++)
+	{
+		if (lease_sessions[i].pid == pid && lease_sessions[i].start == start)
+			return true;
+	}
+	return false;
+}
+
+/*
  * push_undo
  *		Remember the state of an entry before this (sub)transaction changes
  *		it.
@@ -491,6 +565,10 @@ lease_exit(int code, Datum arg)
 			entry->lease.holder_start == MyStartTimestamp)
 			entry->lease.session_ended = true;
 	}
+	/* from now on an abort puts this session's leases back ended */
+	if (my_session_slot >= 0)
+		lease_sessions[my_session_slot].pid = 0;
+	my_session_slot = -1;
 	LWLockRelease(lease_lock);
 }
 
@@ -521,6 +599,12 @@ schedlock_lease_shmem_put(const char *name, const SchedlockLease *lease,
 	push_undo(name, false, NULL);
 	nundo--;
 	LWLockAcquire(lease_lock, LW_EXCLUSIVE);
+	if (!claim_session_slot())
+	{
+		LWLockRelease(lease_lock);
+		pfree(undo[nundo].name);
+		return false;
+	}
 	entry = hash_search(lease_table, &key, HASH_FIND, NULL);
 	if (entry == NULL &&
 		hash_get_num_entries(lease_table) >= schedlock_max_session_locks)
@@ -613,7 +697,14 @@ schedlock_lease_shmem_end_xact(bool commit, int level)
 			{
 				entry = hash_search(lease_table, &key, HASH_ENTER_NULL, &found);
 				if (entry != NULL)
+				{
+					/* the entry may have been removed meanwhile (forget) */
+					entry->pinned_by = MyProcPid;
 					entry->lease = undo[i].old;
+					if (!session_lives(entry->lease.holder_pid,
+									   entry->lease.holder_start))
+						entry->lease.session_ended = true;
+				}
 			}
 			else
 				(void) hash_search(lease_table, &key, HASH_REMOVE, NULL);
