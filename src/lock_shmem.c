@@ -62,7 +62,8 @@
  * position marks it for good, and an acquire kept here that probed the row
  * removes the name's mark.  A name of a loaded database that is not marked
  * (or whose mark's time has passed) needs no probe.  Writes to the table by
- * SQL (INSERT, UPDATE, COPY FROM by the table's owner, a restore) are seen by
+ * SQL (INSERT, UPDATE, COPY FROM by the table's owner, a restore, also
+ * through a partitioned table the lock table is attached to) are seen by
  * lock_watch.c: while such a transaction is open every acquire probes, and
  * when it ends the database's marks are loaded again.  When the marks do not
  * fit, acquires probe until a later load fits (tried at most every

@@ -10,14 +10,24 @@
  * a restore of a dump does.  An ExecutorStart hook looks at the result
  * relations of every statement that writes, and the ProcessUtility hook of
  * schedlock.c hands COPY ... FROM over; when one of them is the lock table,
+ * or a partitioned table the lock table is a partition of (at any level: its
+ * INSERT, COPY FROM and row-moving UPDATE route rows into the lock table),
  * the database's acquires read the table again until the transaction ends,
- * and then load the marks afresh.  Only the name of a result relation is
- * looked up (in the syscache), so statements that write other tables pay
- * one syscache lookup each, and those that write nothing pay nothing.
+ * and then load the marks afresh.  An inheritance parent needs no such
+ * check: UPDATE, DELETE and MERGE through it name every child they write as
+ * a result relation of its own, and INSERT and COPY do not reach children.
+ * Only the name of a result relation is looked up (in the syscache), and for
+ * a partitioned table whether the lock table is one of its partitions, so
+ * statements that write other tables pay a syscache lookup or a few each,
+ * and those that write nothing pay nothing.  The executor's result
+ * relations are looked at once ExecutorStart has set up its partition
+ * routing, so a partition it routes to at the top level is seen.
  *
  * Rows written without SQL by other code (logical replication's apply
  * worker, another extension writing the heap) are not seen until the marks
- * are next loaded.
+ * are next loaded, nor are rows that a statement already under way routes
+ * into the lock table after it was attached meanwhile below a partitioned
+ * table the statement writes through.
  *
  * IDENTIFICATION
  *	  src/lock_watch.c
@@ -28,6 +38,7 @@
 
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/partition.h"
 #include "catalog/pg_class.h"
 #include "executor/executor.h"
 #include "nodes/parsenodes.h"
@@ -49,23 +60,54 @@ static WatchState watch_state = WATCH_NONE;
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 
 /*
- * is_lock_table
- *		Whether relid is schedlock.lock_state.
+ * lock_table_partition_of
+ *		Whether schedlock.lock_state is a partition of the partitioned table
+ *		relid, directly or below one of its partitions.
  */
 static bool
-is_lock_table(Oid relid)
+lock_table_partition_of(Oid relid)
+{
+	Oid			nsp = get_namespace_oid("schedlock", true);
+	Oid			lockrel = InvalidOid;
+	List	   *ancestors;
+	bool		result;
+
+	if (OidIsValid(nsp))
+		lockrel = get_relname_relid("lock_state", nsp);
+	if (!OidIsValid(lockrel) || !get_rel_relispartition(lockrel))
+		return false;
+	ancestors = get_partition_ancestors(lockrel);
+	result = list_member_oid(ancestors, relid);
+	list_free(ancestors);
+	return result;
+}
+
+/*
+ * writes_lock_table
+ *		Whether rows written into relid may land in schedlock.lock_state:
+ *		relid is the lock table, or a partitioned table it is a partition
+ *		of.
+ */
+static bool
+writes_lock_table(Oid relid)
 {
 	HeapTuple	tp;
+	Form_pg_class form;
 	Oid			nsp = InvalidOid;
+	bool		partitioned;
 	char	   *nspname;
 	bool		result;
 
 	tp = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	if (!HeapTupleIsValid(tp))
 		return false;
-	if (strcmp(NameStr(((Form_pg_class) GETSTRUCT(tp))->relname), "lock_state") == 0)
-		nsp = ((Form_pg_class) GETSTRUCT(tp))->relnamespace;
+	form = (Form_pg_class) GETSTRUCT(tp);
+	partitioned = form->relkind == RELKIND_PARTITIONED_TABLE;
+	if (strcmp(NameStr(form->relname), "lock_state") == 0)
+		nsp = form->relnamespace;
 	ReleaseSysCache(tp);
+	if (partitioned)
+		return lock_table_partition_of(relid);
 	if (!OidIsValid(nsp))
 		return false;
 	nspname = get_namespace_name(nsp);
@@ -90,12 +132,19 @@ note_writer(void)
 
 /*
  * watch_executor_start
- *		ExecutorStart_hook: note a statement that writes the lock table.
+ *		ExecutorStart_hook: note a statement that writes the lock table,
+ *		after the executor has set up (no row is written before
+ *		ExecutorRun).
  */
 static void
 watch_executor_start(QueryDesc *queryDesc, int eflags)
 {
 	PlannedStmt *stmt = queryDesc->plannedstmt;
+
+	if (prev_ExecutorStart)
+		prev_ExecutorStart(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
 
 	if (watch_state == WATCH_NONE && stmt->resultRelations != NIL &&
 		(eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
@@ -106,22 +155,19 @@ watch_executor_start(QueryDesc *queryDesc, int eflags)
 		{
 			RangeTblEntry *rte = rt_fetch(lfirst_int(lc), stmt->rtable);
 
-			if (rte->rtekind == RTE_RELATION && is_lock_table(rte->relid))
+			if (rte->rtekind == RTE_RELATION && writes_lock_table(rte->relid))
 			{
 				note_writer();
 				break;
 			}
 		}
 	}
-	if (prev_ExecutorStart)
-		prev_ExecutorStart(queryDesc, eflags);
-	else
-		standard_ExecutorStart(queryDesc, eflags);
 }
 
 /*
  * schedlock_lock_watch_copy
- *		From the ProcessUtility hook: note COPY ... FROM into the lock table.
+ *		From the ProcessUtility hook: note COPY ... FROM into the lock table
+ *		or into a partitioned table it is a partition of.
  */
 void
 schedlock_lock_watch_copy(Node *parsetree)
@@ -135,7 +181,7 @@ schedlock_lock_watch_copy(Node *parsetree)
 	if (!copy->is_from || copy->relation == NULL)
 		return;
 	relid = RangeVarGetRelid(copy->relation, NoLock, true);
-	if (OidIsValid(relid) && is_lock_table(relid))
+	if (OidIsValid(relid) && writes_lock_table(relid))
 		note_writer();
 }
 
