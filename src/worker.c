@@ -1304,7 +1304,14 @@ housekeep(void)
 	known = db != NULL && db->known;
 	reboot_due = db == NULL || !db->reboot_fired;
 	if (db != NULL)
+	{
+		/*
+		 * What asks for housekeeping from now on (a NOTIFY deadline of a run
+		 * notified meanwhile) is kept: the pass only lowers the time below.
+		 */
 		db->housekeep = false;
+		db->housekeep_at = DT_NOEND;
+	}
 	LWLockRelease(schedlock_shared->lock);
 
 	/* in a copy of the database nothing is touched until adoption (home.c) */
@@ -1366,7 +1373,7 @@ housekeep(void)
 	{
 		db->known = true;
 		db->paused = paused;
-		db->housekeep_at = next;
+		db->housekeep_at = Min(db->housekeep_at, next);
 	}
 	MySlot->finished = true;
 	LWLockRelease(schedlock_shared->lock);
