@@ -22,9 +22,9 @@
 # (encoding conversions, snowball, walreceiver, pgoutput), PL/pgSQL, libpq,
 # the client programs (src/bin: initdb, pg_ctl, psql, pg_dump, pg_basebackup,
 # ...), pg_regress, the isolation tester and the Perl TAP modules, plus the
-# headers and PGXS files an extension builds against, and contrib/amcheck
-# (008_lock_table_guard checks the lock table's indexes with it); no other
-# contrib, no ecpg.
+# headers and PGXS files an extension builds against, contrib/amcheck
+# (008_lock_table_guard checks the lock table's indexes with it) and
+# contrib/dblink (210_job_dblink_leftover); no other contrib, no ecpg.
 #
 # Runs as root (or a user with sudo) because it installs missing build
 # packages and runs apt-get for the source download.  The installation is
@@ -139,7 +139,8 @@ BUILD_DIRS="src/common src/port src/timezone src/backend
 src/backend/utils/mb/conversion_procs src/backend/snowball src/include
 src/interfaces/libpq src/backend/replication/libpqwalreceiver
 src/backend/replication/pgoutput src/fe_utils src/bin src/pl/plpgsql
-src/makefiles src/test/regress src/test/isolation src/test/perl contrib/amcheck"
+src/makefiles src/test/regress src/test/isolation src/test/perl contrib/amcheck
+contrib/dblink"
 
 compile()
 {
