@@ -80,9 +80,6 @@ typedef enum HomeState
 	HOME_RESTORED				/* jobs of another home were loaded */
 } HomeState;
 
-/* Worker: whether it has warned about the current pause. */
-static bool pause_warned = false;
-
 /* Kept plans of the statements run for every pass or every job row. */
 static SPIPlanPtr read_home_plan = NULL;
 static SPIPlanPtr read_home_id_plan = NULL;
@@ -247,7 +244,8 @@ warn_paused(HomeState state, Oid datoid)
  * schedlock_jobs_paused
  *		Worker: whether the jobs of this database are paused because it is
  *		a copy.  at_start: the worker is starting (see look_at_home).  warn:
- *		log a WARNING the first time a pause is seen (worker 0).  Runs its
+ *		log a WARNING when the jobs are paused (the housekeeper asks when
+ *		the database was not known to be paused).  Runs its
  *		own transaction; called outside one, returns in the memory context
  *		it was called in.
  */
@@ -267,14 +265,13 @@ schedlock_jobs_paused(bool at_start, bool warn)
 	if (home_table_exists())
 		state = look_at_home(at_start, &datoid);
 	schedlock_trusted_path_end(nestlevel);
-	if (state != HOME_HERE && warn && !pause_warned)
+	if (state != HOME_HERE && warn)
 		warn_paused(state, datoid);
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	MemoryContextSwitchTo(cxt);
 
-	pause_warned = (state != HOME_HERE) && (pause_warned || warn);
 	return state != HOME_HERE;
 }
 

@@ -1295,6 +1295,7 @@ housekeep(void)
 	SchedlockDatabase *db;
 	bool		known;
 	bool		reboot_due;
+	bool		was_paused;
 	bool		paused;
 	bool		behind = false;
 	TimestampTz next = DT_NOEND;
@@ -1303,6 +1304,7 @@ housekeep(void)
 	db = schedlock_find_database(MyDatabaseId, false);
 	known = db != NULL && db->known;
 	reboot_due = db == NULL || !db->reboot_fired;
+	was_paused = db != NULL && db->paused;
 	if (db != NULL)
 	{
 		/*
@@ -1314,8 +1316,12 @@ housekeep(void)
 	}
 	LWLockRelease(schedlock_shared->lock);
 
-	/* in a copy of the database nothing is touched until adoption (home.c) */
-	paused = schedlock_jobs_paused(!known, true);
+	/*
+	 * In a copy of the database nothing is touched until adoption (home.c).
+	 * Housekeepers come and go: the WARNING is logged by the one that finds
+	 * the pause first, not by every one after it.
+	 */
+	paused = schedlock_jobs_paused(!known, !was_paused);
 	if (!paused)
 	{
 		begin_tx("schedlock: closing lost runs");
