@@ -189,6 +189,7 @@ typedef struct LockRow
 	bool		released;
 	bool		has_role;		/* false for leases taken before 1.1 */
 	Oid			holder_role;	/* valid when has_role */
+	bool		table_1_0;		/* the table has 1.0's columns: no role */
 } LockRow;
 
 /*
@@ -791,8 +792,10 @@ refuse_table(const char *what, const char *why)
 /*
  * check_lock_table_shape
  *		Make sure the table has the columns this file writes, in order, with
- *		the NOT NULL markings it was created with.  A table with the columns
- *		of version 1.0 means the library was updated but not the extension.
+ *		the NOT NULL markings it was created with.  The table of version 1.0
+ *		(the library was updated, the extension not yet) lacks the last
+ *		column, holder_role; the lock functions work on it as 1.0's did
+ *		until ALTER EXTENSION schedlock UPDATE adds it (see check_lease_role).
  */
 static void
 check_lock_table_shape(Relation rel)
@@ -833,13 +836,7 @@ check_lock_table_shape(Relation rel)
 							   cols[i].notnull ? "NOT NULL" : "nullable"),
 					 errhint("Reinstall the schedlock extension.")));
 	}
-	if (desc->natts == Natts_lock_1_0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the schedlock extension in this database is older than its library"),
-				 errdetail("Table schedlock.lock_state has the definition of schedlock 1.0, which does not record the role that acquired a lease."),
-				 errhint("Run ALTER EXTENSION schedlock UPDATE in this database.")));
-	if (desc->natts != Natts_lock)
+	if (desc->natts != Natts_lock && desc->natts != Natts_lock_1_0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table schedlock.lock_state does not have the expected definition"),
@@ -1050,6 +1047,8 @@ fetch_lock_row(Relation rel, Oid indexid, const char *name, LockRow *row)
 		Datum		values[Natts_lock];
 		bool		nulls[Natts_lock];
 
+		/* the table of 1.0 fills all but holder_role */
+		memset(nulls, true, sizeof(nulls));
 		copy = heap_copytuple(tup);
 		heap_deform_tuple(copy, RelationGetDescr(rel), values, nulls);
 		row->token = DatumGetInt64(values[Anum_lock_token - 1]);
@@ -1064,6 +1063,7 @@ fetch_lock_row(Relation rel, Oid indexid, const char *name, LockRow *row)
 		row->has_role = !nulls[Anum_lock_holder_role - 1];
 		row->holder_role = row->has_role ?
 			DatumGetObjectId(values[Anum_lock_holder_role - 1]) : InvalidOid;
+		row->table_1_0 = RelationGetDescr(rel)->natts == Natts_lock_1_0;
 	}
 	systable_endscan(scan);
 	UnregisterSnapshot(snapshot);
@@ -1248,7 +1248,11 @@ check_lease_role(const char *name, const LockRow *row, Relation rel,
 {
 	char	   *rolename;
 
-	if (may_use_lease(row->has_role, row->holder_role))
+	/*
+	 * In the table of 1.0 (library updated, extension not yet) no lease has
+	 * a role: the token alone identifies its holder, as in 1.0.
+	 */
+	if (row->table_1_0 || may_use_lease(row->has_role, row->holder_role))
 		return;
 	if (rel != NULL)
 		give_up(rel, mutex);

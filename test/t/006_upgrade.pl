@@ -49,11 +49,10 @@ $node->safe_psql('upgraded', q{
 	CREATE TABLE app.ticks (at timestamptz NOT NULL);
 });
 
-# The library of 1.1 runs no lock function on the table of 1.0 (it asks for
-# ALTER EXTENSION schedlock UPDATE first; 008_lock_table_guard.pl tests
-# that), so the lease that applications took through the library of 1.0
-# before the new one was installed is written here the way 1.0's
-# schedlock_acquire wrote it: the first token of timeline 1.
+# The lease that applications took through the library of 1.0 before the
+# new one was installed is written here the way 1.0's schedlock_acquire
+# wrote it: the first token of timeline 1.  (The current library's lock
+# functions on the table of 1.0: 015_lock_api_before_update.pl.)
 my $token = $node->safe_psql('upgraded', q{
 	INSERT INTO schedlock.lock_state (lock_name, token, holder, locked_at,
 									  lock_until, min_until)
