@@ -69,6 +69,18 @@
  * fit, acquires probe until a later load fits (tried at most every
  * MARK_RELOAD_SECONDS).
  *
+ * What is kept for a database (its entries, its marks and its slot) is
+ * keyed by its OID, which CREATE DATABASE ... OID = n can give to a new
+ * database once the old one is dropped.  DROP DATABASE removes it all
+ * (schedlock_lock_shmem_drop_database, from the ProcessUtility hook).  A
+ * slot also records the xmin of the database's pg_database row when it was
+ * taken, which every CREATE DATABASE gives a new value: an acquire does not
+ * trust the marks of a slot with another xmin, and a load starts the slot
+ * afresh, so a drop that went unseen cannot hand a new database the marks of
+ * an old one.  ALTER DATABASE and GRANT give the row a new xmin too; that
+ * costs one more load.  Entries record no xmin, as that change must not end
+ * the lock_at_least_for windows of a live database: they rely on the drop.
+ *
  * The load cannot miss a row a lock function writes meanwhile: it first
  * clears the database's marks and then scans every row version that is
  * current or being written (a dirty snapshot); a writer marks after writing,
@@ -86,6 +98,7 @@
 
 #include "access/htup_details.h"
 #include "access/rmgr.h"
+#include "access/transam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "access/xloginsert.h"
@@ -100,7 +113,9 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "lock_shmem.h"
@@ -151,6 +166,7 @@ typedef struct MarkEntry
 typedef struct MarkDatabase
 {
 	Oid			dbid;			/* InvalidOid: a free slot */
+	TransactionId incarnation;	/* xmin of the database's pg_database row */
 	bool		loaded;			/* the marks cover every row */
 	bool		loading;		/* a session is loading them */
 	int			writers;		/* open transactions that wrote the table by SQL */
@@ -215,6 +231,11 @@ static bool exit_registered = false;
 
 /* This session's slot in lease_sessions, or -1 before its first put. */
 static int	my_session_slot = -1;
+
+/* This database's incarnation (database_incarnation), while valid. */
+static TransactionId my_incarnation = InvalidTransactionId;
+static bool my_incarnation_valid = false;
+static bool incarnation_callback_registered = false;
 
 /*
  * lease_hash
@@ -891,14 +912,70 @@ remove_database_marks(Oid dbid)
 }
 
 /*
+ * unload
+ *		The database's marks no longer cover every row; a load that is under
+ *		way must not be used.  Caller holds mark_lock exclusively.
+ */
+static void
+unload(MarkDatabase *d)
+{
+	d->loaded = false;
+	d->gen++;
+}
+
+/*
+ * incarnation_callback
+ *		Syscache callback: the database's pg_database row may have changed.
+ */
+static void
+incarnation_callback(Datum arg, int cacheid, uint32 hashvalue)
+{
+	my_incarnation_valid = false;
+}
+
+/*
+ * database_incarnation
+ *		The xmin of this database's pg_database row, which CREATE DATABASE
+ *		sets anew each time it gives the OID to a database.  Reads the
+ *		syscache: call inside a transaction, before taking mark_lock.
+ */
+static TransactionId
+database_incarnation(void)
+{
+	HeapTuple	tup;
+
+	if (my_incarnation_valid)
+		return my_incarnation;
+	if (!incarnation_callback_registered)
+	{
+		CacheRegisterSyscacheCallback(DATABASEOID, incarnation_callback,
+									  (Datum) 0);
+		incarnation_callback_registered = true;
+	}
+	tup = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(MyDatabaseId));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for database %u", MyDatabaseId);
+	my_incarnation = HeapTupleHeaderGetRawXmin(tup->t_data);
+	ReleaseSysCache(tup);
+	my_incarnation_valid = true;
+	return my_incarnation;
+}
+
+/*
  * mark_database
  *		The marks' state of this database; when it has none and create is
  *		true, a free slot, or else one taken from a database nobody loads or
  *		writes by SQL (its marks are removed).  NULL when there is none.
- *		Caller holds mark_lock (exclusively to create).
+ *		incarnation is database_incarnation(), or InvalidTransactionId from
+ *		a caller that only makes the marks less trusted (and must not fail):
+ *		then the slot of this database's OID is taken as it is.  A slot of
+ *		another incarnation is NULL, or with create its marks are removed
+ *		and it is unloaded (its writers and loaders, which can only be this
+ *		database's, are kept).  Caller holds mark_lock (exclusively to
+ *		create).
  */
 static MarkDatabase *
-mark_database(bool create)
+mark_database(bool create, TransactionId incarnation)
 {
 	MarkDatabase *slot = NULL;
 	MarkDatabase *evict = NULL;
@@ -909,7 +986,18 @@ mark_database(bool create)
 		MarkDatabase *d = &marks->dbs[i];
 
 		if (d->dbid == MyDatabaseId)
+		{
+			if (!TransactionIdIsValid(incarnation) ||
+				d->incarnation == incarnation)
+				return d;
+			if (!create)
+				return NULL;
+			remove_database_marks(d->dbid);
+			unload(d);
+			d->incarnation = incarnation;
+			d->next_load = 0;
 			return d;
+		}
 		if (d->dbid == InvalidOid)
 		{
 			if (slot == NULL)
@@ -929,20 +1017,9 @@ mark_database(bool create)
 	{
 		memset(slot, 0, sizeof(MarkDatabase));
 		slot->dbid = MyDatabaseId;
+		slot->incarnation = incarnation;
 	}
 	return slot;
-}
-
-/*
- * unload
- *		The database's marks no longer cover every row; a load that is under
- *		way must not be used.  Caller holds mark_lock exclusively.
- */
-static void
-unload(MarkDatabase *d)
-{
-	d->loaded = false;
-	d->gen++;
 }
 
 /*
@@ -1000,11 +1077,13 @@ schedlock_marks_check(const char *name, TimestampTz now)
 {
 	MarkDatabase *d;
 	SchedlockMarks result;
+	TransactionId incarnation;
 
 	if (mark_table == NULL)
 		return MARKS_PROBE;
+	incarnation = database_incarnation();
 	LWLockAcquire(mark_lock, LW_SHARED);
-	d = mark_database(false);
+	d = mark_database(false, incarnation);
 	if (marks->orphan_writers > 0 ||
 		(d != NULL && (d->writers > 0 || d->loading)))
 		result = MARKS_PROBE;
@@ -1034,11 +1113,13 @@ bool
 schedlock_marks_begin_load(uint64 *gen, TimestampTz now)
 {
 	MarkDatabase *d;
+	TransactionId incarnation;
 
 	if (mark_table == NULL)
 		return false;
+	incarnation = database_incarnation();
 	LWLockAcquire(mark_lock, LW_EXCLUSIVE);
-	d = mark_database(true);
+	d = mark_database(true, incarnation);
 	if (d == NULL || d->loaded || d->loading || d->writers > 0 ||
 		marks->orphan_writers > 0 || now < d->next_load)
 	{
@@ -1081,7 +1162,7 @@ schedlock_marks_end_load(uint64 gen, bool ok, TimestampTz now)
 	MarkDatabase *d;
 
 	LWLockAcquire(mark_lock, LW_EXCLUSIVE);
-	d = mark_database(false);
+	d = mark_database(false, InvalidTransactionId);
 	if (d != NULL && d->loading)
 	{
 		d->loading = false;
@@ -1121,7 +1202,7 @@ schedlock_marks_add(const char *name, TimestampTz until, TimestampTz now)
 		}
 	}
 	LWLockAcquire(mark_lock, LW_EXCLUSIVE);
-	d = mark_database(false);
+	d = mark_database(false, InvalidTransactionId);
 	/* without a slot nothing is loaded: a later load scans the row */
 	if (d != NULL && !add_mark(name, until, now))
 	{
@@ -1223,11 +1304,13 @@ bool
 schedlock_marks_writer_start(void)
 {
 	MarkDatabase *d;
+	TransactionId incarnation;
 
 	if (mark_table == NULL)
 		return false;
+	incarnation = database_incarnation();
 	LWLockAcquire(mark_lock, LW_EXCLUSIVE);
-	d = mark_database(true);
+	d = mark_database(true, incarnation);
 	if (d != NULL)
 	{
 		d->writers++;
@@ -1255,7 +1338,7 @@ schedlock_marks_writer_end(bool had_slot)
 	LWLockAcquire(mark_lock, LW_EXCLUSIVE);
 	if (had_slot)
 	{
-		MarkDatabase *d = mark_database(false);
+		MarkDatabase *d = mark_database(false, InvalidTransactionId);
 
 		if (d != NULL)
 		{
@@ -1271,6 +1354,40 @@ schedlock_marks_writer_end(bool had_slot)
 			marks->orphan_writers--;
 		for (i = 0; i < MARK_DATABASES; i++)
 			unload(&marks->dbs[i]);
+	}
+	LWLockRelease(mark_lock);
+}
+
+/*
+ * schedlock_lock_shmem_drop_database
+ *		Database dbid has been dropped: remove its entries, its marks and
+ *		its slot, so that a database given the same OID starts afresh.  No
+ *		session is connected to it any more.
+ */
+void
+schedlock_lock_shmem_drop_database(Oid dbid)
+{
+	HASH_SEQ_STATUS status;
+	LeaseEntry *entry;
+	int			i;
+
+	if (lease_table == NULL)
+		return;
+	LWLockAcquire(lease_lock, LW_EXCLUSIVE);
+	hash_seq_init(&status, lease_table);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		if (entry->key.dbid == dbid)
+			(void) hash_search(lease_table, &entry->key, HASH_REMOVE, NULL);
+	}
+	LWLockRelease(lease_lock);
+
+	LWLockAcquire(mark_lock, LW_EXCLUSIVE);
+	remove_database_marks(dbid);
+	for (i = 0; i < MARK_DATABASES; i++)
+	{
+		if (marks->dbs[i].dbid == dbid)
+			memset(&marks->dbs[i], 0, sizeof(MarkDatabase));
 	}
 	LWLockRelease(mark_lock);
 }

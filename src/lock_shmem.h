@@ -87,6 +87,7 @@ extern void schedlock_marks_unmark_at_commit(const char *name);
 extern void schedlock_marks_end_xact(bool commit, int level);
 extern bool schedlock_marks_writer_start(void);
 extern void schedlock_marks_writer_end(bool had_slot);
+extern void schedlock_lock_shmem_drop_database(Oid dbid);
 
 /* lock_watch.c */
 extern void schedlock_lock_watch_init(void);

@@ -14,6 +14,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
 #include "fmgr.h"
@@ -26,6 +27,7 @@
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/guc.h"
+#include "utils/syscache.h"
 
 #include "compat.h"
 #include "cron_pg.h"
@@ -177,7 +179,8 @@ call_prev_utility(PlannedStmt *pstmt, const char *queryString,
  * PostgreSQL will let the current user run (stepaside.c checks the same
  * rights first); any other runs with every worker in place and fails as
  * usual.  DROP OWNED and REASSIGN OWNED also act on the jobs of the roles
- * (roles.c), after PostgreSQL has checked the caller's rights.
+ * (roles.c), after PostgreSQL has checked the caller's rights.  Once DROP
+ * DATABASE has succeeded, what lock_shmem.c keeps for the database goes.
  */
 static void
 sl_process_utility(PlannedStmt *pstmt, const char *queryString,
@@ -187,6 +190,7 @@ sl_process_utility(PlannedStmt *pstmt, const char *queryString,
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 	Oid			dboid;
+	Oid			dropped = InvalidOid;
 
 	/* PostgreSQL checks the caller's rights and does its part first */
 	if (IsA(parsetree, DropOwnedStmt) || IsA(parsetree, ReassignOwnedStmt))
@@ -207,6 +211,9 @@ sl_process_utility(PlannedStmt *pstmt, const char *queryString,
 	else if (IsA(parsetree, CreatedbStmt))
 		schedlock_probe_all_at_commit();
 
+	if (IsA(parsetree, DropdbStmt))
+		dropped = get_database_oid(((DropdbStmt *) parsetree)->dbname, true);
+
 	dboid = schedlock_step_aside_for(parsetree,
 									 context == PROCESS_UTILITY_TOPLEVEL);
 	if (OidIsValid(dboid))
@@ -226,11 +233,18 @@ sl_process_utility(PlannedStmt *pstmt, const char *queryString,
 			PG_RE_THROW();
 		}
 		PG_END_TRY();
-		return;
 	}
+	else
+		call_prev_utility(pstmt, queryString, readOnlyTree, context,
+						  params, queryEnv, dest, qc);
 
-	call_prev_utility(pstmt, queryString, readOnlyTree, context,
-					  params, queryEnv, dest, qc);
+	/* the name may have passed to another database before the drop */
+	if (OidIsValid(dropped))
+	{
+		CommandCounterIncrement();
+		if (!SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(dropped)))
+			schedlock_lock_shmem_drop_database(dropped);
+	}
 }
 
 /*
