@@ -98,6 +98,7 @@
 #include "compat.h"
 #include "cron_pg.h"
 #include "jobstore.h"
+#include "logident.h"
 #include "runlog.h"
 #include "schedlock.h"
 #include "scheduler.h"
@@ -387,9 +388,8 @@ look_at_extension(void)
 		char	   *name = get_database_name(MyDatabaseId);
 
 		strlcpy(my_dbname, name ? name : "?", sizeof(my_dbname));
-		if (MySlot->kind == SCHEDLOCK_BACKEND_JOBS)
-			strlcpy(my_rolename, GetUserNameFromId(GetSessionUserId(), false),
-					sizeof(my_rolename));
+		strlcpy(my_rolename, GetUserNameFromId(GetSessionUserId(), false),
+				sizeof(my_rolename));
 	}
 	schedlock_runlog_where();
 	present = OidIsValid(get_extension_oid("schedlock", true));
@@ -1439,6 +1439,10 @@ schedlock_worker_main(Datum arg)
 
 	if (!look_at_extension())
 		leave_no_extension();
+	/* %d, %u and %a of log_line_prefix, as for a login (logident.c) */
+	schedlock_set_log_identity(my_dbname, my_rolename,
+							   MySlot->kind == SCHEDLOCK_BACKEND_JOBS ?
+							   "schedlock job" : "schedlock housekeeper");
 	ereport(DEBUG1,
 			(errmsg_internal("%s started", MyBgworkerEntry->bgw_name)));
 

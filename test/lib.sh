@@ -22,9 +22,11 @@ PG_BINDIR=${PG_BINDIR:-/usr/lib/postgresql/$SL_PGVER/bin}
 PG_CONFIG=${PG_CONFIG:-$PG_BINDIR/pg_config}
 SL_SRCDIR=${SL_SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 
-# Debian packages every part of the project needs.
+# Debian packages every part of the project needs.  libkrb5-dev: the GSSAPI
+# headers that the server's libpq/libpq-be.h includes, so that job backends
+# can fill %d, %u and %a of log_line_prefix (src/logident.c).
 SL_BASE_PACKAGES="postgresql-$SL_PGVER postgresql-server-dev-$SL_PGVER postgresql-$SL_PGVER-pgtap \
-libtap-parser-sourcehandler-pgtap-perl libipc-run-perl make gcc"
+libtap-parser-sourcehandler-pgtap-perl libipc-run-perl libkrb5-dev make gcc"
 
 sl_log()
 {

@@ -15,7 +15,8 @@
 #      succeeded runs with their duration,
 #      none logs no run; schedlock.log_statement logs each command before it
 #      runs; changes take effect in the workers on reload.  Each line
-#      names the job, the role it runs as and its database.
+#      names the job, the role it runs as and its database, and a job
+#      backend fills %u, %d and %a of log_line_prefix like a login.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -198,6 +199,7 @@ like($log, qr/LOG:  schedlock job "stuck" of role "\w+" in database "app" run $s
 $node->safe_psql('app', q{
 	ALTER SYSTEM SET schedlock.log_runs = 'all';
 	ALTER SYSTEM SET schedlock.log_statement = on;
+	ALTER SYSTEM SET log_line_prefix = '%m [%p] %q%u@%d (%a) ';
 	SELECT pg_reload_conf()});
 # a worker reloads between passes: runs that start 1.5 s later see it
 usleep(1_500_000);
@@ -214,6 +216,8 @@ like($log, qr/LOG:  schedlock job "na" of role "\w+" in database "app" run \d+ s
 	'log_runs = all covers non-atomic runs');
 like($log, qr/LOG:  schedlock job "definer" of role "tenant" in database "app" run \d+ succeeded/,
 	'a run\'s line names the role the job runs as (run_as)');
+like($log, qr/\[\d+\] tenant\@app \(schedlock job\) LOG:  schedlock job "definer" of role "tenant"/,
+	'a job backend fills %u, %d and %a of log_line_prefix, as a login does');
 $fail_run = last_run('fail', 'run_id');
 @lines = ($log =~ /^.*LOG:  schedlock job "fail" of role "\w+" in database "app" run $fail_run failed: SQLSTATE P0001: job failed on purpose$/mg);
 is(scalar @lines, 1, 'log_runs = all: a failed run is still logged once');

@@ -1,0 +1,19 @@
+/*-------------------------------------------------------------------------
+ *
+ * logident.h
+ *	  Who a schedlock background worker is, for log_line_prefix.
+ *
+ * IDENTIFICATION
+ *	  src/logident.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SCHEDLOCK_LOGIDENT_H
+#define SCHEDLOCK_LOGIDENT_H
+
+extern bool schedlock_log_identity_available(void);
+extern void schedlock_set_log_identity(const char *dbname,
+									   const char *rolename,
+									   const char *appname);
+
+#endif							/* SCHEDLOCK_LOGIDENT_H */
