@@ -131,6 +131,23 @@ logfile = $log
 	return $pooler;
 }
 
+# hear(SESSION, REGEX): what SESSION (a background_psql) received while it
+# ran SELECT 1 every 100 ms, until it received a notification matching
+# REGEX, at most 30 s.  A backend sends a notification to its idle client
+# when it is signalled, so one psql round trip may come before it arrives.
+sub hear
+{
+	my ($session, $regex) = @_;
+	my $heard = '';
+	my $deadline = time() + 30;
+	while ($heard !~ $regex && time() < $deadline)
+	{
+		$heard .= $session->query_safe('SELECT 1');
+		usleep(100_000) if $heard !~ $regex;
+	}
+	return $heard;
+}
+
 sub stop_bouncer
 {
 	$bouncer_run->kill_kill;
@@ -411,27 +428,27 @@ INSERT INTO misses_$mode VALUES ($c);
 	$run = $through->("SELECT run_job('mail_$mode')");
 	ok(poll("SELECT status = 'pending' FROM schedlock.job_runs WHERE run_id = $run"),
 		"$mode: run_job of a NOTIFY job: the run was notified");
-	my $heard = '';
-	my $deadline = time() + 30;
-	while ($heard !~ /"run_id" : $run\b/ && time() < $deadline)
-	{
-		$heard .= $listener->query_safe('SELECT 1');
-		usleep(100_000) if $heard !~ /"run_id" : $run\b/;
-	}
+	my $heard = hear($listener, qr/"run_id" : $run\b/);
 	like($heard, qr/Asynchronous notification "mail_due" with payload "\{"job" : "mail_$mode", "job_id" : \d+, "run_id" : $run\b/,
 		"$mode: the direct listener heard the notification");
-	my $pooled_heard = $pooled->query_safe('SELECT 1');
 	if ($mode eq 'session')
 	{
-		like($pooled_heard, qr/"run_id" : $run\b/,
+		like(hear($pooled, qr/"run_id" : $run\b/), qr/"run_id" : $run\b/,
 			"$mode: the listener connected through the pooler heard it too");
 	}
 	else
 	{
-		unlike($pooled_heard, qr/Asynchronous notification/,
-			"$mode: the listener connected through the pooler heard nothing");
-		like(slurp_file($bouncer_log), qr/got packet 'A' from server when not linked/,
+		# wait until PgBouncer has read the notification from the idle
+		# server connection: a query sent before that would be given the
+		# connection and receive it
+		my $dropped = qr/got packet 'A' from server when not linked/;
+		my $deadline = time() + 30;
+		usleep(100_000)
+		  while slurp_file($bouncer_log) !~ $dropped && time() < $deadline;
+		like(slurp_file($bouncer_log), $dropped,
 			"$mode: PgBouncer logged the notification it dropped");
+		unlike($pooled->query_safe('SELECT 1'), qr/Asynchronous notification/,
+			"$mode: the listener connected through the pooler heard nothing");
 		# the LISTEN stays with the server connection, and whichever client
 		# has it when a notification arrives gets it
 		my $other = $client->('app1');
