@@ -15,11 +15,11 @@
 # The chroots are made by this script (with test/roots.sh), from Debian's
 # archive only:
 # `debootstrap --variant=minbase` into the run's scratch directory, then
-# apt-get install --no-install-recommends of postgresql-NN, its -dev, pgtap
-# and pg_cron packages and the test tools.  They are built one after the
-# other in the background while the PostgreSQL 15 run goes on, used by this
-# run only and deleted at its end (nothing outside the scratch directory is
-# kept for a later run).  The archive reachable here is a dated snapshot
+# apt-get install --no-install-recommends of postgresql-NN, its -dev, pgtap,
+# pg_cron and pgbouncer packages and the test tools.  They are built one
+# after the other in the background while the PostgreSQL 15 run goes on,
+# used by this run only and deleted at its end (nothing outside the scratch
+# directory is kept for a later run).  The archive reachable here is a dated snapshot
 # whose sid Release file is past its Valid-Until date, so apt in the roots
 # does not check that date.
 #
