@@ -224,6 +224,7 @@ foreach my $mode ('transaction', 'session')
 	my $dir = $node->basedir;
 	@clients = ();
 	my @results;
+	my $t0 = time();
 	for my $c (1 .. $clients)
 	{
 		my $script = "\\set ON_ERROR_STOP 1\n";
@@ -252,7 +253,6 @@ INSERT INTO misses_$mode VALUES ($c);
 			'>', \$results[$c]{out}, '2>', \$results[$c]{err},
 			IPC::Run::timeout(120));
 	}
-	my $t0 = time();
 	my $failed_clients = 0;
 	for my $c (1 .. $clients)
 	{
