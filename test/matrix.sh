@@ -37,8 +37,8 @@
 #   SL_MATRIX_SKIP_SUITES   suites left out on 17 and 18 (default
 #                           "cron-fuzz readme-samples": the 60 s fuzzer tests
 #                           pure C code that does not depend on the server,
-#                           and the README samples need a JDK in every root;
-#                           both run on 15)
+#                           and the README samples need a JDK, Node.js and
+#                           npm in every root; both run on 15)
 #   SL_MATRIX_TIMEOUT=1800  seconds the run of 17 or 18 may take
 #   SL_MATRIX_HOST_TIMEOUT=2700  seconds the run of 15 may take (with the
 #                           cassert layer: its build and a second pass of
