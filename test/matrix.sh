@@ -15,11 +15,11 @@
 # The chroots are made by this script (with test/roots.sh), from Debian's
 # archive only:
 # `debootstrap --variant=minbase` into the run's scratch directory, then
-# apt-get install --no-install-recommends of postgresql-NN, its -dev, pgtap
-# and pg_cron packages and the test tools.  They are built one after the
-# other in the background while the PostgreSQL 15 run goes on, used by this
-# run only and deleted at its end (nothing outside the scratch directory is
-# kept for a later run).  The archive reachable here is a dated snapshot
+# apt-get install --no-install-recommends of postgresql-NN, its -dev, pgtap,
+# pg_cron and pgbouncer packages and the test tools.  They are built one
+# after the other in the background while the PostgreSQL 15 run goes on,
+# used by this run only and deleted at its end (nothing outside the scratch
+# directory is kept for a later run).  The archive reachable here is a dated snapshot
 # whose sid Release file is past its Valid-Until date, so apt in the roots
 # does not check that date.
 #
@@ -37,8 +37,8 @@
 #   SL_MATRIX_SKIP_SUITES   suites left out on 17 and 18 (default
 #                           "cron-fuzz readme-samples": the 60 s fuzzer tests
 #                           pure C code that does not depend on the server,
-#                           and the README samples need a JDK in every root;
-#                           both run on 15)
+#                           and the README samples need a JDK, Node.js and
+#                           npm in every root; both run on 15)
 #   SL_MATRIX_TIMEOUT=1800  seconds the run of 17 or 18 may take
 #   SL_MATRIX_HOST_TIMEOUT=2700  seconds the run of 15 may take (with the
 #                           cassert layer: its build and a second pass of

@@ -8,7 +8,7 @@
 #   in_root ROOT CMD...     run CMD chrooted in ROOT (own mount namespace)
 #   prepare_root VERSION    debootstrap $WORK/root-VERSION and install
 #                           PostgreSQL VERSION, its -dev, pgtap, pg_cron,
-#                           clang and $SL_ROOT_PACKAGES in it
+#                           pgbouncer, clang and $SL_ROOT_PACKAGES in it
 #   prepare_all VERSION...  prepare_root for each, one after the other
 #   roots_ensure_tools      install debootstrap and unshare (util-linux) on
 #                           this machine when missing
@@ -125,10 +125,12 @@ prepare_root()
 	mkdir -p "$root/etc/postgresql-common"
 	echo 'create_main_cluster = false' >"$root/etc/postgresql-common/createcluster.conf"
 	# what test/run-all.sh would install (with clang and the sanitizer
-	# runtime of the release's clang version), plus pg_cron and
-	# SL_ROOT_PACKAGES
+	# runtime of the release's clang version), plus pg_cron and pgbouncer
+	# for the tap layer (installed here, while the roots are built in the
+	# background, rather than by run-all.sh on the run's critical path)
+	# and SL_ROOT_PACKAGES
 	pkgs=$(SL_PGVER=$v bash -c 'source test/lib.sh; echo $SL_BASE_PACKAGES')
-	pkgs="$pkgs postgresql-$v-cron ${SL_ROOT_PACKAGES:-}"
+	pkgs="$pkgs postgresql-$v-cron pgbouncer ${SL_ROOT_PACKAGES:-}"
 	log "PostgreSQL $v: apt-get install in the $rel root"
 	in_root "$root" sh -c "apt-get update -qq &&
 		cv=\$(apt-cache depends clang | sed -n 's/^ *Depends: clang-\([0-9][0-9]*\)\$/\1/p' | head -n 1) &&

@@ -62,13 +62,19 @@ case " $SL_ONLY " in
 		esac
 		;;
 esac
-# Python and Java for the samples of README.md and docs/*.md (test/suites/readme-samples.sh)
+# Python, Java and Node.js for the samples of README.md and docs/*.md
+# (test/suites/readme-samples.sh; it installs the pg module with npm).
+# Debian's npm only when no npm is installed: a nodejs package from outside
+# Debian (NodeSource's) brings its own npm and conflicts with Debian's
 README_PACKAGES=""
 case " $SL_ONLY " in
 	*" suites "*)
 		case " $SL_SKIP_SUITES " in
 			*" readme-samples "*) ;;
-			*) README_PACKAGES="python3 python3-psycopg default-jdk-headless libpostgresql-jdbc-java" ;;
+			*)
+				README_PACKAGES="python3 python3-psycopg default-jdk-headless libpostgresql-jdbc-java nodejs"
+				command -v npm >/dev/null 2>&1 || README_PACKAGES="$README_PACKAGES npm"
+				;;
 		esac
 		;;
 esac
@@ -78,6 +84,12 @@ PGCRON_PACKAGES=""
 case " $SL_ONLY " in
 	*" tap "* | *" security "*) PGCRON_PACKAGES="postgresql-$SL_PGVER-cron" ;;
 esac
+# PgBouncer, the connection pooler test/t/150_pgbouncer.pl puts in front of
+# its node (the test skips itself without it)
+POOLER_PACKAGES=""
+case " $SL_ONLY " in
+	*" tap "*) POOLER_PACKAGES="pgbouncer" ;;
+esac
 # what test/cassert/build.sh needs, installed now: the build runs in the
 # background while the other layers run, and should not need apt then
 CASSERT_PACKAGES=""
@@ -85,7 +97,7 @@ case " $SL_ONLY " in
 	*" cassert "*) CASSERT_PACKAGES="gcc make perl bzip2 xz-utils libipc-run-perl zlib1g-dev" ;;
 esac
 sl_ensure_packages $SL_BASE_PACKAGES $FUZZ_PACKAGES $README_PACKAGES $PGCRON_PACKAGES \
-	$CASSERT_PACKAGES || exit 2
+	$POOLER_PACKAGES $CASSERT_PACKAGES || exit 2
 sl_log "building and installing schedlock"
 sl_build_install || {
 	echo "build failed" >&2

@@ -3,10 +3,10 @@
 
 The samples are read from the Markdown files themselves (README.md and
 docs/*.md), so the documentation and this test cannot drift apart.  Every
-fenced block with a language tag (sql, python, java, c, sh) must be preceded
-by a marker line
+fenced block with a language tag (sql, python, java, javascript, c, sh) must
+be preceded by a marker line
 
-    <!-- sample: KIND NAME -->       KIND is sql, python, java or c
+    <!-- sample: KIND NAME -->       KIND is sql, python, java, javascript or c
     <!-- sample: exempt REASON -->   not run, and why
 
 and a tagged block without one fails the test.  Blocks without a language
@@ -23,6 +23,14 @@ sample keeps its checks when it moves from one page to another.
           "import psycopg", and psycopg2 is refused) after PRELUDE[NAME],
           which defines what the sample leaves to the reader (dsn, work(),
           the database), and EPILOGUE[NAME] checks the effect.
+  javascript
+          runs with /usr/bin/node (Debian's nodejs) and the pg module of npm
+          (pg@8, installed once per run with npm into WORKDIR/node), after
+          PRELUDE[NAME], which defines what the sample leaves to the reader
+          and an async function __prelude() that runs before the sample (the
+          sample's code runs inside an async function).  The sample runs
+          until EPILOGUE[NAME], the body of the async function __epilogue(),
+          has checked its effect: the prelude calls it and exits.
   java    compiled with javac inside a class with the imports and the fields
           the sample uses; the JDBC driver (Debian's libpostgresql-jdbc-java)
           is on the class path.  Not run: servers here listen on a Unix
@@ -48,7 +56,7 @@ import sys
 
 MARKER = re.compile(r'^<!--\s*sample:\s*(\S+)\s*(.*?)\s*-->\s*$')
 FENCE = re.compile(r'^```(\S*)\s*$')
-RUN_TAGS = {'sql', 'python', 'java', 'c', 'sh', 'bash', 'shell'}
+RUN_TAGS = {'sql', 'python', 'java', 'javascript', 'c', 'sh', 'bash', 'shell'}
 
 
 # setup run in the sample's database before a SQL sample
@@ -123,6 +131,114 @@ assert all(_r[1:] == ('succeeded', 'app-1') for _r in _rows), _rows
 print("caught up on run %d, claimed run %d from its notification" % (_f[0][0], _f[1][0]))
 '''
 
+# The Node.js listener loops forever, and reconnects.  Before it starts, a
+# job of its owner (mailer) has notified a run nobody heard: the listener
+# must catch up on it, then claim the next run from its notification.  After
+# that second schedlock_finish_run the harness terminates the listener's
+# backend (pg_terminate_backend) and waits until a run is notified while
+# nobody listens: the listener must reconnect, catch up on that run, and
+# claim the one after it from a notification on its new connection (LISTEN
+# again).  Then EPILOGUE checks that no run was lost and the harness exits.
+NODE_LISTEN_PRELUDE = r'''
+const __pg = require("pg");
+const __state = { finished: [], caughtUp: [], payloads: [] };
+async function sendStatistics(payload) {
+  __state.payloads.push(payload);
+}
+// SQL as the superuser (PGUSER), or as USER, on a connection of its own
+async function __sql(sql, params, user) {
+  const c = new __pg.Client({ database: "app", user });
+  c.__harness = true;
+  await c.connect();
+  try {
+    return (await c.query(sql, params)).rows;
+  } finally {
+    await c.end();
+  }
+}
+const __sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// the first pending run of the job, waiting at most 15 s
+async function __pendingRun(after) {
+  for (let i = 0; i < 150; i++) {
+    const [r] = await __sql("SELECT min(run_id) AS run_id FROM schedlock.job_runs" +
+                            " WHERE status = 'pending' AND run_id > $1", [after]);
+    if (r.run_id !== null) return r.run_id;
+    await __sleep(100);
+  }
+  throw new Error("no run was notified within 15 s");
+}
+// the sample logs in as the job's owner, mailer, granted the job functions
+async function __prelude() {
+  await __sql("DO $$ BEGIN CREATE ROLE mailer LOGIN; " +
+              "EXCEPTION WHEN duplicate_object THEN NULL; END $$");
+  await __sql("GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO mailer");
+  await __sql("SELECT schedule_job('send_statistics', '1 seconds', " +
+              "notify_channel => 'stats_mail', payload => '{\"to\": \"ops@example.com\"}')",
+              [], "mailer");
+  __state.first = await __pendingRun(0);    // a run notified while nobody listened
+}
+async function __afterFinish(conn, runId, result) {
+  __state.finished.push({ run: String(runId), ok: result.rows[0].schedlock_finish_run,
+                          pid: conn.processID });
+  const n = __state.finished.length;
+  if (n === 2) {
+    await __sql("SELECT pg_terminate_backend($1)", [conn.processID]);
+    for (let i = 0; i < 100; i++) {
+      const [r] = await __sql("SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = $1",
+                              [conn.processID]);
+      if (r.n === 0) break;
+      await __sleep(100);
+    }
+    __state.missed = await __pendingRun(runId);   // notified while nobody listened
+  } else if (n === 4) {
+    try {
+      await __epilogue();
+    } catch (e) {
+      console.error(e, JSON.stringify(__state));
+      process.exit(1);
+    }
+    process.exit(0);
+  }
+}
+// watch the sample's own statements: the catch-up query and the finish
+const __query = __pg.Client.prototype.query;
+__pg.Client.prototype.query = function (...args) {
+  const p = __query.apply(this, args);
+  const text = typeof args[0] === "string" ? args[0] : "";
+  if (this.__harness || !p || typeof p.then !== "function") return p;
+  if (text.includes("status = 'pending'"))
+    return p.then((res) => {
+      __state.caughtUp.push(...res.rows.map((r) => String(r.run_id)));
+      return res;
+    });
+  if (text.includes("schedlock_finish_run"))
+    return p.then(async (res) => {
+      await __afterFinish(this, args[1][0], res);
+      return res;
+    });
+  return p;
+};
+'''
+
+NODE_LISTEN_EPILOGUE = r'''
+const f = __state.finished;
+const assert = require("assert");
+assert.ok(f.every((x) => x.ok === true), "a finish returned false");
+assert.strictEqual(f[0].run, String(__state.first), "the run notified before LISTEN was not caught up first");
+assert.strictEqual(f[2].run, String(__state.missed), "the run notified while disconnected was not caught up first");
+assert.ok(!__state.caughtUp.includes(f[3].run), "the last run was not claimed from a notification");
+assert.ok(f[0].pid === f[1].pid && f[2].pid === f[3].pid && f[1].pid !== f[2].pid,
+          "the listener did not reconnect");
+assert.deepStrictEqual(__state.payloads[0], { to: "ops@example.com" });
+const rows = await __sql("SELECT run_id::text, status, claimed_by FROM schedlock.job_runs" +
+                         " WHERE run_id <= $1 AND status <> 'skipped' ORDER BY run_id", [f[3].run]);
+assert.deepStrictEqual(rows.map((r) => r.run_id), f.map((x) => x.run), "a notified run was not claimed");
+assert.ok(rows.every((r) => r.status === "succeeded" && r.claimed_by === "app-1"), JSON.stringify(rows));
+console.log("caught up on run %s, claimed run %s from its notification; after the connection " +
+            "was terminated caught up on run %s and claimed run %s from a notification",
+            f[0].run, f[1].run, f[2].run, f[3].run);
+'''
+
 PRELUDE = {
     'lease-renew': '''
 import psycopg
@@ -134,6 +250,7 @@ def process(batch):
 ''',
     'listen': LISTEN_PRELUDE,
     'readme-listen': LISTEN_PRELUDE,
+    'listen-node': NODE_LISTEN_PRELUDE,
 }
 
 EPILOGUE = {
@@ -146,10 +263,11 @@ print("acquired, extended 3 times, released")
 ''',
     'listen': LISTEN_EPILOGUE,
     'readme-listen': LISTEN_EPILOGUE,
+    'listen-node': NODE_LISTEN_EPILOGUE,
 }
 
-# databases a Python sample connects to by name
-PYTHON_DB = {'listen': 'app', 'readme-listen': 'app'}
+# databases a Python or JavaScript sample connects to by name
+SAMPLE_DB = {'listen': 'app', 'readme-listen': 'app', 'listen-node': 'app'}
 
 JAVA_WRAPPER = '''
 import java.net.InetAddress;
@@ -269,7 +387,7 @@ def check_sql(name, body, db):
 def check_python(name, body, db, workdir):
     if name not in PRELUDE:
         return False, 'no prelude for python sample "%s" in test/readme/samples.py' % name
-    target = PYTHON_DB.get(name, db)
+    target = SAMPLE_DB.get(name, db)
     r = new_database(target)
     if r.returncode != 0:
         return False, r.stdout
@@ -284,6 +402,43 @@ def check_python(name, body, db, workdir):
     env = dict(os.environ, PGDATABASE=target, PGTZ='UTC')
     try:
         r = run(['/usr/bin/python3', path], env=env, timeout=60)
+    except subprocess.TimeoutExpired:
+        return False, 'timed out after 60 s'
+    return r.returncode == 0, r.stdout
+
+
+# the pg module of npm the JavaScript samples run with
+NODE_PG = 'pg@8'
+
+
+def check_javascript(name, body, db, workdir):
+    if name not in PRELUDE or name not in EPILOGUE:
+        return False, 'no prelude or epilogue for javascript sample "%s" in test/readme/samples.py' % name
+    d = os.path.join(workdir, 'node')
+    env = dict(os.environ, npm_config_cache=os.path.join(d, '.npm'),
+               npm_config_update_notifier='false')
+    if not os.path.isdir(os.path.join(d, 'node_modules', 'pg')):
+        os.makedirs(d, exist_ok=True)
+        try:
+            r = run(['npm', 'install', '--no-audit', '--no-fund', '--loglevel=error',
+                     '--prefix', d, NODE_PG], env=env, timeout=300)
+        except subprocess.TimeoutExpired:
+            return False, 'npm install %s timed out after 300 s' % NODE_PG
+        if r.returncode != 0:
+            return False, 'npm install %s: %s' % (NODE_PG, r.stdout)
+    target = SAMPLE_DB.get(name, db)
+    r = new_database(target)
+    if r.returncode != 0:
+        return False, r.stdout
+    path = os.path.join(d, 'sample_%s.js' % re.sub(r'\W', '_', name))
+    with open(path, 'w') as f:
+        f.write(PRELUDE[name])
+        f.write('async function __epilogue() {\n%s}\n' % EPILOGUE[name])
+        f.write('(async () => {\nawait __prelude();\n%s})().catch((e) => {\n'
+                '  console.error(e);\n  process.exit(1);\n});\n' % body)
+    env = dict(os.environ, PGDATABASE=target, PGTZ='UTC')
+    try:
+        r = run(['/usr/bin/node', path], env=env, timeout=60, cwd=d)
     except subprocess.TimeoutExpired:
         return False, 'timed out after 60 s'
     return r.returncode == 0, r.stdout
@@ -377,7 +532,7 @@ def static_checks(files, found):
     out.append(('sample names are unique', not dups, '\n'.join(dups)))
     stale = []
     for dname, keys in (('SETUP', SETUP), ('NO_EXTENSION', NO_EXTENSION), ('CHECK', CHECK),
-                        ('PRELUDE', PRELUDE), ('EPILOGUE', EPILOGUE), ('PYTHON_DB', PYTHON_DB)):
+                        ('PRELUDE', PRELUDE), ('EPILOGUE', EPILOGUE), ('SAMPLE_DB', SAMPLE_DB)):
         stale += ['%s["%s"] names no sample' % (dname, k) for k in keys if k not in names]
     out.append(('every key of the dictionaries names a sample', not stale, '\n'.join(stale)))
     for path in files:
@@ -404,6 +559,8 @@ def check_block(path, n, line, tag, kind, name, body, workdir):
     if kind == 'python' and ('psycopg2' in body or
                              not re.search(r'^import .*\bpsycopg\b', body, re.M)):
         return False, 'a Python sample uses psycopg 3: "import psycopg", not psycopg2'
+    if kind == 'javascript' and not re.search(r'require\("pg"\)', body):
+        return False, 'a JavaScript sample uses node-postgres: require("pg")'
     if workdir is None:
         return True, ''
     db = 'readme_sample_%d' % n
@@ -411,6 +568,8 @@ def check_block(path, n, line, tag, kind, name, body, workdir):
         return check_sql(name, body, db)
     if kind == 'python':
         return check_python(name, body, db, workdir)
+    if kind == 'javascript':
+        return check_javascript(name, body, db, workdir)
     if kind == 'java':
         return check_java(name, body, workdir)
     if kind == 'c':
