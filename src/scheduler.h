@@ -25,6 +25,7 @@
 #include "utils/timestamp.h"
 
 #include "rules.h"
+#include "startwave.h"
 
 /* Pending "extension created here" requests the launcher can queue. */
 #define SCHEDLOCK_MAX_PROBES		16
@@ -215,6 +216,7 @@ typedef struct SchedlockShared
 	uint64		note_count;		/* commits that moved a due time earlier */
 	SchedlockDatabase dbs[SCHEDLOCK_MAX_DATABASES];
 	SchedlockQueue queues[SCHEDLOCK_MAX_QUEUES];
+	SchedlockStartWaves waves;	/* its own spinlock (startwave.c) */
 	int			nslots;			/* length of slots (max_worker_processes) */
 	SchedlockBackendSlot slots[FLEXIBLE_ARRAY_MEMBER];
 } SchedlockShared;

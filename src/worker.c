@@ -212,6 +212,7 @@ static emit_log_hook_type prev_emit_log_hook = NULL;
 static void
 worker_detach(int code, Datum arg)
 {
+	schedlock_wave_leave();
 	schedlock_backend_detach(MySlot);
 }
 
@@ -689,6 +690,8 @@ run_atomic(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 	if (plan->due_at > GetCurrentTransactionStartTimestamp())
 	{
 		commit_early_claim();
+		if (start > GetCurrentTimestamp())
+			schedlock_wave_join(start);
 		wait_until(start);
 		begin_tx("schedlock: running a job");
 	}
@@ -702,12 +705,16 @@ run_atomic(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 		end_bookkeeping();
 		schedlock_exec_set_search_path(job->search_path);
 		job_cancel_begin();
+		schedlock_wave_started();
 		if (!schedlock_exec_atomic(job->command, job->timeout_ms, &error,
 								   result_status, &notices))
 			MemoryContextSwitchTo(run_cxt);
 		job_cancel_end();
 		begin_bookkeeping();
 	}
+	/* the others due at this instant start before this run's bookkeeping */
+	schedlock_wave_started();
+	schedlock_wave_wait_for_others();
 	schedlock_record_outcome(job, plan, run_id, error, result_status,
 							 notices);
 	end_tx();
@@ -726,6 +733,8 @@ run_toplevel(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 	char		result_status[SCHEDLOCK_RESULT_STATUS_LEN] = "";
 	char	   *notices = NULL;
 
+	if (start > GetCurrentTimestamp())
+		schedlock_wave_join(start);
 	wait_until(start);
 	report_job_activity(job);
 	if (error == NULL)
@@ -734,11 +743,15 @@ run_toplevel(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 									job->command);
 		schedlock_exec_set_search_path(job->search_path);
 		job_cancel_begin();
+		schedlock_wave_started();
 		(void) schedlock_exec_toplevel(job->command, job->timeout_ms, &error,
 									   result_status, &notices);
 		job_cancel_end();
 		MemoryContextSwitchTo(run_cxt);
 	}
+	/* the others due at this instant start before this run's bookkeeping */
+	schedlock_wave_started();
+	schedlock_wave_wait_for_others();
 	begin_tx("schedlock: recording a run");
 	schedlock_record_outcome(job, plan, run_id, error, result_status,
 							 notices);
@@ -1451,6 +1464,7 @@ schedlock_worker_main(Datum arg)
 	{
 		/* a capture is never left on (exec.c ends it on every way out) */
 		schedlock_capture_abort();
+		schedlock_wave_leave();
 		schedlock_worker_recover(run_cxt);
 		job_cancel_end();
 		set_running_job(0);
