@@ -163,8 +163,20 @@ schedlock_wait_event_idle(void)
 		event = WaitEventExtensionNew("SchedlockIdle");
 	return event;
 }
+
+/* ... and of a job backend waiting for the others of its wave to start */
+static inline uint32
+schedlock_wait_event_start_wave(void)
+{
+	static uint32 event = 0;
+
+	if (event == 0)
+		event = WaitEventExtensionNew("SchedlockStartWave");
+	return event;
+}
 #else
 #define schedlock_wait_event_idle() PG_WAIT_EXTENSION
+#define schedlock_wait_event_start_wave() PG_WAIT_EXTENSION
 #endif
 
 /*

@@ -32,8 +32,10 @@
 #include "postgres.h"
 
 #include "pgstat.h"
+#include "utils/wait_event.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "scheduler.h"
 #include "startwave.h"
 
@@ -157,10 +159,12 @@ schedlock_wave_wait_for_others(void)
 	TimestampTz at = started_at;
 	TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													WAVE_MAX_WAIT_MS);
+	uint32		wait_event;
 
 	started_at = 0;
 	if (at == 0)
 		return;
+	wait_event = schedlock_wait_event_start_wave();
 	ConditionVariablePrepareToSleep(&waves->started);
 	for (;;)
 	{
@@ -177,7 +181,7 @@ schedlock_wave_wait_for_others(void)
 			break;
 		(void) ConditionVariableTimedSleep(&waves->started,
 										   (long) ((until - now) / 1000) + 1,
-										   PG_WAIT_EXTENSION);
+										   wait_event);
 	}
 	ConditionVariableCancelSleep();
 }
