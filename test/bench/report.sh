@@ -163,9 +163,11 @@ cells()
 			;;
 		dbs8)
 			s=$(get dbs.default.lag.p99 "$f")
-			printf '%s (%s of 32 databases ran; %s processes, %s kB PSS) | | \t%s' "$s" \
+			printf '%s (%s of 32 databases ran; %s processes, %s kB PSS) | bgw %s, p99 %s (%s of 32 ran; %s processes between runs, %s kB PSS) | \t%s' "$s" \
 				"$(get dbs.default.databases_with_runs "$f")" "$(get dbs.default.processes "$f")" \
-				"$(get dbs.default.pss_kb "$f")" "$(verdict 'a <= 500' "$s")"
+				"$(get dbs.default.pss_kb "$f")" "'$(get dbs.pg_cron.schedule "$f")'" "$(get dbs.pg_cron.lag.p99 "$f")" \
+				"$(get dbs.pg_cron.databases_with_runs "$f")" "$(get dbs.pg_cron.processes "$f")" \
+				"$(get dbs.pg_cron.pss_kb "$f")" "$(verdict 'a <= 500' "$s")"
 			;;
 		dbsmany)
 			s=$(get dbs.enough.lag.p99 "$f")

@@ -21,7 +21,9 @@
 #           schedlock (defaults) and pg_cron with background workers
 #   dbs     32 databases with a "1 seconds" job each: start lag, processes
 #           and memory, with PostgreSQL's default max_worker_processes (8)
-#           and with enough slots for a backend per database
+#           and with enough slots for a backend per database; pg_cron with
+#           background workers beside it (a "* * * * *" job in each database
+#           before pg_cron 1.5, 2 minutes)
 #   lagburst start lag of one role's "1 seconds" job while another role's
 #           1000-job burst runs (defaults)
 #   notify  10000 NOTIFY jobs due at one instant, one listening client
@@ -638,6 +640,55 @@ bench_dbs()
 		drop_db "d$i" >/dev/null
 	done
 	set_workers 2
+	dbs_pg_cron
+}
+
+# dbs_pg_cron : pg_cron beside it, with background workers: a job in each of
+# the 32 databases (cron.schedule_in_database), every minute when pg_cron
+# has no seconds schedules (before 1.5), else every second; start lag from
+# the slot, processes and memory of pg_cron between runs.
+DBS_CRON_MINUTES=${BENCH_DBS_CRON_MINUTES:-2}
+dbs_pg_cron()
+{
+	local i sched=$'* * * * *' unit=minute n pids
+	[ -n "$CRON_SECONDS" ] && sched='1 seconds' unit=second
+	sl_log "dbs: pg_cron $CRON_VER with background workers, $N_DBS databases with a '$sched' job each"
+	pg_cron_start bgw || return 1
+	for i in $(seq 1 $N_DBS); do
+		cq postgres -c "DROP DATABASE IF EXISTS d$i" -c "CREATE DATABASE d$i" >/dev/null
+		cq "d$i" -c "CREATE TABLE lag (started timestamptz)"
+	done
+	before_minute 10
+	for i in $(seq 1 $N_DBS); do
+		cq postgres -c "SELECT cron.schedule_in_database('tick$i', '$sched',
+			'INSERT INTO lag VALUES (clock_timestamp())', 'd$i')" >/dev/null
+	done
+	if [ "$unit" = minute ]; then
+		n=$DBS_CRON_MINUTES
+		wait_for cq d$N_DBS "SELECT count(*) FROM lag" "$n" $((n * 60 + 70))
+		sleep 5
+	else
+		n=$DBS_SECONDS
+		sleep $((n + 2))
+	fi
+	pids=$(scheduler_pids cq 'pg_cron%')
+	put dbs.pg_cron.processes "$(echo $pids | wc -w)"
+	put dbs.pg_cron.pss_kb "$(pss_kb $pids)"
+	cq postgres -c "SELECT count(cron.unschedule(jobname)) FROM cron.job WHERE jobname LIKE 'tick%'" >/dev/null
+	: >"$B/dbs-cron-lag.tsv"
+	for i in $(seq 1 $N_DBS); do
+		cq "d$i" -c "SELECT extract(epoch FROM started - date_trunc('$unit', started)) * 1000 FROM lag" >>"$B/dbs-cron-lag.tsv"
+	done
+	chmod a+r "$B/dbs-cron-lag.tsv"
+	cq postgres -c "DROP TABLE IF EXISTS dbs_lag" -c "CREATE TABLE dbs_lag (ms float8)" \
+		-c "\\copy dbs_lag FROM '$B/dbs-cron-lag.tsv'" >/dev/null
+	put dbs.pg_cron.schedule "$sched"
+	put_spread dbs.pg_cron.lag "$(spread "SELECT ms FROM dbs_lag" cq postgres)"
+	put dbs.pg_cron.databases_with_runs "$(for i in $(seq 1 $N_DBS); do cq "d$i" -c "SELECT count(*) > 0 FROM lag"; done | grep -c t)"
+	cq postgres -c "DROP TABLE dbs_lag" >/dev/null
+	for i in $(seq 1 $N_DBS); do
+		cq postgres -c "DROP DATABASE d$i" >/dev/null
+	done
 }
 
 # --- 2d. lag during another role's burst ------------------------------------

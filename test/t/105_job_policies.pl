@@ -270,7 +270,7 @@ is($node->safe_psql('app', $burst), '0|250',
 sub wait_housekeeping
 {
 	my ($offset) = @_;
-	my $re = qr/\[(\d+)\] (?:[0-9A-Z]{5} )?DEBUG:  schedlock housekeeper for database app started/;
+	my $re = qr/\[(\d+)\] (?:[0-9A-Z]{5} )?(?:schedlock housekeeper )?DEBUG:  schedlock housekeeper for database app started/;
 	$node->wait_for_log($re, $offset);
 	my ($pid) = (slurp_file($node->logfile, $offset) =~ $re);
 	$node->poll_query_until('app', qq{
