@@ -655,7 +655,8 @@ dbs_pg_cron()
 	sl_log "dbs: pg_cron $CRON_VER with background workers, $N_DBS databases with a '$sched' job each"
 	pg_cron_start bgw || return 1
 	for i in $(seq 1 $N_DBS); do
-		cq postgres -c "DROP DATABASE IF EXISTS d$i" -c "CREATE DATABASE d$i" >/dev/null
+		cq postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS d$i" \
+			-c "CREATE DATABASE d$i" >/dev/null
 		cq "d$i" -c "CREATE TABLE lag (started timestamptz)"
 	done
 	before_minute 10
