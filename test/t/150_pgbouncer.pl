@@ -125,6 +125,11 @@ logfile = $log
 	my ($out, $err) = ('', '');
 	$bouncer_run = IPC::Run::start([ $pgbouncer, "$dir/pgbouncer_$mode.ini" ],
 		'>', \$out, '2>', \$err);
+	# poll_query_until writes the query to psql's standard input: older
+	# Test::Cluster modules die of EPIPE when psql exits at once because
+	# nothing listens yet, so wait for pgbouncer's socket first
+	my $deadline = time() + 60;
+	usleep(50_000) while !-S "$host/.s.PGSQL.$port" && time() < $deadline;
 	my $pooler = PostgreSQL::Test::Cluster->new("bouncer_$mode", port => $port);
 	$pooler->poll_query_until('app', 'SELECT true')
 	  or die "pgbouncer ($mode) did not answer: $out $err";
