@@ -3,8 +3,8 @@
 # shared_preload_libraries = 'schedlock'.  An every-second atomic SQL job
 # writes its run's slot into a table, a non-atomic job sleeps in every run
 # (so a run is in flight at any instant), a NOTIFY job's runs are claimed and
-# finished by the test, and leases are taken all along, the last one right
-# before each kill.  Then:
+# finished by the test, and leases are taken before each event, the last
+# one right before it.  Then:
 #
 #   1. kill -9 of the primary's postmaster: Patroni fails over
 #      (primary_start_timeout = 0: no restart in place when a standby can
@@ -65,6 +65,8 @@ END
 	$etcd_run->kill_kill if $etcd_run;
 	$? = $rc;
 }
+# a test ended by a signal stops them too
+$SIG{$_} = sub { die "killed by SIG$_[0]\n" } for qw(INT TERM HUP);
 
 # sql(NAME, SQL[, DB]): (exit status, stdout, stderr) of psql on node NAME
 sub sql
