@@ -11,7 +11,11 @@
 #      take over);
 #   2. Patroni brings the old primary back as a standby (crash recovery,
 #      pg_rewind when its WAL diverged);
-#   3. a planned switchover back with patronictl.
+#   3. a planned switchover back with patronictl;
+#   4. kill -9 of the primary's postmaster 1.5 s after its walsender was
+#      stopped (SIGSTOP): the runs claimed meanwhile were written on the
+#      primary but never acknowledged, the standby never got them, and
+#      Patroni has to rewind the old primary with pg_rewind.
 #
 # After each: the new primary runs the jobs within 2 s of its promotion
 # (failover times are printed), no slot runs twice across the two servers,
@@ -354,16 +358,15 @@ sub check_runs
 }
 
 # take_over(OLD, NEW, WHAT, ACTION): run ACTION (which makes NEW the
-# primary), measure how long until NEW accepts writes and runs the jobs
+# primary and returns the time the event started), measure how long until
+# NEW accepts writes and runs the jobs
 sub take_over
 {
 	my ($old, $new, $what, $action) = @_;
 	my $old_tl = safe($old, 'SELECT max(timeline) FROM schedlock.job_runs');
 	acquire($old, "$what-$_") for 1 .. 3;
 	my $before = max_token();
-	# times from the start of ACTION
-	my $t0 = time();
-	$action->();
+	my $t0 = $action->();
 	my $promoted = wait_for(60, sub { is_primary($new) eq 't' });
 	ok(defined $promoted, "$what: Patroni made $new the primary")
 	  or diag(patroni_list());
@@ -389,6 +392,7 @@ sub take_over
 my ($tl, $t) = take_over('node1', 'node2', 'failover', sub {
 	acquire('node1', 'failover-last');
 	kill 'KILL', postmaster_pid('node1');
+	return time();
 });
 my $rejoined = wait_for(120, sub { sync_standby('node2', 'node1') }, 'node2');
 ok(defined $rejoined, 'Patroni brings node1 back as the synchronous standby')
@@ -410,6 +414,7 @@ check_standby('node1', 'node2', 'failover');
 		'--candidate', 'node1', '--force', $scope ], '<', \'', '>', \$out, '2>', \$err,
 		IPC::Run::timeout(120)) or diag("patronictl switchover: $out $err");
 	diag(sprintf('switchover: patronictl switchover returned after %.2f s', time() - $t0));
+	return $t0;
 });
 $rejoined = wait_for(120, sub { sync_standby('node1', 'node2') }, 'node1');
 ok(defined $rejoined, 'after the switchover node2 is the synchronous standby')
@@ -418,5 +423,27 @@ diag(sprintf('switchover: node2 streamed again as synchronous standby %.2f s aft
 	$rejoined // 99));
 check_runs('node1', $tl, 'switchover');
 check_standby('node2', 'node1', 'switchover');
+
+# ---- 4. kill -9 with WAL the standby never got
+my $walsender = safe('node1',
+	q{SELECT pid FROM pg_stat_replication WHERE application_name = 'node2'}, 'postgres');
+my $rewinds = () = slurp_file("$logdir/patroni_node1.out") =~ /running pg_rewind/g;
+($tl, $t) = take_over('node1', 'node2', 'unreplicated', sub {
+	acquire('node1', 'unreplicated-last');
+	# commits now wait for the standby: claims of runs are written meanwhile
+	kill 'STOP', $walsender;
+	usleep(1_500_000);
+	kill 'KILL', postmaster_pid('node1'), $walsender;
+	return time();
+});
+$rejoined = wait_for(120, sub { sync_standby('node2', 'node1') }, 'node2');
+ok(defined $rejoined, 'unreplicated: Patroni brings node1 back as the synchronous standby')
+  or diag(patroni_list());
+diag(sprintf('unreplicated: node1 streamed again as synchronous standby %.2f s after node2 took over',
+	$rejoined // 99));
+my $rewound = () = slurp_file("$logdir/patroni_node1.out") =~ /running pg_rewind/g;
+cmp_ok($rewound, '>', $rewinds, 'unreplicated: Patroni rewound node1 with pg_rewind');
+check_runs('node2', $tl, 'unreplicated');
+check_standby('node1', 'node2', 'unreplicated');
 
 done_testing();
