@@ -17,8 +17,9 @@
 #               session isolation, secrets, role lifecycle
 #   ha          Perl TAP tests test/ha/*.pl: schedlock under the HA manager
 #               Patroni (Debian's patroni, with a one-member etcd from
-#               etcd-server): kill -9 of the primary, rejoin, switchover.
-#               In the default set on PostgreSQL 15 only (about 40 s)
+#               etcd-server): kill -9 of the primary, rejoin, switchover,
+#               kill -9 with WAL the standby never got (pg_rewind).
+#               In the default set on PostgreSQL 15 only (about 50 s)
 #   cassert     PostgreSQL 15 built with assertions, and regress, isolation,
 #               tap and security again against it (test/cassert/run.sh);
 #               in the default set on PostgreSQL 15 only.  Its build starts
