@@ -319,9 +319,16 @@ sub check_standby
 	my $port = $node{$standby}{pgport};
 	is(safe($standby, "SELECT count(*) FROM ticks WHERE port = $port AND at >= '$since'"),
 		'0', "$what: no run on $standby since it rejoined");
-	my %on_primary = map { $_ => 1 } split /\n/, safe($primary, 'SELECT run_id FROM ticks');
-	my @extra = grep { !$on_primary{$_} } split /\n/, safe($standby, 'SELECT run_id FROM ticks');
-	is(scalar(@extra), 0, "$what: $standby holds no run the primary has not");
+	# the standby first: a commit it has replayed shows on the primary once
+	# the primary has its acknowledgement, a moment later
+	my @on_standby = split /\n/, safe($standby, 'SELECT run_id FROM ticks');
+	my @extra;
+	wait_for(10, sub {
+		my %on_primary = map { $_ => 1 } split /\n/, safe($primary, 'SELECT run_id FROM ticks');
+		@extra = grep { !$on_primary{$_} } @on_standby;
+		return !@extra;
+	}, $primary);
+	is("@extra", '', "$what: $standby holds no run the primary has not");
 }
 
 # check_runs(PRIMARY, OLD_TIMELINE, WHAT): no slot twice, no run left open
