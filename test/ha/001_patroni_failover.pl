@@ -246,6 +246,7 @@ sub postmaster_pid
 	my $pid = <$fh>;
 	close $fh;
 	chomp $pid;
+	die "no process id in the postmaster.pid of $name" unless $pid =~ /^[1-9][0-9]*$/;
 	return $pid;
 }
 
@@ -434,6 +435,7 @@ check_standby('node2', 'node1', 'switchover');
 # ---- 4. kill -9 with WAL the standby never got
 my $walsender = safe('node1',
 	q{SELECT pid FROM pg_stat_replication WHERE application_name = 'node2'}, 'postgres');
+die "no walsender for node2 on node1: '$walsender'" unless $walsender =~ /^[1-9][0-9]*$/;
 my $rewinds = () = slurp_file("$logdir/patroni_node1.out") =~ /running pg_rewind/g;
 ($tl, $t) = take_over('node1', 'node2', 'unreplicated', sub {
 	acquire('node1', 'unreplicated-last');
