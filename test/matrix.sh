@@ -7,8 +7,9 @@
 # "N passed, M failed" over all of them; the exit status is non-zero when
 # anything failed or a version could not be set up.
 #
-#   15   Debian 12's own packages, on this machine itself, and the cassert
-#        layer (PostgreSQL 15 built with assertions, in the background)
+#   15   Debian 12's own packages, on this machine itself, the ha layer
+#        (Patroni and etcd) and the cassert layer (PostgreSQL 15 built with
+#        assertions, in the background)
 #   17   Debian 13 "trixie" packages, in a chroot
 #   18   Debian sid packages, in a chroot
 #
@@ -32,8 +33,12 @@
 #
 # Settings (environment):
 #   SL_MATRIX="15 17 18"    the versions to test
-#   SL_MATRIX_ONLY          layers run-all.sh runs on 17 and 18 (default all:
-#                           "regress isolation pgtap suites tap security")
+#   SL_MATRIX_ONLY          layers run-all.sh runs on 17 and 18 (default all
+#                           but two: "regress isolation pgtap suites tap
+#                           security"; the ha layer, Patroni failing over a
+#                           primary and a standby, and the cassert layer run
+#                           on 15 only: the failover paths do not depend on
+#                           the version, and CI time is short)
 #   SL_MATRIX_SKIP_SUITES   suites left out on 17 and 18 (default
 #                           "cron-fuzz readme-samples": the 60 s fuzzer tests
 #                           pure C code that does not depend on the server,

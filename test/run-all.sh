@@ -15,6 +15,11 @@
 #   tap         Perl TAP tests test/t/*.pl (PostgreSQL::Test::Cluster)
 #   security    Perl TAP tests test/security/*.pl: hostile roles, escalation,
 #               session isolation, secrets, role lifecycle
+#   ha          Perl TAP tests test/ha/*.pl: schedlock under the HA manager
+#               Patroni (Debian's patroni, with a one-member etcd from
+#               etcd-server): kill -9 of the primary, rejoin, switchover,
+#               kill -9 with WAL the standby never got (pg_rewind).
+#               In the default set on PostgreSQL 15 only (about 50 s)
 #   cassert     PostgreSQL 15 built with assertions, and regress, isolation,
 #               tap and security again against it (test/cassert/run.sh);
 #               in the default set on PostgreSQL 15 only.  Its build starts
@@ -38,7 +43,7 @@ cd "$(dirname "$0")/.." || exit 2
 source test/lib.sh
 
 if [ "$SL_PGVER" = 15 ]; then
-	SL_ONLY=${SL_ONLY:-"regress isolation pgtap suites tap security cassert"}
+	SL_ONLY=${SL_ONLY:-"regress isolation pgtap suites tap security ha cassert"}
 else
 	SL_ONLY=${SL_ONLY:-"regress isolation pgtap suites tap security"}
 fi
@@ -90,6 +95,13 @@ POOLER_PACKAGES=""
 case " $SL_ONLY " in
 	*" tap "*) POOLER_PACKAGES="pgbouncer" ;;
 esac
+# Patroni and etcd for the ha layer (test/ha/*.pl runs its own etcd and
+# Patroni daemons with its own configuration; a service the packages set up
+# is not used)
+HA_PACKAGES=""
+case " $SL_ONLY " in
+	*" ha "*) HA_PACKAGES="patroni etcd-server" ;;
+esac
 # what test/cassert/build.sh needs, installed now: the build runs in the
 # background while the other layers run, and should not need apt then
 CASSERT_PACKAGES=""
@@ -97,7 +109,7 @@ case " $SL_ONLY " in
 	*" cassert "*) CASSERT_PACKAGES="gcc make perl bzip2 xz-utils libipc-run-perl zlib1g-dev" ;;
 esac
 sl_ensure_packages $SL_BASE_PACKAGES $FUZZ_PACKAGES $README_PACKAGES $PGCRON_PACKAGES \
-	$POOLER_PACKAGES $CASSERT_PACKAGES || exit 2
+	$POOLER_PACKAGES $HA_PACKAGES $CASSERT_PACKAGES || exit 2
 sl_log "building and installing schedlock"
 sl_build_install || {
 	echo "build failed" >&2
@@ -307,6 +319,8 @@ run_tap_dir()
 				[ -f "$l" ] && { echo "--- $l"; tail -n 40 "$l"; }
 			done
 		else
+			# the ha layer's measured failover times, also when it passed
+			[ "$suite" = ha ] && grep '^# ' "$log"
 			tail -n 3 "$log"
 		fi
 		tp=$((tp + p))
@@ -389,6 +403,7 @@ for suite in $SL_ONLY; do
 		suites) run_suites ;;
 		tap) run_tap_dir tap test/t ;;
 		security) run_tap_dir security test/security ;;
+		ha) run_tap_dir ha test/ha ;;
 		cassert) run_cassert ;;
 		*) echo "unknown suite $suite" >&2 ;;
 	esac
