@@ -508,8 +508,11 @@ log_closed_run(SPITupleTable *tuptable, uint64 i, int first)
  *		per schedlock.log_runs, count a failure and schedule its retry.
  *		Inside a transaction, connected to SPI.
  */
+static void run_lost_slot_again(int64 job_id, TimestampTz slot, int32 attempt,
+								TimestampTz now);
+
 static void
-close_runs_failed(TimestampTz now)
+close_runs_failed(TimestampTz now, bool lost)
 {
 	SPITupleTable *tuptable = SPI_tuptable;
 	uint64		n = SPI_processed;
@@ -526,7 +529,41 @@ close_runs_failed(TimestampTz now)
 		log_closed_run(tuptable, i, 5);
 		schedlock_run_failed(job_id, slot,
 							 schedlock_rule_failed_attempt(manual, attempt), now);
+		if (lost && !manual)
+			run_lost_slot_again(job_id, slot, attempt, now);
 	}
+}
+
+/*
+ * run_lost_slot_again
+ *		A lost run of an atomic job committed nothing of its command: the
+ *		command, its outcome and the run's end commit in one transaction,
+ *		and only the claim of a run claimed before its instant commits
+ *		before it (worker.c, commit_early_claim).  So the slot has not run:
+ *		have it run again now, as its next attempt (a slot's attempt is
+ *		recorded once), whatever max_attempts allows.  Does nothing for a
+ *		non-atomic job (its command may have committed work) or a disabled
+ *		one.  Caller is connected to SPI.
+ */
+static void
+run_lost_slot_again(int64 job_id, TimestampTz slot, int32 attempt,
+					TimestampTz now)
+{
+	static SchedlockQuery q = {
+		"UPDATE schedlock.jobs SET retry_slot = $2, retry_attempt = $3, "
+		"  retry_at = $4, next_run_at = LEAST(next_run_at, $4) "
+		"WHERE job_id OPERATOR(pg_catalog.=) $1 AND atomic AND enabled",
+		4, {INT8OID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID}
+	};
+	Datum		values[4];
+
+	values[0] = Int64GetDatum(job_id);
+	values[1] = TimestampTzGetDatum(slot);
+	values[2] = Int32GetDatum(attempt + 1);
+	values[3] = TimestampTzGetDatum(now);
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not run a lost slot of job " INT64_FORMAT " again",
+			 job_id);
 }
 
 /*
@@ -584,7 +621,7 @@ schedlock_close_lost_runs(void)
 		elog(ERROR, "could not close lost runs");
 	closed = SPI_processed;
 	/* one line per lost run, by schedlock.log_runs */
-	close_runs_failed(now);
+	close_runs_failed(now, true);
 	return closed;
 }
 
@@ -681,7 +718,7 @@ schedlock_expire_runs(TimestampTz now)
 							values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not close overdue runs");
 	closed = SPI_processed;
-	close_runs_failed(now);
+	close_runs_failed(now, false);
 	return closed;
 }
 
