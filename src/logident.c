@@ -45,20 +45,6 @@
 #endif
 
 /*
- * schedlock_log_identity_available
- *		Whether this build can fill %d, %u and %a for its workers.
- */
-bool
-schedlock_log_identity_available(void)
-{
-#ifdef SCHEDLOCK_HAVE_PORT
-	return true;
-#else
-	return false;
-#endif
-}
-
-/*
  * schedlock_set_log_identity
  *		Give this background worker, connected to a database, a Port naming
  *		dbname, rolename and appname for its log lines (see the file's

@@ -11,7 +11,6 @@
 #ifndef SCHEDLOCK_LOGIDENT_H
 #define SCHEDLOCK_LOGIDENT_H
 
-extern bool schedlock_log_identity_available(void);
 extern void schedlock_set_log_identity(const char *dbname,
 									   const char *rolename,
 									   const char *appname);

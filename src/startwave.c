@@ -19,7 +19,7 @@
  * costs is the others' start, on a run's end, not on any start.
  *
  * A backend that joined and ends before it started (an error, a signal)
- * leaves its wave through schedlock_wave_started, called from its error
+ * leaves its wave through schedlock_wave_leave, called from its error
  * recovery and its exit; a wave whose count is still not zero is waited for
  * at most WAVE_MAX_WAIT_MS, and its entry is taken for another instant once
  * its instant lies WAVE_STALE_MS in the past.
