@@ -93,9 +93,11 @@ wait_true('app', q{
   or die 'the unclaimed NOTIFY run did not time out';
 is(counts('app', 'unheard'), '1/0/1', 'an expired NOTIFY run counts as a failed run');
 
-# --- a lost run: running, in a process that is no job backend
+# --- a lost run: running, in a process that is no job backend.  Of a
+# non-atomic job: a lost atomic run has its slot run again at once
+# (123_job_lost_atomic_slot.pl), and that run would be the job's last.
 $node->safe_psql('app', q{
-	SELECT schedule_once('lost', '2030-01-01 00:00+00', 'SELECT 1');
+	SELECT schedule_once('lost', '2030-01-01 00:00+00', 'SELECT 1', atomic => false);
 	INSERT INTO schedlock.job_runs (job_id, owner, scheduled_for, status,
 									started_at, worker_pid, timeline)
 	SELECT job_id, owner, now() - interval '1 minute 3 seconds', 'running',
