@@ -896,6 +896,93 @@ looks_like_interval(const char *text, CronSpan *number)
 }
 
 /*
+ * instead_of_interval
+ *		Write to detail[] the sentence first, then the cron schedule that
+ *		runs every n units ("minute", "hour", "day" or "week"), or, when n
+ *		is 0 or has no schedule of its own, the schedules nearest to it.  A
+ *		step that does not divide its field (every 7 minutes) restarts at
+ *		each hour, which the sentence says.
+ */
+static void
+instead_of_interval(char *detail, size_t len, const char *first, int n,
+					const char *unit)
+{
+	if (strcmp(unit, "minute") == 0 && n == 1)
+		snprintf(detail, len, "%s For every minute write \"* * * * *\".", first);
+	else if (strcmp(unit, "minute") == 0 && n >= 2 && n <= 59)
+		snprintf(detail, len,
+				 "%s For every %d minutes write \"*/%d * * * *\"%s.", first,
+				 n, n, 60 % n == 0 ? "" : " (it restarts at each full hour)");
+	else if (strcmp(unit, "hour") == 0 && n == 1)
+		snprintf(detail, len, "%s For every hour write \"0 * * * *\".", first);
+	else if (strcmp(unit, "hour") == 0 && n >= 2 && n <= 23)
+		snprintf(detail, len,
+				 "%s For every %d hours write \"0 */%d * * *\"%s.", first,
+				 n, n, 24 % n == 0 ? "" : " (it restarts at each midnight)");
+	else if (strcmp(unit, "day") == 0 && n == 1)
+		snprintf(detail, len, "%s For every day at midnight write \"0 0 * * *\".",
+				 first);
+	else if (strcmp(unit, "week") == 0 && n == 1)
+		snprintf(detail, len,
+				 "%s For every week (Sunday at midnight) write \"0 0 * * 0\".",
+				 first);
+	else
+		snprintf(detail, len,
+				 "%s Other intervals are written as five-field schedules: \"* * * * *\" runs every minute, \"*/5 * * * *\" every 5 minutes, \"0 */2 * * *\" every 2 hours.",
+				 first);
+}
+
+/*
+ * looks_like_other_interval
+ *		Whether the schedule is an interval in a unit other than seconds, as
+ *		pg_cron users and interval literals write it: a whole number followed
+ *		by minute(s), hour(s), day(s) or week(s).  Sets *n (0 when there is
+ *		no number) and *unit (singular).
+ */
+static bool
+looks_like_other_interval(const char *text, int *n, const char **unit)
+{
+	static const char *const units[] = {"minute", "hour", "day", "week"};
+	const char *p = text;
+	const char *word;
+	const char *word_end;
+	int			i;
+
+	while (*p && is_blank(*p))
+		p++;
+	*n = 0;
+	if (!parse_number(&p, p + strlen(p), n))
+		return false;
+	while (*p && is_blank(*p))
+		p++;
+	word = p;
+	while (*p && is_alpha(*p))
+		p++;
+	word_end = p;
+	while (*p && is_blank(*p))
+		p++;
+	if (*p != '\0' || word_end == word)
+		return false;
+	for (i = 0; i < (int) (sizeof(units) / sizeof(units[0])); i++)
+	{
+		size_t		ulen = strlen(units[i]);
+		CronSpan	w = {word, (size_t) (word_end - word)};
+		CronSpan	singular = {word, ulen};
+
+		if (w.len == ulen + 1 && (word[ulen] == 's' || word[ulen] == 'S') &&
+			span_equals_ci(singular, units[i]))
+			w.len = ulen;
+		if (span_equals_ci(w, units[i]) ||
+			(i == 0 && (span_equals_ci(w, "min") || span_equals_ci(w, "mins"))))
+		{
+			*unit = units[i];
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
  * parse_interval
  *		Parse the N of "N seconds" (1-59).
  */
@@ -910,10 +997,18 @@ parse_interval(CronSpan number, SchedlockCronSchedule *out, SchedlockCronError *
 
 	if (!parse_number(&p, end, &n) || p != end || n < 1 || n > 59)
 	{
+		char		detail[512];
+
 		snprintf(message, sizeof(message),
 				 "invalid interval \"%s\" in cron schedule", quote(number, q));
-		return set_error(err, SCHEDLOCK_CRON_FIELD_INTERVAL, message,
-						 "The number of seconds must be a whole number from 1 to 59.");
+		if (p == end && n >= 60)
+			instead_of_interval(detail, sizeof(detail),
+								"The number of seconds must be a whole number from 1 to 59.",
+								n % 60 == 0 ? n / 60 : 0, "minute");
+		else
+			snprintf(detail, sizeof(detail), "%s",
+					 "The number of seconds must be a whole number from 1 to 59.");
+		return set_error(err, SCHEDLOCK_CRON_FIELD_INTERVAL, message, detail);
 	}
 	out->flags = SCHEDLOCK_CRON_INTERVAL;
 	out->interval_seconds = (uint8_t) n;
@@ -1001,8 +1096,22 @@ parse_schedule(const char *text, SchedlockCronDialect dialect,
 	{
 		CronSpan	number;
 
+		int			n;
+		const char *unit;
+
 		if (nfields <= 2 && looks_like_interval(text, &number))
 			return parse_interval(number, out, err);
+		if (nfields <= 2 && looks_like_other_interval(text, &n, &unit))
+		{
+			CronSpan	whole = {text, len};
+
+			snprintf(message, sizeof(message),
+					 "\"%s\" is not a cron schedule", quote(whole, q));
+			instead_of_interval(detail, sizeof(detail),
+								"Only seconds (1 to 59) may be written as an interval.",
+								n, unit);
+			return set_error(err, SCHEDLOCK_CRON_FIELD_SCHEDULE, message, detail);
+		}
 	}
 
 	if (nfields > 5)

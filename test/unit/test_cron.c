@@ -90,6 +90,27 @@ check_reject(const char *schedule, SchedlockCronField field, const char *in_mess
 }
 
 /*
+ * check_instead
+ *		A refused interval says in its detail what to write instead.
+ */
+static void
+check_instead(const char *schedule, const char *in_detail)
+{
+	SchedlockCronSchedule s;
+	SchedlockCronError err;
+	char		what[300];
+	int			ok;
+
+	memset(&err, 0, sizeof(err));
+	snprintf(what, sizeof(what), "\"%s\" says to write %s", schedule, in_detail);
+	ok = !schedlock_cron_parse(schedule, &s, &err) &&
+		strstr(err.detail, in_detail) != NULL;
+	check(ok, what);
+	if (!ok)
+		printf("      detail \"%s\"\n", err.detail);
+}
+
+/*
  * test_calendar
  *		Leap years, month lengths and day counts.
  */
@@ -271,6 +292,18 @@ test_rejections(void)
 	check_reject("@often", SCHEDLOCK_CRON_FIELD_KEYWORD, "@often");
 	check_reject("60 seconds", SCHEDLOCK_CRON_FIELD_INTERVAL, "60");
 	check_reject("0 seconds", SCHEDLOCK_CRON_FIELD_INTERVAL, "0");
+	check_instead("60 seconds", "\"* * * * *\"");
+	check_instead("120 seconds", "\"*/2 * * * *\"");
+	check_instead("90 seconds", "\"*/5 * * * *\"");
+	check_reject("1 minute", SCHEDLOCK_CRON_FIELD_SCHEDULE, "is not a cron schedule");
+	check_instead("1 minute", "\"* * * * *\"");
+	check_instead("15 minutes", "\"*/15 * * * *\".");
+	check_instead("7 mins", "\"*/7 * * * *\" (it restarts at each full hour)");
+	check_instead("2 Hours", "\"0 */2 * * *\"");
+	check_instead(" 1 day ", "\"0 0 * * *\"");
+	check_instead("1 week", "\"0 0 * * 0\"");
+	check_instead("3 weeks", "\"*/5 * * * *\"");
+	check_reject("5 fortnights", SCHEDLOCK_CRON_FIELD_SCHEDULE, "missing");
 	{
 		char		longtext[1100];
 
