@@ -3,9 +3,13 @@
 # Build and install:    make && make install
 # Run everything:       bash test/run-all.sh   (what CI runs; see README.md)
 #
-# "make installcheck" runs the pg_regress suite against a server you started
-# yourself with shared_preload_libraries = 'schedlock'.
-# "make dist" writes schedlock-VERSION.zip (for PGXN) of the committed tree.
+# "make installcheck" (after make install) runs the pg_regress suite on a
+# temporary server of its own, which it starts in tmp_check/ with
+# schedlock preloaded; REGRESS_PRELOAD=schedlock,pg_cron preloads pg_cron
+# too.  "make installcheck EXISTING_SERVER=1" runs it on the server PGHOST
+# and PGPORT name instead, which must preload schedlock.
+# "make dist" writes schedlock-VERSION.zip (for PGXN) of the committed tree,
+# without the project's own test machinery (.gitattributes export-ignore).
 
 EXTENSION = schedlock
 MODULE_big = schedlock
@@ -16,6 +20,12 @@ PGFILEDESC = "schedlock - scheduler locks and job scheduling"
 # Every sql/*.sql that is not an install/upgrade script is a regression test.
 REGRESS = $(sort $(basename $(notdir $(filter-out sql/schedlock--%,$(wildcard sql/*.sql)))))
 REGRESS_OPTS = --load-extension=schedlock
+REGRESS_PRELOAD ?= schedlock
+ifndef EXISTING_SERVER
+REGRESS_OPTS += --temp-instance=./tmp_check --temp-config=./tmp_check.conf
+REGRESS_PREP = tmp_check.conf
+endif
+EXTRA_CLEAN = tmp_check.conf
 
 PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS = -Wall -Wmissing-prototypes -Wpointer-arith -Werror=vla
@@ -40,3 +50,9 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\\([0-9.]*\\)'/\\1/p" $(srcdi
 dist:
 	git archive --format=zip --prefix=schedlock-$(EXTVERSION)/ --output=schedlock-$(EXTVERSION).zip HEAD
 	@echo "wrote schedlock-$(EXTVERSION).zip"
+
+# the temporary server's settings, written at each run (REGRESS_PRELOAD may
+# differ from the last one)
+.PHONY: tmp_check.conf
+tmp_check.conf:
+	echo "shared_preload_libraries = '$(REGRESS_PRELOAD)'" >$@

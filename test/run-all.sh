@@ -8,7 +8,9 @@
 # unprivileged server user, starts one throwaway cluster (Unix socket only,
 # its own port) for the suites that share a server, and runs:
 #
-#   regress     pg_regress on sql/*.sql against expected/*.out
+#   regress     pg_regress on sql/*.sql against expected/*.out, through
+#               "make installcheck" (a temporary server of its own), once
+#               with schedlock preloaded and once with pg_cron beside it
 #   isolation   isolationtester specs in test/isolation/specs
 #   pgtap       pg_prove on test/pgtap/*.sql (one assertion = one test)
 #   suites      every test/suites/*.sh (unit tests, fuzzing, stress)
@@ -84,10 +86,11 @@ case " $SL_ONLY " in
 		;;
 esac
 # pg_cron for the import of its jobs (test/t/130_import_pg_cron.pl and
-# test/security/207_import_pg_cron.pl)
+# test/security/207_import_pg_cron.pl), and preloaded beside schedlock in a
+# run of make installcheck
 PGCRON_PACKAGES=""
 case " $SL_ONLY " in
-	*" tap "* | *" security "*) PGCRON_PACKAGES="postgresql-$SL_PGVER-cron" ;;
+	*" regress "* | *" tap "* | *" security "*) PGCRON_PACKAGES="postgresql-$SL_PGVER-cron" ;;
 esac
 # PgBouncer, the connection pooler test/t/150_pgbouncer.pl puts in front of
 # its node (the test skips itself without it)
@@ -178,25 +181,44 @@ count_pg_regress()
 	echo "$p $f"
 }
 
-run_regress()
+# installcheck_once NAME PRELOAD : "make installcheck" as a newcomer runs
+# it, on the temporary server it starts (tmp_check/) with
+# shared_preload_libraries = PRELOAD; its server log is kept in
+# $WORK/NAME/tmp_check/log for check_logs.  Records regress-NAME.
+installcheck_once()
 {
-	local tests out log p f rc
-	tests=$(ls sql/*.sql | grep -v '/schedlock--' | xargs -n1 basename | sed 's/\.sql$//' | sort)
-	[ -z "$tests" ] && return
-	out="$WORK/regress"
-	log="$WORK/regress.log"
+	local name=$1 preload=$2 out="$WORK/$1" log="$WORK/$1.log" p f rc
 	sl_as_server mkdir -p "$out"
-	sl_as_server "$PGXS_DIR/src/test/regress/pg_regress" \
-		--inputdir="$SRCDIR" --outputdir="$out" --bindir="$PG_BINDIR" \
-		--host="$PGHOST" --port="$PGPORT" --user=postgres \
-		--dbname=contrib_regression --load-extension=schedlock \
-		$tests >"$log" 2>&1
+	sl_as_server make -C "$SRCDIR" --no-print-directory installcheck \
+		PG_CONFIG="$PG_CONFIG" REGRESS_PRELOAD="$preload" \
+		EXTRA_REGRESS_OPTS="--temp-config=$SL_TEMP_CONFIG" >"$log" 2>&1
 	rc=$?
 	cat "$log"
 	read -r p f <<<"$(count_pg_regress "$log")"
 	[ $rc -ne 0 ] && [ "$f" -eq 0 ] && f=1
-	[ -f "$out/regression.diffs" ] && head -200 "$out/regression.diffs"
-	record regress "$p" "$f"
+	[ -f "$SRCDIR/regression.diffs" ] && head -200 "$SRCDIR/regression.diffs"
+	# pg_regress writes the temporary server's log to log/ and removes
+	# tmp_check/ when every test passed
+	sl_as_server mkdir -p "$out/tmp_check"
+	sl_as_server mv "$SRCDIR/log" "$out/tmp_check/log" 2>/dev/null
+	sl_as_server rm -rf "$SRCDIR/tmp_check"
+	sl_as_server mv "$SRCDIR/results" "$out/results" 2>/dev/null
+	sl_as_server mv "$SRCDIR/regression.diffs" "$out/" 2>/dev/null
+	record "regress-$name" "$p" "$f"
+}
+
+# the pg_regress suite through "make installcheck": on a server that
+# preloads schedlock, and on one that preloads pg_cron too
+run_regress()
+{
+	ls sql/*.sql | grep -q -v '/schedlock--' || return
+	installcheck_once installcheck schedlock
+	if [ -f "$("$PG_CONFIG" --pkglibdir)/pg_cron.so" ]; then
+		installcheck_once installcheck-pg_cron schedlock,pg_cron
+	else
+		# the cassert layer's PostgreSQL, built here, has no pg_cron
+		record regress-installcheck-pg_cron 0 0 "(skipped: no pg_cron for this PostgreSQL)"
+	fi
 }
 
 run_isolation()

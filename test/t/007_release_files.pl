@@ -66,6 +66,24 @@ ok(!defined $meta->{release_status}
 	'release_status is stable, testing or unstable');
 
 is($meta->{license}, 'postgresql', 'META.json names the PostgreSQL License');
+
+# where the project lives
+like($meta->{resources}{repository}{url} // '', qr{^https://\S+\.git$},
+	'META.json: resources.repository.url');
+like($meta->{resources}{bugtracker}{web} // '', qr{^https://\S+$},
+	'META.json: resources.bugtracker.web');
+
+# "make dist" is git archive of HEAD: the project's own test machinery stays
+# out of it (.gitattributes export-ignore); sql/ and expected/ stay in for
+# make installcheck
+my $attributes = slurp('.gitattributes') // '';
+foreach my $dir ('.ci', 'test')
+{
+	like($attributes, qr{^/\Q$dir\E\s+export-ignore\s*$}m,
+		"make dist leaves out $dir/");
+}
+unlike($attributes, qr{^/(sql|expected|src|docs)\b.*export-ignore}m,
+	'make dist keeps sql/, expected/, src/ and docs/');
 my $license = slurp('LICENSE') // '';
 like($license, qr/^PostgreSQL License/, 'LICENSE is the PostgreSQL License');
 like($license, qr/Copyright \(c\) \d{4}(-\d{4})?, schedlock developers/,
