@@ -30,7 +30,7 @@ SELECT p.proname, pg_get_function_arguments(p.oid) AS args,
    AND p.proname IN ('schedule_job', 'unschedule_job', 'alter_job', 'run_job',
                      'schedlock_claim_run', 'schedlock_claim_run_payload',
                      'schedlock_finish_run')
- ORDER BY 1;
+ ORDER BY 1, 2;
 
 -- which functions PUBLIC may execute: the lock and cron functions, not the
 -- job functions (a DBA grants those)
@@ -127,7 +127,7 @@ SELECT count(*) AS alice_jobs FROM schedlock.jobs WHERE owner = 'regress_job_ali
 GRANT EXECUTE ON FUNCTION
     schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name),
     alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text, text),
-    unschedule_job(text),
+    unschedule_job(text, boolean), unschedule_job(bigint, boolean),
     run_job(text),
     schedlock_claim_run(bigint, text),
     schedlock_claim_run_payload(bigint, text),
@@ -248,7 +248,8 @@ SELECT job_name, owner FROM schedlock.jobs ORDER BY 1;
 SELECT count(*) AS runs_visible FROM schedlock.job_runs;
 SELECT * FROM pg_temp.try($$SELECT alter_job('alice_job', enabled => false)$$);
 SELECT * FROM pg_temp.try($$SELECT run_job('alice_job')$$);
-SELECT unschedule_job('alice_job') AS bob_unscheduled;
+SELECT * FROM pg_temp.try($$SELECT unschedule_job('alice_job')$$);
+SELECT unschedule_job('alice_job', if_exists => true) AS bob_unscheduled;
 SELECT state, replace(message, :'mail_run', 'N') AS message
   FROM pg_temp.try(format('SELECT schedlock_claim_run(%s)', :mail_run));
 SELECT state, replace(message, :'mail_run', 'N') AS message
@@ -261,8 +262,11 @@ SELECT job_name, owner, enabled FROM schedlock.jobs WHERE job_name = 'alice_job'
 -- a superuser naming a job two roles have must say whose
 SELECT * FROM pg_temp.try($$SELECT alter_job('alice_job', enabled => false)$$);
 
--- unschedule_job: true once, then false; history goes with the job
-SELECT unschedule_job('yearly_report') AS removed, unschedule_job('yearly_report') AS removed_again;
+-- unschedule_job: true once, then an error, or false with if_exists;
+-- history goes with the job
+SELECT unschedule_job('yearly_report') AS removed;
+SELECT * FROM pg_temp.try($$SELECT unschedule_job('yearly_report')$$);
+SELECT unschedule_job('yearly_report', if_exists => true) AS removed_again;
 SET ROLE regress_job_alice;
 SELECT unschedule_job('alice_job') AS alice_removed;
 RESET ROLE;
@@ -294,7 +298,7 @@ REVOKE USAGE ON SCHEMA public FROM regress_job_alice, regress_job_bob;
 REVOKE EXECUTE ON FUNCTION
     schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name),
     alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text, text),
-    unschedule_job(text),
+    unschedule_job(text, boolean), unschedule_job(bigint, boolean),
     run_job(text),
     schedlock_claim_run(bigint, text),
     schedlock_claim_run_payload(bigint, text),

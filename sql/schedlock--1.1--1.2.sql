@@ -213,6 +213,15 @@ SELECT j.job_id,
 								   WHERE x.job_id OPERATOR(pg_catalog.=) j.job_id
 									 AND x.status IN ('queued', 'pending', 'running'))
 				THEN 'ended: the one-off job has run; alter_job(..., next_run_at => ...) runs it again'
+				WHEN j.notify_channel IS NOT NULL
+				  AND j.consecutive_failures OPERATOR(pg_catalog.>=) 3
+				  AND (SELECT x.message FROM schedlock.job_runs x
+						WHERE x.job_id OPERATOR(pg_catalog.=) j.job_id
+						  AND x.status NOT IN ('queued', 'pending', 'running', 'skipped')
+						ORDER BY OPERATOR(pg_catalog.-) x.run_id
+						LIMIT 1) OPERATOR(pg_catalog.=) 'not claimed within the timeout'
+				THEN pg_catalog.format('unheard: no application claimed the last %s runs on channel "%s"; a listener LISTENs, catches up with schedlock_pending_runs() and claims them',
+									   j.consecutive_failures, j.notify_channel)
 			  END)
 	   END AS stopped_reason,
 	   CASE WHEN j.next_run_at OPERATOR(pg_catalog.<=) pg_catalog.now()
@@ -365,3 +374,115 @@ END
 $$;
 
 DROP FUNCTION @extschema@.alter_job_1_1(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz);
+
+/*
+ * unschedule_job: an unknown name is an error (42704), as for alter_job and
+ * pg_cron's cron.unschedule, unless if_exists => true, which returns false
+ * (the answer of 1.1).  A second form takes the job's id, as
+ * cron.unschedule(jobid) does.  The function of 1.1 is renamed, the new ones
+ * created, the grants of the old one given on both, and the old one dropped.
+ */
+ALTER FUNCTION @extschema@.unschedule_job(text) RENAME TO unschedule_job_1_1;
+
+CREATE FUNCTION @extschema@.unschedule_job(job_name text,
+										   if_exists boolean DEFAULT false)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'schedlock_unschedule_job'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION @extschema@.unschedule_job(text, boolean) IS
+	'delete the caller''s job of this name and its run history; an unknown name is an error, or false with if_exists';
+
+CREATE FUNCTION @extschema@.unschedule_job(job_id bigint,
+										   if_exists boolean DEFAULT false)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'schedlock_unschedule_job_id'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION @extschema@.unschedule_job(bigint, boolean) IS
+	'delete the caller''s job of this id and its run history; an unknown id is an error, or false with if_exists';
+
+REVOKE ALL ON FUNCTION @extschema@.unschedule_job(text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.unschedule_job(bigint, boolean) FROM PUBLIC;
+
+DO $$
+DECLARE
+	g record;
+BEGIN
+	FOR g IN
+		SELECT a.grantee::pg_catalog.regrole::pg_catalog.text AS grantee,
+			   a.is_grantable
+		  FROM pg_catalog.pg_proc p,
+			   pg_catalog.aclexplode(p.proacl) a
+		 WHERE p.oid OPERATOR(pg_catalog.=) '@extschema@.unschedule_job_1_1(text)'::pg_catalog.regprocedure
+		   AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+		   AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+		   AND a.grantee OPERATOR(pg_catalog.<>) 0
+	LOOP
+		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.unschedule_job(text, boolean), @extschema@.unschedule_job(bigint, boolean) TO %s%s',
+								  g.grantee,
+								  CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+	END LOOP;
+END
+$$;
+
+DROP FUNCTION @extschema@.unschedule_job_1_1(text);
+
+/*
+ * job_summary: one line per job that fits a terminal, for people; the wide
+ * job_status and jobs stay for tools.  last_status is "running" while a run
+ * is; command is shortened to 40 characters, blanks folded.
+ */
+CREATE VIEW schedlock.job_summary WITH (security_invoker = true) AS
+SELECT s.job_name,
+	   s.schedule,
+	   s.next_run_at::pg_catalog.timestamptz(0) AS next_run,
+	   CASE WHEN s.running_pid IS NOT NULL THEN 'running'
+			ELSE s.last_status
+	   END AS last_status,
+	   s.last_finished_at::pg_catalog.timestamptz(0) AS last_run,
+	   CASE WHEN j.command IS NULL
+			THEN 'NOTIFY ' OPERATOR(pg_catalog.||) j.notify_channel
+			WHEN pg_catalog.length(c.flat) OPERATOR(pg_catalog.>) 40
+			THEN pg_catalog.left(c.flat, 37) OPERATOR(pg_catalog.||) '...'
+			ELSE c.flat
+	   END AS command
+  FROM schedlock.job_status s
+  JOIN schedlock.jobs j ON j.job_id OPERATOR(pg_catalog.=) s.job_id
+  CROSS JOIN LATERAL
+	   (SELECT pg_catalog.btrim(pg_catalog.regexp_replace(j.command, '\s+', ' ', 'g')) AS flat) c
+ ORDER BY s.job_name, s.job_id;
+
+COMMENT ON VIEW schedlock.job_summary IS
+	'one short line per job for psql: name, schedule, next run, last status, when the last run ended, command shortened';
+
+GRANT SELECT ON schedlock.job_summary TO PUBLIC;
+
+/*
+ * schedlock_pending_runs: the catch-up call of a NOTIFY listener, at start
+ * and after each reconnect.  The runs of the channel still waiting to be
+ * claimed that the caller can see (row-level security: the runs of its own
+ * jobs), oldest first.  It reads what the caller may read anyway.
+ */
+CREATE FUNCTION @extschema@.schedlock_pending_runs(channel text,
+												   OUT run_id bigint,
+												   OUT job_name text,
+												   OUT scheduled_for timestamptz,
+												   OUT attempt integer,
+												   OUT deadline timestamptz)
+RETURNS SETOF record
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT r.run_id, j.job_name, r.scheduled_for, r.attempt, r.deadline
+	  FROM schedlock.job_runs r
+	  JOIN schedlock.jobs j ON j.job_id OPERATOR(pg_catalog.=) r.job_id
+	 WHERE j.notify_channel OPERATOR(pg_catalog.=) channel
+	   AND r.status OPERATOR(pg_catalog.=) 'pending'
+	 ORDER BY r.run_id
+$$;
+
+COMMENT ON FUNCTION @extschema@.schedlock_pending_runs(text) IS
+	'runs of the NOTIFY channel notified and not yet claimed that the caller can see: what a listener claims at start and after a reconnect';
+
+GRANT EXECUTE ON FUNCTION @extschema@.schedlock_pending_runs(text) TO PUBLIC;

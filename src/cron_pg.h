@@ -39,6 +39,12 @@ extern void schedlock_cron_parse_or_error(const char *text, SchedlockCronSchedul
 extern pg_tz *schedlock_cron_lookup_timezone(const char *name);
 
 /*
+ * WARNING when a zone name is numeric ("+02:00", "UTC+2"), which
+ * PostgreSQL reads with the POSIX sign, west positive.
+ */
+extern void schedlock_cron_warn_numeric_timezone(const char *name);
+
+/*
  * Why a zone cannot be used for cron schedules (an errdetail sentence), or
  * NULL when it can: leap seconds, or UTC offsets beyond 24 hours.
  */

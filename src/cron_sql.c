@@ -271,6 +271,70 @@ schedlock_cron_lookup_timezone(const char *name)
 }
 
 /*
+ * format_offset
+ *		"UTC+02:00" of an offset in seconds east of Greenwich.
+ */
+static void
+format_offset(char *buf, size_t len, long east)
+{
+	long		a = east < 0 ? -east : east;
+
+	snprintf(buf, len, "UTC%c%02ld:%02ld", east < 0 ? '-' : '+',
+			 a / 3600, a / 60 % 60);
+}
+
+/*
+ * schedlock_cron_warn_numeric_timezone
+ *		Warn when a job's time zone is numeric ("+02:00", "UTC+2", "-5"):
+ *		PostgreSQL reads such a zone as a POSIX specification, whose offsets
+ *		are positive west of Greenwich, the opposite of ISO 8601.  The zone
+ *		has been looked up already.
+ */
+void
+schedlock_cron_warn_numeric_timezone(const char *name)
+{
+	const char *p = name;
+	pg_tz	   *tz;
+	long		gmtoff;
+	char		reading[32];
+	char		iso[32];
+
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (pg_strncasecmp(p, "UTC", 3) == 0 || pg_strncasecmp(p, "GMT", 3) == 0)
+		p += 3;
+	if (*p != '+' && *p != '-' && !(*p >= '0' && *p <= '9'))
+		return;
+
+	tz = schedlock_cron_lookup_timezone(name);
+	if (!pg_get_timezone_offset(tz, &gmtoff))
+	{
+		ereport(WARNING,
+				(errmsg("time zone \"%s\" is read as a POSIX time zone specification",
+						name),
+				 errdetail("In a POSIX specification a positive offset lies west of Greenwich, the opposite of ISO 8601."),
+				 errhint("Name a place instead, such as \"Europe/Prague\"; the view pg_timezone_names lists them.")));
+		return;
+	}
+	if (gmtoff == 0)
+		return;
+	format_offset(reading, sizeof(reading), gmtoff);
+	format_offset(iso, sizeof(iso), -gmtoff);
+	if (gmtoff % 3600 == 0 && gmtoff / 3600 >= -14 && gmtoff / 3600 <= 12)
+		ereport(WARNING,
+				(errmsg("time zone \"%s\" is %s, not %s", name, reading, iso),
+				 errdetail("PostgreSQL reads a numeric time zone as a POSIX specification, in which a positive offset lies west of Greenwich, the opposite of ISO 8601."),
+				 errhint("For %s name a place, such as \"Europe/Prague\", or write \"Etc/GMT%+ld\" (whose sign is POSIX too).",
+						 iso, gmtoff / 3600)));
+	else
+		ereport(WARNING,
+				(errmsg("time zone \"%s\" is %s, not %s", name, reading, iso),
+				 errdetail("PostgreSQL reads a numeric time zone as a POSIX specification, in which a positive offset lies west of Greenwich, the opposite of ISO 8601."),
+				 errhint("For %s name a place instead; the view pg_timezone_names lists the zones and their offsets.",
+						 iso)));
+}
+
+/*
  * zone_boundary
  *		The first transition of tz at or after instant t (Unix seconds):
  *		returns true and sets *boundary, *before and *after (the offsets on

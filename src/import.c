@@ -143,80 +143,6 @@ typedef struct ImportRow
 } ImportRow;
 
 /*
- * top_level_reason
- *		Why a command must run outside a transaction block (non-atomic), or
- *		NULL when it may run in the claiming transaction.  The command has
- *		passed schedlock_check_command, so it parses.
- */
-static const char *
-top_level_reason(const char *command)
-{
-	List	   *parsetrees = raw_parser(command, RAW_PARSE_DEFAULT);
-	ListCell   *lc;
-
-	foreach(lc, parsetrees)
-	{
-		Node	   *stmt = lfirst_node(RawStmt, lc)->stmt;
-
-		switch (nodeTag(stmt))
-		{
-			case T_VacuumStmt:
-				if (((VacuumStmt *) stmt)->is_vacuumcmd)
-					return "VACUUM cannot run inside a transaction block";
-				break;
-			case T_CallStmt:
-				return "a procedure called with CALL may commit";
-			case T_DoStmt:
-				return "a DO block may commit";
-			case T_IndexStmt:
-				if (((IndexStmt *) stmt)->concurrent)
-					return "CREATE INDEX CONCURRENTLY cannot run inside a transaction block";
-				break;
-			case T_ReindexStmt:
-				{
-					ReindexStmt *r = (ReindexStmt *) stmt;
-					ListCell   *pc;
-
-					if (r->kind == REINDEX_OBJECT_SYSTEM ||
-						r->kind == REINDEX_OBJECT_DATABASE)
-						return "REINDEX SYSTEM and REINDEX DATABASE cannot run inside a transaction block";
-					foreach(pc, r->params)
-					{
-						DefElem    *opt = (DefElem *) lfirst(pc);
-
-						if (strcmp(opt->defname, "concurrently") == 0)
-							return "REINDEX CONCURRENTLY cannot run inside a transaction block";
-					}
-				}
-				break;
-			case T_DropStmt:
-				if (((DropStmt *) stmt)->concurrent)
-					return "DROP INDEX CONCURRENTLY cannot run inside a transaction block";
-				break;
-			case T_ClusterStmt:
-				if (((ClusterStmt *) stmt)->relation == NULL)
-					return "CLUSTER without a table cannot run inside a transaction block";
-				break;
-			case T_CreatedbStmt:
-			case T_DropdbStmt:
-				return "CREATE DATABASE and DROP DATABASE cannot run inside a transaction block";
-			case T_CreateTableSpaceStmt:
-			case T_DropTableSpaceStmt:
-				return "CREATE TABLESPACE and DROP TABLESPACE cannot run inside a transaction block";
-			case T_AlterSystemStmt:
-				return "ALTER SYSTEM cannot run inside a transaction block";
-			case T_CreateSubscriptionStmt:
-			case T_AlterSubscriptionStmt:
-			case T_DropSubscriptionStmt:
-				return "subscription commands may not run inside a transaction block";
-			default:
-				break;
-		}
-	}
-	return NULL;
-}
-
-/*
  * format_mask
  *		Append the values of a mask (bits min..max) as "0-6,13-15", or
  *		"none".
@@ -654,7 +580,7 @@ import_one(const ImportContext *ic, const PgCronJob *job, ImportRow *row)
 	PG_TRY();
 	{
 		schedlock_check_command(job->command);
-		why_top_level = top_level_reason(job->command);
+		why_top_level = schedlock_top_level_reason(job->command, true);
 	}
 	PG_CATCH();
 	{

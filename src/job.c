@@ -73,6 +73,7 @@
 PG_FUNCTION_INFO_V1(schedlock_schedule_job);
 PG_FUNCTION_INFO_V1(schedlock_alter_job);
 PG_FUNCTION_INFO_V1(schedlock_unschedule_job);
+PG_FUNCTION_INFO_V1(schedlock_unschedule_job_id);
 PG_FUNCTION_INFO_V1(schedlock_run_job);
 PG_FUNCTION_INFO_V1(schedlock_schedule_once);
 
@@ -150,6 +151,86 @@ schedlock_check_command(const char *command)
 					 errdetail("An atomic job runs in the transaction that claims it; a job with atomic => false runs each statement in a transaction of its own."),
 					 errhint("Remove BEGIN, COMMIT, ROLLBACK and the like; a procedure called with CALL may commit when atomic => false.")));
 	}
+}
+
+/*
+ * schedlock_top_level_reason
+ *		Why a command must run outside a transaction block, that is in a
+ *		non-atomic job, or NULL when it may run in the claiming transaction.
+ *		with_commits: also name CALL and DO, which may commit (pg_cron runs
+ *		them at top level; an atomic job runs them where they cannot).  The
+ *		command has passed schedlock_check_command, so it parses.
+ */
+const char *
+schedlock_top_level_reason(const char *command, bool with_commits)
+{
+	List	   *parsetrees = raw_parser(command, RAW_PARSE_DEFAULT);
+	ListCell   *lc;
+
+	foreach(lc, parsetrees)
+	{
+		Node	   *stmt = lfirst_node(RawStmt, lc)->stmt;
+
+		switch (nodeTag(stmt))
+		{
+			case T_VacuumStmt:
+				if (((VacuumStmt *) stmt)->is_vacuumcmd)
+					return "VACUUM cannot run inside a transaction block";
+				break;
+			case T_CallStmt:
+				if (with_commits)
+					return "a procedure called with CALL may commit";
+				break;
+			case T_DoStmt:
+				if (with_commits)
+					return "a DO block may commit";
+				break;
+			case T_IndexStmt:
+				if (((IndexStmt *) stmt)->concurrent)
+					return "CREATE INDEX CONCURRENTLY cannot run inside a transaction block";
+				break;
+			case T_ReindexStmt:
+				{
+					ReindexStmt *r = (ReindexStmt *) stmt;
+					ListCell   *pc;
+
+					if (r->kind == REINDEX_OBJECT_SYSTEM ||
+						r->kind == REINDEX_OBJECT_DATABASE)
+						return "REINDEX SYSTEM and REINDEX DATABASE cannot run inside a transaction block";
+					foreach(pc, r->params)
+					{
+						DefElem    *opt = (DefElem *) lfirst(pc);
+
+						if (strcmp(opt->defname, "concurrently") == 0)
+							return "REINDEX CONCURRENTLY cannot run inside a transaction block";
+					}
+				}
+				break;
+			case T_DropStmt:
+				if (((DropStmt *) stmt)->concurrent)
+					return "DROP INDEX CONCURRENTLY cannot run inside a transaction block";
+				break;
+			case T_ClusterStmt:
+				if (((ClusterStmt *) stmt)->relation == NULL)
+					return "CLUSTER without a table cannot run inside a transaction block";
+				break;
+			case T_CreatedbStmt:
+			case T_DropdbStmt:
+				return "CREATE DATABASE and DROP DATABASE cannot run inside a transaction block";
+			case T_CreateTableSpaceStmt:
+			case T_DropTableSpaceStmt:
+				return "CREATE TABLESPACE and DROP TABLESPACE cannot run inside a transaction block";
+			case T_AlterSystemStmt:
+				return "ALTER SYSTEM cannot run inside a transaction block";
+			case T_CreateSubscriptionStmt:
+			case T_AlterSubscriptionStmt:
+			case T_DropSubscriptionStmt:
+				return "subscription commands may not run inside a transaction block";
+			default:
+				break;
+		}
+	}
+	return NULL;
 }
 
 /*
@@ -252,6 +333,61 @@ check_timing(const JobDef *def)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("retry_delay must be at most 1 day"),
 				 errdetail("Retry n of a slot waits retry_delay * 2^(n - 1), at least 1 second * 2^(n - 1) and at most 1 day.")));
+}
+
+/*
+ * settle_atomic
+ *		An atomic job whose command cannot run inside a transaction block
+ *		(VACUUM, CREATE INDEX CONCURRENTLY, ...) would fail every run.  When
+ *		the caller asked for atomic => true in so many words (alter_job), it
+ *		is refused; otherwise the job becomes non-atomic, with a NOTICE.
+ */
+static void
+settle_atomic(const char *job_name, JobDef *def, bool atomic_given)
+{
+	const char *why;
+
+	if (def->command == NULL || !def->atomic)
+		return;
+	schedlock_check_command(def->command);
+	why = schedlock_top_level_reason(def->command, false);
+	if (why == NULL)
+		return;
+	if (atomic_given)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("job \"%s\" cannot be atomic", job_name),
+				 errdetail("%s, and an atomic job runs its command in the transaction that claims the run.",
+						   why),
+				 errhint("Give atomic => false: each statement of the command then runs in a transaction of its own.")));
+	def->atomic = false;
+	ereport(NOTICE,
+			(errmsg("job \"%s\" runs with atomic => false", job_name),
+			 errdetail("%s; each statement of the command runs in a transaction of its own.",
+					   why)));
+}
+
+/*
+ * refuse_schedule_as_name
+ *		schedule_job(schedule, command) is pg_cron's two-argument
+ *		cron.schedule; here it gives the schedule as the job's name and the
+ *		command as its schedule.  Say so rather than complain about the
+ *		schedule.  Called when neither command nor notify_channel is given.
+ */
+static void
+refuse_schedule_as_name(const char *job_name, const char *schedule)
+{
+	SchedlockCronSchedule sched;
+
+	if (!schedlock_cron_parse(job_name, &sched, NULL))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("job name \"%s\" is a cron schedule", job_name),
+			 errdetail("schedule_job takes the job's name first, then its schedule and its command; pg_cron's two-argument cron.schedule(schedule, command) has no name."),
+			 errhint("Name the job: schedule_job('my_job', %s, %s).",
+					 quote_literal_cstr(job_name),
+					 quote_literal_cstr(schedule))));
 }
 
 /*
@@ -624,11 +760,17 @@ schedlock_schedule_job(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("retry_delay must not be null")));
+	if (PG_ARGISNULL(ARG_COMMAND) && PG_ARGISNULL(ARG_CHANNEL) &&
+		!PG_ARGISNULL(ARG_SCHEDULE))
+		refuse_schedule_as_name(job_name, ARG_TEXT(ARG_SCHEDULE));
 	args_into_def(fcinfo, &def, caller);
 	if (def.timezone == NULL)
 		def.timezone = pstrdup(schedlock_timezone);
 	refuse_once_schedule(&def);
 	validate_job(job_name, &def, &sched);
+	settle_atomic(job_name, &def, false);
+	if (!PG_ARGISNULL(ARG_TIMEZONE))
+		schedlock_cron_warn_numeric_timezone(def.timezone);
 	has_slot = first_slot(&sched, def.timezone, now, &slot);
 
 	job_id = upsert_job(job_name, caller, &def,
@@ -702,6 +844,7 @@ schedlock_schedule_once(PG_FUNCTION_ARGS)
 	def.run_as = PG_ARGISNULL(10) ? InvalidOid :
 		resolve_run_as(NameStr(*PG_GETARG_NAME(10)), caller);
 	validate_job(job_name, &def, &sched);
+	settle_atomic(job_name, &def, false);
 
 	job_id = upsert_job(job_name, caller, &def, false, true, slot, now);
 
@@ -872,8 +1015,12 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 		if (PG_ARGISNULL(ARG_MISFIRE))
 			def.misfire = "run_once";
 	}
+	settle_atomic(job_name, &def,
+				  !PG_ARGISNULL(ARG_ATOMIC) && PG_GETARG_BOOL(ARG_ATOMIC));
 	check_run_as_change(job_name, owner, &old, &def);
 	validate_job(job_name, &def, &sched);
+	if (!PG_ARGISNULL(ARG_TIMEZONE))
+		schedlock_cron_warn_numeric_timezone(def.timezone);
 
 	reslot = strcmp(def.schedule, old.schedule) != 0 ||
 		strcmp(def.timezone, old.timezone) != 0 ||
@@ -900,16 +1047,21 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 
 /*
  * schedlock_unschedule_job
- *		SQL: unschedule_job(job_name) -> boolean
+ *		SQL: unschedule_job(job_name, if_exists) -> boolean
  *
- * Deletes the caller's job and its run history; false when the caller has
- * no job of that name.  A run in progress finishes; its bookkeeping then
- * finds no row to update.
+ * Deletes the caller's job and its run history.  A name the caller has no
+ * job of is an error (42704), as for alter_job and pg_cron's
+ * cron.unschedule, unless if_exists, which returns false instead.  Under
+ * the SQL declaration of release 1.1 (no if_exists: the library is newer
+ * than the installed extension) an unknown name returns false, as then.  A
+ * run in progress finishes; its bookkeeping then finds no row to update.
  */
 Datum
 schedlock_unschedule_job(PG_FUNCTION_ARGS)
 {
 	char	   *job_name = schedlock_name_arg(fcinfo, ARG_NAME, "job_name");
+	bool		if_exists = PG_NARGS() < 2 ||
+		(!PG_ARGISNULL(1) && PG_GETARG_BOOL(1));
 	Oid			caller = GetUserId();
 	Oid			save_uid;
 	int			save_sec;
@@ -947,6 +1099,52 @@ schedlock_unschedule_job(PG_FUNCTION_ARGS)
 	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
 	SPI_finish();
 
+	if (!deleted && !if_exists)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("job \"%s\" does not exist", job_name),
+				 errhint("Jobs are visible only to the role that scheduled them; unschedule_job(%s, if_exists => true) returns false for a job that does not exist.",
+						 quote_literal_cstr(job_name))));
+	PG_RETURN_BOOL(deleted);
+}
+
+/*
+ * schedlock_unschedule_job_id
+ *		SQL: unschedule_job(job_id, if_exists) -> boolean
+ *
+ * unschedule_job by the job's id, as pg_cron's cron.unschedule(jobid): the
+ * caller's job of that id (a superuser's: any job).  An id the caller has
+ * no job of is an error (42704) unless if_exists, which returns false.
+ */
+Datum
+schedlock_unschedule_job_id(PG_FUNCTION_ARGS)
+{
+	int64		job_id;
+	bool		if_exists = !PG_ARGISNULL(1) && PG_GETARG_BOOL(1);
+	Oid			caller = GetUserId();
+	Oid			save_uid;
+	int			save_sec;
+	int			save_nestlevel;
+	bool		deleted;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("job_id must not be null")));
+	job_id = PG_GETARG_INT64(0);
+	check_writable("unschedule_job");
+	SPI_connect();
+	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
+	deleted = schedlock_delete_job_by_id(job_id, caller,
+										 superuser_arg(caller));
+	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
+	SPI_finish();
+
+	if (!deleted && !if_exists)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("job " INT64_FORMAT " does not exist", job_id),
+				 errhint("Jobs are visible only to the role that scheduled them; schedlock.jobs lists the caller's jobs and their ids.")));
 	PG_RETURN_BOOL(deleted);
 }
 

@@ -35,6 +35,7 @@
 #include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
@@ -511,6 +512,8 @@ log_closed_run(SPITupleTable *tuptable, uint64 i, int first)
 static void run_lost_slot_again(int64 job_id, TimestampTz slot, int32 attempt,
 								TimestampTz now);
 
+static bool unheard_run(int64 job_id);
+
 static void
 close_runs_failed(TimestampTz now, bool lost)
 {
@@ -525,13 +528,71 @@ close_runs_failed(TimestampTz now, bool lost)
 		TimestampTz slot = DatumGetTimestampTz(SPI_getbinval(tuptable->vals[i], tuptable->tupdesc, 2, &isnull));
 		int32		attempt = DatumGetInt32(SPI_getbinval(tuptable->vals[i], tuptable->tupdesc, 3, &isnull));
 		bool		manual = DatumGetBool(SPI_getbinval(tuptable->vals[i], tuptable->tupdesc, 4, &isnull));
+		char	   *message = SPI_getvalue(tuptable->vals[i], tuptable->tupdesc, 9);
 
-		log_closed_run(tuptable, i, 5);
+		/* an unclaimed NOTIFY run past the warning is not logged */
+		if (lost || message == NULL ||
+			strcmp(message, SCHEDLOCK_UNCLAIMED_MESSAGE) != 0 ||
+			!unheard_run(job_id))
+			log_closed_run(tuptable, i, 5);
 		schedlock_run_failed(job_id, slot,
 							 schedlock_rule_failed_attempt(manual, attempt), now);
 		if (lost && !manual)
 			run_lost_slot_again(job_id, slot, attempt, now);
 	}
+}
+
+/*
+ * unheard_run
+ *		A run of NOTIFY job job_id expired unclaimed (before its failure is
+ *		counted).  When it makes SCHEDLOCK_UNHEARD_RUNS failures in a row,
+ *		WARNING that no application claims the job's runs; past that the
+ *		streak's runs are not logged one by one: returns true for them.
+ *		job_status.stopped_reason says so while the streak lasts.  Caller
+ *		is connected to SPI, as the extension owner.
+ */
+static bool
+unheard_run(int64 job_id)
+{
+	static SchedlockQuery q = {
+		"SELECT consecutive_failures OPERATOR(pg_catalog.+) 1, job_name, "
+		"  notify_channel, "
+		"  pg_catalog.pg_get_userbyid(COALESCE(run_as, owner)::pg_catalog.oid), "
+		"  timeout::pg_catalog.text "
+		"FROM schedlock.jobs WHERE job_id OPERATOR(pg_catalog.=) $1",
+		1, {INT8OID}
+	};
+	Datum		values[1] = {Int64GetDatum(job_id)};
+	SPITupleTable *saved = SPI_tuptable;
+	uint64		saved_n = SPI_processed;
+	bool		isnull;
+	int64		streak = 0;
+	bool		quiet = false;
+
+	/* not read-only: the statement that closed the run changed the job */
+	if (schedlock_query_run(&q, values, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read job " INT64_FORMAT, job_id);
+	if (SPI_processed == 1)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+
+		streak = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		if (streak == SCHEDLOCK_UNHEARD_RUNS)
+			ereport(WARNING,
+					(errmsg("schedlock NOTIFY job \"%s\" of role \"%s\" in database \"%s\": no application claimed its last %d runs",
+							SPI_getvalue(tup, desc, 2), SPI_getvalue(tup, desc, 4),
+							get_database_name(MyDatabaseId),
+							SCHEDLOCK_UNHEARD_RUNS),
+					 errdetail("Each run was notified on channel \"%s\" and expired unclaimed after its timeout (%s). Its further unclaimed runs are not logged until one is claimed; schedlock.job_status.stopped_reason says so meanwhile.",
+							   SPI_getvalue(tup, desc, 3),
+							   SPI_getvalue(tup, desc, 5)),
+					 errhint("Start an application that LISTENs on the channel, catches up with schedlock_pending_runs() and claims the runs, or unschedule the job.")));
+		quiet = streak > SCHEDLOCK_UNHEARD_RUNS;
+	}
+	SPI_tuptable = saved;
+	SPI_processed = saved_n;
+	return quiet;
 }
 
 /*
@@ -687,7 +748,7 @@ schedlock_next_queued_run(int64 job_id, int64 *run_id,
 	"UPDATE schedlock.job_runs r SET status = 'timed_out', " \
 	"  finished_at = $1, deadline = NULL, " set_duration \
 	"  message = CASE WHEN r.status OPERATOR(pg_catalog.=) 'pending' " \
-	"    THEN 'not claimed within the timeout' " \
+	"    THEN '" SCHEDLOCK_UNCLAIMED_MESSAGE "' " \
 	"    ELSE 'not finished within the timeout' END " \
 	"WHERE r.run_id OPERATOR(pg_catalog.=) ANY (" \
 	"    SELECT x.run_id FROM schedlock.job_runs x " \
@@ -1837,6 +1898,29 @@ schedlock_delete_job(const char *job_name, Oid owner)
 							  "  AND owner OPERATOR(pg_catalog.=) $2",
 							  2, types, values, NULL, false, 0) != SPI_OK_DELETE)
 		elog(ERROR, "could not delete job \"%s\"", job_name);
+	return SPI_processed > 0;
+}
+
+/*
+ * schedlock_delete_job_by_id
+ *		Delete job job_id (and, by cascade, its runs) when role owner owns
+ *		it or any_owner.  False when there is no such job.  As the extension
+ *		owner.
+ */
+bool
+schedlock_delete_job_by_id(int64 job_id, Oid owner, bool any_owner)
+{
+	Oid			types[3] = {INT8OID, REGROLEOID, BOOLOID};
+	Datum		values[3];
+
+	values[0] = Int64GetDatum(job_id);
+	values[1] = ObjectIdGetDatum(owner);
+	values[2] = BoolGetDatum(any_owner);
+	if (SPI_execute_with_args("DELETE FROM schedlock.jobs "
+							  "WHERE job_id OPERATOR(pg_catalog.=) $1 "
+							  "  AND ($3 OR owner OPERATOR(pg_catalog.=) $2)",
+							  3, types, values, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not delete job " INT64_FORMAT, job_id);
 	return SPI_processed > 0;
 }
 

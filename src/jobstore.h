@@ -27,6 +27,14 @@
 #define PRUNE_BATCH_ROWS	1000
 
 /*
+ * A NOTIFY run nobody claimed by its deadline ends timed_out with this
+ * message.  SCHEDLOCK_UNHEARD_RUNS of them in a row draw one WARNING and a
+ * stopped_reason in schedlock.job_status (the view repeats both values).
+ */
+#define SCHEDLOCK_UNCLAIMED_MESSAGE "not claimed within the timeout"
+#define SCHEDLOCK_UNHEARD_RUNS 3
+
+/*
  * The run statistics of a job (release 1.1, issue 13), kept on its row of
  * schedlock.jobs: a common table expression "s" to follow a common table
  * expression "e" that ends runs, in the same statement.  e returns the
@@ -270,6 +278,8 @@ extern int64 schedlock_find_job(const char *job_name, Oid caller,
 extern int64 schedlock_queue_run(int64 job_id, const char *job_name,
 								 TimestampTz now);
 extern bool schedlock_delete_job(const char *job_name, Oid owner);
+extern bool schedlock_delete_job_by_id(int64 job_id, Oid owner,
+									   bool any_owner);
 extern void schedlock_delete_job_id(int64 job_id, const char *job_name);
 
 #endif							/* SCHEDLOCK_JOBSTORE_H */

@@ -9,9 +9,10 @@
  *
  *	  app_server CONNINFO NAME CHANNEL SECONDS
  *
- * Prints one line per notification it heard: whether it claimed the run
- * (and "sent the mail" to the payload's "to") or another server had it.
- * Stops after SECONDS.
+ * After LISTEN it first catches up: it tries to claim the runs notified
+ * before it listened, which schedlock_pending_runs() returns.  Prints one
+ * line per run it tried: whether it claimed the run (and "sent the mail"
+ * to the payload's "to") or another server had it.  Stops after SECONDS.
  *
  * IDENTIFICATION
  *	  test/demo/app_server.c
@@ -136,6 +137,81 @@ call_bool(PGconn *conn, const char *sql, int nparams, const char *const *params)
 	return result;
 }
 
+/*
+ * work_on
+ *		Try to claim run run_id (of slot slot); when this server wins it,
+ *		send the mail and report the run finished.
+ */
+static void
+work_on(PGconn *conn, const char *name, const char *run_id, const char *slot)
+{
+	char		payload[1024];
+	char		to[256];
+	const char *params[2];
+	int			won;
+
+	params[0] = run_id;
+	params[1] = name;
+	/* servers hear a notification at slightly different times */
+	{
+		struct timespec ts = {0, (rand() % 3000) * 1000L};
+
+		nanosleep(&ts, NULL);
+	}
+	won = claim(conn, params, payload, sizeof(payload));
+	if (won == 1)
+	{
+		if (!json_value(payload, "to", to, sizeof(to)))
+			snprintf(to, sizeof(to), "nobody (no \"to\" in the payload)");
+		printf("%s  %-12s claimed run %s (slot %s) -> sends the statistics mail to %s\n",
+			   clock_text(), name, run_id, slot, to);
+		fflush(stdout);
+		/* the work itself */
+		{
+			struct timespec ts = {0, 50 * 1000 * 1000};
+
+			nanosleep(&ts, NULL);
+		}
+		if (call_bool(conn, "SELECT schedlock_finish_run($1::bigint, true)", 1, params) != 1)
+			printf("%s  %-12s run %s: could not report it finished\n",
+				   clock_text(), name, run_id);
+	}
+	else if (won == 0)
+		printf("%s  %-12s run %s (slot %s): another server has it -> skip\n",
+			   clock_text(), name, run_id, slot);
+	fflush(stdout);
+}
+
+/*
+ * catch_up
+ *		Claim what was notified while this server was not listening: the
+ *		runs schedlock_pending_runs() returns for the channel.
+ */
+static void
+catch_up(PGconn *conn, const char *name, const char *channel)
+{
+	const char *params[1] = {channel};
+	PGresult   *res = PQexecParams(conn,
+								   "SELECT run_id, scheduled_for "
+								   "FROM schedlock_pending_runs($1)",
+								   1, NULL, params, NULL, NULL, 0);
+	int			i;
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		fprintf(stderr, "%s: catching up failed: %s", name, PQerrorMessage(conn));
+		PQclear(res);
+		return;
+	}
+	for (i = 0; i < PQntuples(res); i++)
+	{
+		printf("%s  %-12s run %s (slot %s) was notified before it listened -> catches up\n",
+			   clock_text(), name, PQgetvalue(res, i, 0), PQgetvalue(res, i, 1));
+		work_on(conn, name, PQgetvalue(res, i, 0), PQgetvalue(res, i, 1));
+	}
+	PQclear(res);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -172,6 +248,7 @@ main(int argc, char **argv)
 		return 2;
 	}
 	PQclear(res);
+	catch_up(conn, name, argv[3]);
 
 	start = now_epoch();
 	for (;;)
@@ -197,10 +274,6 @@ main(int argc, char **argv)
 		{
 			char		run_id[32];
 			char		slot[64];
-			char		payload[1024];
-			char		to[256];
-			const char *params[2];
-			int			won;
 
 			if (!json_value(n->extra, "run_id", run_id, sizeof(run_id)) ||
 				!json_value(n->extra, "scheduled_for", slot, sizeof(slot)))
@@ -209,35 +282,7 @@ main(int argc, char **argv)
 				PQfreemem(n);
 				continue;
 			}
-			params[0] = run_id;
-			params[1] = name;
-			/* servers hear a notification at slightly different times */
-			{
-				struct timespec ts = {0, (rand() % 3000) * 1000L};
-
-				nanosleep(&ts, NULL);
-			}
-			won = claim(conn, params, payload, sizeof(payload));
-			if (won == 1)
-			{
-				if (!json_value(payload, "to", to, sizeof(to)))
-					snprintf(to, sizeof(to), "nobody (no \"to\" in the payload)");
-				printf("%s  %-12s claimed run %s (slot %s) -> sends the statistics mail to %s\n",
-					   clock_text(), name, run_id, slot, to);
-				fflush(stdout);
-				/* the work itself */
-				{
-					struct timespec ts = {0, 50 * 1000 * 1000};
-
-					nanosleep(&ts, NULL);
-				}
-				if (call_bool(conn, "SELECT schedlock_finish_run($1::bigint, true)", 1, params) != 1)
-					printf("%s  %-12s run %s: could not report it finished\n",
-						   clock_text(), name, run_id);
-			}
-			else if (won == 0)
-				printf("%s  %-12s run %s (slot %s): another server has it -> skip\n",
-					   clock_text(), name, run_id, slot);
+			work_on(conn, name, run_id, slot);
 			fflush(stdout);
 			PQfreemem(n);
 		}

@@ -78,7 +78,7 @@ su_sql(q{
 	GRANT EXECUTE ON FUNCTION
 		schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name),
 		alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text, text),
-		unschedule_job(text), run_job(text),
+		unschedule_job(text, boolean), unschedule_job(bigint, boolean), run_job(text),
 		schedlock_claim_run(bigint, text), schedlock_finish_run(bigint, boolean, text)
 	TO alice, bob, carol});
 $node->psql('app', q{GRANT EXECUTE ON FUNCTION schedlock_claim_run_payload(bigint, text) TO alice, bob, carol});

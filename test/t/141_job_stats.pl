@@ -61,6 +61,14 @@ is(counts('app', 'ok'), '1/1/0', 'an atomic success counts once');
 is(counts('app', 'ok_na'), '1/1/0', 'a non-atomic success counts once');
 is(counts('app', 'bad'), '2/0/2', 'a failure and its retry count as two failed runs');
 is($node->safe_psql('app', q{
+	SELECT string_agg(format('%s %s %s %s', m.job_name, m.last_status,
+							 m.last_run = date_trunc('second', s.last_finished_at + interval '0.5 s'),
+							 m.command), ',' ORDER BY m.job_name)
+	  FROM schedlock.job_summary m JOIN schedlock.job_status s USING (job_name)
+	 WHERE m.job_name IN ('ok', 'bad')}),
+	'bad failed t SELECT 1/0,ok succeeded t SELECT pg_sleep(0.3)',
+	'job_summary shows the last status, when the last run ended (to the second) and the command');
+is($node->safe_psql('app', q{
 	SELECT s.last_duration = r.finished_at - r.started_at, s.last_duration >= interval '0.3 s',
 		   s.last_start_lag = r.started_at - r.scheduled_for, s.last_start_lag >= interval '0',
 		   s.last_success_at = r.finished_at, s.average_duration = s.last_duration
