@@ -262,9 +262,16 @@ SELECT job_name, owner, enabled FROM schedlock.jobs WHERE job_name = 'alice_job'
 -- a superuser naming a job two roles have must say whose
 SELECT * FROM pg_temp.try($$SELECT alter_job('alice_job', enabled => false)$$);
 
--- unschedule_job: true once, then an error, or false with if_exists;
--- history goes with the job
+-- unschedule_job: true once, then an error, or false with if_exists; the
+-- job's history stays, with the job's name: the run_job() run that had not
+-- started is closed as skipped
+-- (in one transaction: no job backend sees the queued run)
+BEGIN;
+SELECT run_job('yearly_report') AS run_id \gset
 SELECT unschedule_job('yearly_report') AS removed;
+SELECT job_name, status, finished_at IS NOT NULL AS finished, message
+  FROM schedlock.job_runs WHERE run_id = :run_id;
+COMMIT;
 SELECT * FROM pg_temp.try($$SELECT unschedule_job('yearly_report')$$);
 SELECT unschedule_job('yearly_report', if_exists => true) AS removed_again;
 SET ROLE regress_job_alice;

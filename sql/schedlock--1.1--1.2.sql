@@ -391,7 +391,7 @@ AS 'MODULE_PATHNAME', 'schedlock_unschedule_job'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE;
 
 COMMENT ON FUNCTION @extschema@.unschedule_job(text, boolean) IS
-	'delete the caller''s job of this name and its run history; an unknown name is an error, or false with if_exists';
+	'delete the caller''s job of this name (its run history stays); an unknown name is an error, or false with if_exists';
 
 CREATE FUNCTION @extschema@.unschedule_job(job_id bigint,
 										   if_exists boolean DEFAULT false)
@@ -400,7 +400,7 @@ AS 'MODULE_PATHNAME', 'schedlock_unschedule_job_id'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE;
 
 COMMENT ON FUNCTION @extschema@.unschedule_job(bigint, boolean) IS
-	'delete the caller''s job of this id and its run history; an unknown id is an error, or false with if_exists';
+	'delete the caller''s job of this id (its run history stays); an unknown id is an error, or false with if_exists';
 
 REVOKE ALL ON FUNCTION @extschema@.unschedule_job(text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.unschedule_job(bigint, boolean) FROM PUBLIC;
@@ -486,3 +486,18 @@ COMMENT ON FUNCTION @extschema@.schedlock_pending_runs(text) IS
 	'runs of the NOTIFY channel notified and not yet claimed that the caller can see: what a listener claims at start and after a reconnect';
 
 GRANT EXECUTE ON FUNCTION @extschema@.schedlock_pending_runs(text) TO PUBLIC;
+
+/*
+ * A job's history outlives the job: unschedule_job keeps its runs (pruned
+ * by schedlock.history_retention like every run), a run in progress
+ * finishes and is recorded, and a claimed NOTIFY run can still be
+ * finished.  job_runs no longer references jobs, and carries the job's name.
+ */
+ALTER TABLE schedlock.job_runs DROP CONSTRAINT job_runs_job_id_fkey;
+ALTER TABLE schedlock.job_runs ADD COLUMN job_name text;
+UPDATE schedlock.job_runs r SET job_name = j.job_name
+  FROM schedlock.jobs j
+ WHERE j.job_id OPERATOR(pg_catalog.=) r.job_id;
+
+COMMENT ON COLUMN schedlock.job_runs.job_name IS
+	'name of the run''s job when the run was recorded; kept when the job is unscheduled';

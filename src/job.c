@@ -1049,12 +1049,13 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
  * schedlock_unschedule_job
  *		SQL: unschedule_job(job_name, if_exists) -> boolean
  *
- * Deletes the caller's job and its run history.  A name the caller has no
- * job of is an error (42704), as for alter_job and pg_cron's
+ * Deletes the caller's job; its run history stays (jobstore.c,
+ * delete_jobs): a run in progress finishes and is recorded.  A name the
+ * caller has no job of is an error (42704), as for alter_job and pg_cron's
  * cron.unschedule, unless if_exists, which returns false instead.  Under
  * the SQL declaration of release 1.1 (no if_exists: the library is newer
- * than the installed extension) an unknown name returns false, as then.  A
- * run in progress finishes; its bookkeeping then finds no row to update.
+ * than the installed extension) an unknown name returns false, and the
+ * history goes with the job, as then.
  */
 Datum
 schedlock_unschedule_job(PG_FUNCTION_ARGS)

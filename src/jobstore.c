@@ -937,7 +937,8 @@ schedlock_record_run(ClaimedJob *job, ClaimPlan *plan, const char *status,
 		10, {INT8OID, REGROLEOID, TIMESTAMPTZOID, INT4OID, TEXTOID,
 		TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, TIMESTAMPTZOID}
 	};
-	static SchedlockQuery insert = {
+	/* the tables of 1.1 have no job_runs.job_name ($11 unused) */
+	static SchedlockQuery insert_1_1 = {
 		"INSERT INTO schedlock.job_runs (job_id, owner, "
 		"  scheduled_for, attempt, status, started_at, "
 		"  finished_at, worker_pid, timeline, message, deadline) "
@@ -947,11 +948,24 @@ schedlock_record_run(ClaimedJob *job, ClaimPlan *plan, const char *status,
 		"  $7, $8, $9, $10) "
 		"ON CONFLICT (job_id, scheduled_for, attempt) DO NOTHING "
 		"RETURNING run_id",
-		10, {INT8OID, REGROLEOID, TIMESTAMPTZOID, INT4OID, TEXTOID,
-		TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, TIMESTAMPTZOID}
+		11, {INT8OID, REGROLEOID, TIMESTAMPTZOID, INT4OID, TEXTOID,
+		TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID}
 	};
-	Datum		values[10];
-	char		nulls[10];
+	static SchedlockQuery insert = {
+		"INSERT INTO schedlock.job_runs (job_id, owner, "
+		"  scheduled_for, attempt, status, started_at, "
+		"  finished_at, worker_pid, timeline, message, deadline, job_name) "
+		"VALUES ($1, $2, $3, $4, $5, "
+		"  CASE WHEN $5 OPERATOR(pg_catalog.=) 'skipped' THEN NULL ELSE $6 END, "
+		"  CASE WHEN $5 OPERATOR(pg_catalog.=) 'skipped' THEN $6 END, "
+		"  $7, $8, $9, $10, $11) "
+		"ON CONFLICT (job_id, scheduled_for, attempt) DO NOTHING "
+		"RETURNING run_id",
+		11, {INT8OID, REGROLEOID, TIMESTAMPTZOID, INT4OID, TEXTOID,
+		TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID}
+	};
+	Datum		values[11];
+	char		nulls[11];
 	bool		isnull;
 	bool		finished = (strcmp(status, "skipped") == 0);
 	int			rc;
@@ -971,8 +985,10 @@ schedlock_record_run(ClaimedJob *job, ClaimPlan *plan, const char *status,
 	nulls[8] = plan->message ? ' ' : 'n';
 	values[9] = TimestampTzGetDatum(deadline);
 	nulls[9] = has_deadline ? ' ' : 'n';
+	values[10] = CStringGetTextDatum(job->job_name);
 
-	rc = schedlock_query_run(plan->manual_run_id ? &update_queued : &insert,
+	rc = schedlock_query_run(plan->manual_run_id ? &update_queued :
+							 schedlock_runs_have_job_name() ? &insert : &insert_1_1,
 							 values, nulls, false, 0);
 	if (rc != SPI_OK_INSERT_RETURNING && rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not record a run of job " INT64_FORMAT, job->job_id);
@@ -1862,7 +1878,13 @@ schedlock_queue_run(int64 job_id, const char *job_name, TimestampTz now)
 
 	values[0] = Int64GetDatum(job_id);
 	values[1] = TimestampTzGetDatum(now);
-	if (SPI_execute_with_args("INSERT INTO schedlock.job_runs (job_id, owner, "
+	if (SPI_execute_with_args(schedlock_runs_have_job_name() ?
+							  "INSERT INTO schedlock.job_runs (job_id, owner, "
+							  "  scheduled_for, attempt, manual, status, job_name) "
+							  "SELECT job_id, owner, $2, 1, true, 'queued', job_name "
+							  "  FROM schedlock.jobs WHERE job_id OPERATOR(pg_catalog.=) $1 "
+							  "RETURNING run_id" :
+							  "INSERT INTO schedlock.job_runs (job_id, owner, "
 							  "  scheduled_for, attempt, manual, status) "
 							  "SELECT job_id, owner, $2, 1, true, 'queued' "
 							  "  FROM schedlock.jobs WHERE job_id OPERATOR(pg_catalog.=) $1 "
@@ -1881,9 +1903,71 @@ schedlock_queue_run(int64 job_id, const char *job_name, TimestampTz now)
 }
 
 /*
+ * schedlock_runs_have_job_name
+ *		Whether schedlock.job_runs has the columns of release 1.2: job_name,
+ *		and no foreign key to schedlock.jobs, so that a job's history stays
+ *		when the job is unscheduled.  Before ALTER EXTENSION schedlock UPDATE
+ *		the history goes with the job (ON DELETE CASCADE), as in 1.1.  In a
+ *		transaction.
+ */
+bool
+schedlock_runs_have_job_name(void)
+{
+	Oid			nsp = get_namespace_oid("schedlock", true);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid("job_runs", nsp) : InvalidOid;
+
+	return OidIsValid(relid) &&
+		get_attnum(relid, "job_name") != InvalidAttrNumber;
+}
+
+/*
+ * delete_jobs
+ *		Delete the jobs "where" selects (a condition on schedlock.jobs with
+ *		parameters $1..$nargs); returns how many.  Their history stays
+ *		(release 1.2): a run in progress finishes and is recorded, a
+ *		run_job() run not yet started is closed as skipped, and every run
+ *		keeps the job's name.  As the extension owner, connected to SPI.
+ */
+static uint64
+delete_jobs(const char *where, int nargs, Oid *types, Datum *values)
+{
+	char	   *sql;
+	bool		isnull;
+
+	if (!schedlock_runs_have_job_name())
+	{
+		sql = psprintf("DELETE FROM schedlock.jobs WHERE %s", where);
+		if (SPI_execute_with_args(sql, nargs, types, values, NULL, false, 0) != SPI_OK_DELETE)
+			elog(ERROR, "could not delete a job");
+		return SPI_processed;
+	}
+	sql = psprintf("WITH d AS (DELETE FROM schedlock.jobs WHERE %s "
+				   "  RETURNING job_id, job_name), "
+				   "u AS (UPDATE schedlock.job_runs r SET "
+				   "  job_name = COALESCE(r.job_name, d.job_name), "
+				   "  status = CASE WHEN r.status OPERATOR(pg_catalog.=) 'queued' "
+				   "    THEN 'skipped' ELSE r.status END, "
+				   "  finished_at = CASE WHEN r.status OPERATOR(pg_catalog.=) 'queued' "
+				   "    THEN pg_catalog.now() ELSE r.finished_at END, "
+				   "  message = CASE WHEN r.status OPERATOR(pg_catalog.=) 'queued' "
+				   "    THEN 'the job was unscheduled before the run started' "
+				   "    ELSE r.message END "
+				   "  FROM d WHERE r.job_id OPERATOR(pg_catalog.=) d.job_id "
+				   "    AND (r.job_name IS NULL "
+				   "         OR r.status OPERATOR(pg_catalog.=) 'queued')) "
+				   "SELECT pg_catalog.count(*) FROM d", where);
+	if (SPI_execute_with_args(sql, nargs, types, values, NULL, false, 0) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		elog(ERROR, "could not delete a job");
+	return (uint64) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+												SPI_tuptable->tupdesc, 1,
+												&isnull));
+}
+
+/*
  * schedlock_delete_job
- *		Delete role owner's job job_name (and, by cascade, its runs).
- *		False when it has none.  As the extension owner.
+ *		Delete role owner's job job_name (see delete_jobs).  False when it
+ *		has none.  As the extension owner.
  */
 bool
 schedlock_delete_job(const char *job_name, Oid owner)
@@ -1893,18 +1977,15 @@ schedlock_delete_job(const char *job_name, Oid owner)
 
 	values[0] = CStringGetTextDatum(job_name);
 	values[1] = ObjectIdGetDatum(owner);
-	if (SPI_execute_with_args("DELETE FROM schedlock.jobs "
-							  "WHERE job_name OPERATOR(pg_catalog.=) $1 "
-							  "  AND owner OPERATOR(pg_catalog.=) $2",
-							  2, types, values, NULL, false, 0) != SPI_OK_DELETE)
-		elog(ERROR, "could not delete job \"%s\"", job_name);
-	return SPI_processed > 0;
+	return delete_jobs("job_name OPERATOR(pg_catalog.=) $1 "
+					   "AND owner OPERATOR(pg_catalog.=) $2",
+					   2, types, values) > 0;
 }
 
 /*
  * schedlock_delete_job_by_id
- *		Delete job job_id (and, by cascade, its runs) when role owner owns
- *		it or any_owner.  False when there is no such job.  As the extension
+ *		Delete job job_id (see delete_jobs) when role owner owns it or
+ *		any_owner.  False when there is no such job.  As the extension
  *		owner.
  */
 bool
@@ -1916,18 +1997,14 @@ schedlock_delete_job_by_id(int64 job_id, Oid owner, bool any_owner)
 	values[0] = Int64GetDatum(job_id);
 	values[1] = ObjectIdGetDatum(owner);
 	values[2] = BoolGetDatum(any_owner);
-	if (SPI_execute_with_args("DELETE FROM schedlock.jobs "
-							  "WHERE job_id OPERATOR(pg_catalog.=) $1 "
-							  "  AND ($3 OR owner OPERATOR(pg_catalog.=) $2)",
-							  3, types, values, NULL, false, 0) != SPI_OK_DELETE)
-		elog(ERROR, "could not delete job " INT64_FORMAT, job_id);
-	return SPI_processed > 0;
+	return delete_jobs("job_id OPERATOR(pg_catalog.=) $1 "
+					   "AND ($3 OR owner OPERATOR(pg_catalog.=) $2)",
+					   3, types, values) > 0;
 }
 
 /*
  * schedlock_delete_job_id
- *		Delete job job_id (named job_name, for the message).  As the
- *		extension owner.
+ *		Delete job job_id (see delete_jobs).  As the extension owner.
  */
 void
 schedlock_delete_job_id(int64 job_id, const char *job_name)
@@ -1935,8 +2012,5 @@ schedlock_delete_job_id(int64 job_id, const char *job_name)
 	Oid			t1[1] = {INT8OID};
 	Datum		v1[1] = {Int64GetDatum(job_id)};
 
-	if (SPI_execute_with_args("DELETE FROM schedlock.jobs "
-							  "WHERE job_id OPERATOR(pg_catalog.=) $1",
-							  1, t1, v1, NULL, false, 0) != SPI_OK_DELETE)
-		elog(ERROR, "could not delete job \"%s\"", job_name);
+	(void) delete_jobs("job_id OPERATOR(pg_catalog.=) $1", 1, t1, v1);
 }

@@ -239,6 +239,7 @@ extern void schedlock_run_failed(int64 job_id, TimestampTz scheduled_for,
 								 int32 attempt, TimestampTz now);
 extern void schedlock_run_succeeded(int64 job_id);
 extern bool schedlock_jobs_have_stats(void);
+extern bool schedlock_runs_have_job_name(void);
 extern void schedlock_recompute_next_run(int64 job_id, TimestampTz now);
 
 /* runs of NOTIFY jobs claimed and finished by applications (run.c) */

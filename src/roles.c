@@ -92,6 +92,7 @@
 #include "utils/timestamp.h"
 
 #include "compat.h"
+#include "jobstore.h"
 #include "schedlock.h"
 #include "scheduler.h"
 
@@ -759,11 +760,10 @@ reassign_jobs(Datum roles, Oid newrole)
 						   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2)),
 				 errhint("Unschedule one of the jobs (schedule it again under another name if it is still needed), then run REASSIGN OWNED again.")));
 
+	/* a run's owner is its job's; the runs of unscheduled jobs go too */
 	if (SPI_execute_with_args("UPDATE schedlock.job_runs r "
 							  "   SET owner = $2::pg_catalog.regrole "
-							  "  FROM schedlock.jobs j "
-							  " WHERE r.job_id OPERATOR(pg_catalog.=) j.job_id "
-							  "   AND j.owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
+							  " WHERE r.owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
 							  2, types, values, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not reassign job runs");
 	if (SPI_execute_with_args("WITH u AS ("
@@ -798,7 +798,9 @@ reassign_jobs(Datum roles, Oid newrole)
 /*
  * drop_jobs
  *		DROP OWNED BY roles, for the jobs: delete the jobs they own and the
- *		jobs that run as one of them, with their runs (ON DELETE CASCADE).
+ *		jobs that run as one of them, with their runs, and the runs the
+ *		roles own of jobs unscheduled before (release 1.2 keeps a job's
+ *		runs when it is unscheduled; before, ON DELETE CASCADE took them).
  *		Connected to SPI, as the extension owner, with the trigger off;
  *		leaves the changes of the job rows in SPI_tuptable (see
  *		apply_job_role_deltas).
@@ -809,6 +811,15 @@ drop_jobs(Datum roles)
 	Oid			types[1] = {OIDARRAYOID};
 	Datum		values[1] = {roles};
 
+	if (schedlock_runs_have_job_name() &&
+		SPI_execute_with_args("DELETE FROM schedlock.job_runs "
+							  "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) "
+							  "   OR job_id OPERATOR(pg_catalog.=) ANY ("
+							  "     SELECT job_id FROM schedlock.jobs "
+							  "      WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) "
+							  "         OR run_as::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1))",
+							  1, types, values, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not drop runs");
 	if (SPI_execute_with_args("WITH d AS ("
 							  " DELETE FROM schedlock.jobs "
 							  "  WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) "

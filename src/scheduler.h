@@ -306,7 +306,7 @@ extern void schedlock_end_as_owner(Oid save_uid, int save_sec,
 								   int save_nestlevel);
 
 /* query.c */
-#define SCHEDLOCK_QUERY_MAX_ARGS	10
+#define SCHEDLOCK_QUERY_MAX_ARGS	12
 
 /* A statement run through a kept, generic plan (see query.c). */
 typedef struct SchedlockQuery
