@@ -1,4 +1,4 @@
-# 007_lock_session_identity.pl: a session-bound lease has one holder as long
+# 016_lock_session_identity.pl: a session-bound lease has one holder as long
 # as the holding session lives, even after the session dropped every
 # advisory lock it had (issue 11, defect 15): pg_advisory_unlock_all(),
 # DISCARD ALL, or pg_advisory_unlock_all() inside a transaction that is still

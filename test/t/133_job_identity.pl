@@ -1,4 +1,4 @@
-# 131_job_identity.pl: schedlock's processes are identifiable in
+# 133_job_identity.pl: schedlock's processes are identifiable in
 # pg_stat_activity: the launcher and the job backends carry an
 # application_name, an idle job backend waits on schedlock's own wait event
 # where the server offers custom wait events (PostgreSQL 17+; "Extension"
