@@ -90,7 +90,8 @@ static SPIPlanPtr mark_restored_plan = NULL;
  *		Execute a statement without parameters through a plan prepared once
  *		per backend and kept.  Not schedlock_query_run: its enable_seqscan =
  *		off prices the sequential scan of the one-row home table so high that
- *		every execution is JIT-compiled (30 to 80 ms instead of 0.1 ms).
+ *		every execution is JIT-compiled, which costs many times the
+ *		statement itself.
  *		Connected to SPI.
  */
 static int

@@ -498,7 +498,7 @@ first_slot(const SchedlockCronSchedule *sched, const char *timezone,
 }
 
 /*
- * One-off jobs and next_run_at (issue 13)
+ * One-off jobs and next_run_at
  *
  * A one-off job is stored with the schedule SCHEDLOCK_ONCE_SCHEDULE
  * ("@once", which the cron engine does not accept, so no schedule_job call

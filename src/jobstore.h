@@ -35,7 +35,7 @@
 #define SCHEDLOCK_UNHEARD_RUNS 3
 
 /*
- * The run statistics of a job (release 1.1, issue 13), kept on its row of
+ * The run statistics of a job (release 1.1), kept on its row of
  * schedlock.jobs: a common table expression "s" to follow a common table
  * expression "e" that ends runs, in the same statement.  e returns the
  * ended runs' job_id, run_id, status, started_at, finished_at and

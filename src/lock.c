@@ -889,8 +889,9 @@ check_lock_index(Oid indexid, Oid pkid)
  * it, plain indexes are fine (CatalogTupleInsert/Update keep them up to
  * date; a unique one then refuses duplicates with 23505 as it should);
  * anything the catalog routines would skip is refused while it exists:
- * expression and partial indexes (an expression index used to crash the
- * server, a partial one would silently hold wrong entries), exclusion or
+ * expression and partial indexes (the catalog routines cannot compute an
+ * expression index's keys, and a partial one would silently hold wrong
+ * entries), exclusion or
  * deferrable constraints, triggers and rules (they would not fire) and CHECK
  * constraints other than the table's own (they would not be enforced).  The
  * table must also stay logged: a crash empties an unlogged table, and the

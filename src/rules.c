@@ -176,8 +176,8 @@ schedlock_rule_overlap(bool previous_in_progress)
  *		earliest of its next slot, its pending retry, and now when run_job()
  *		calls are queued (manual_pending > 0).  False when it has none of
  *		them (next_run_at NULL: not due), and always while the job is
- *		disabled (issue 13: a disabled or quarantined job has no next run;
- *		its next slot, a one-off job's instant among them, is kept apart).
+ *		disabled (a disabled or quarantined job has no next run; its next
+ *		slot, a one-off job's instant among them, is kept apart).
  */
 bool
 schedlock_rule_next_run_at(bool enabled, bool has_slot, SchedlockTime slot,

@@ -8,7 +8,8 @@
  *	  with the workers (failures, retries, next_run_at) and their
  *	  statements are in jobstore.c.
  *
- * A run row moves through these states (docs/scheduler.md draws them):
+ * A run row moves through these states (docs/jobs.md, "A run's life",
+ * describes them for users):
  *
  *	queued	  run_job() asked for it; a worker will take it
  *	pending	  NOTIFY sent; waiting for schedlock_claim_run
