@@ -13,6 +13,7 @@ CREATE ROLE regress_roles_cid LOGIN;
 -- job functions may not be executable by PUBLIC: grant them
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public
 	TO regress_roles_ann, regress_roles_ben, regress_roles_cid;
+GRANT INSERT ON schedlock.jobs TO regress_roles_ann, regress_roles_ben, regress_roles_cid;
 
 -- the records of this database's jobs in pg_shdepend, by role and kind
 CREATE FUNCTION pg_temp.job_records(OUT role text, OUT kind text, OUT n bigint)
@@ -100,5 +101,7 @@ DROP TABLE regress_roles_other;
 SELECT * FROM pg_temp.job_records();
 
 REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA public
+	FROM regress_roles_ann, regress_roles_ben, regress_roles_cid;
+REVOKE INSERT ON schedlock.jobs
 	FROM regress_roles_ann, regress_roles_ben, regress_roles_cid;
 DROP ROLE regress_roles_ann, regress_roles_ben, regress_roles_cid;

@@ -11,6 +11,7 @@ CREATE ROLE regress_purge_ann LOGIN;
 CREATE ROLE regress_purge_ben LOGIN;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public
 	TO regress_purge_ann, regress_purge_ben;
+GRANT INSERT ON schedlock.jobs TO regress_purge_ann, regress_purge_ben;
 
 SET ROLE regress_purge_ann;
 SELECT schedule_job('purge_me', '0 3 1 1 *', 'SELECT 1', enabled => false) IS NOT NULL AS scheduled;

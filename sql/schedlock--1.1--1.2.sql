@@ -501,3 +501,100 @@ UPDATE schedlock.job_runs r SET job_name = j.job_name
 
 COMMENT ON COLUMN schedlock.job_runs.job_name IS
 	'name of the run''s job when the run was recorded; kept when the job is unscheduled';
+
+/*
+ * The job API in one grant: GRANT INSERT ON schedlock.jobs TO role.  The
+ * job functions become executable by PUBLIC and check the grant themselves
+ * (42501 with the statement that grants it as hint); the claim and finish
+ * functions act only on the runs of jobs the caller's role owns.  Row-level
+ * security has no INSERT policy on schedlock.jobs, so the grant writes no
+ * row directly, and schedlock.jobs_write_guard refuses a direct INSERT by a
+ * role that bypasses row-level security: the rows are written by the job
+ * functions, as the extension owner.
+ *
+ * A role that 1.1 granted EXECUTE on any of the job functions gets the
+ * grant (with grant option if it had one), and those per-function grants
+ * are revoked.
+ */
+CREATE FUNCTION schedlock.jobs_write_guard()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF NOT pg_catalog.pg_has_role(CURRENT_USER,
+			(SELECT c.relowner FROM pg_catalog.pg_class c
+			  WHERE c.oid OPERATOR(pg_catalog.=) TG_RELID), 'USAGE') THEN
+		RAISE EXCEPTION 'schedlock.jobs is written by the job functions only'
+			USING ERRCODE = '42501',
+				  HINT = 'Use schedule_job() or schedule_once().';
+	END IF;
+	RETURN NEW;
+END
+$$;
+
+REVOKE ALL ON FUNCTION schedlock.jobs_write_guard() FROM PUBLIC;
+
+CREATE TRIGGER jobs_write_guard BEFORE INSERT ON schedlock.jobs
+	FOR EACH ROW EXECUTE FUNCTION schedlock.jobs_write_guard();
+
+DO $$
+DECLARE
+	g record;
+BEGIN
+	FOR g IN
+		SELECT a.grantee::pg_catalog.regrole::pg_catalog.text AS grantee,
+			   pg_catalog.bool_or(a.is_grantable) AS is_grantable
+		  FROM pg_catalog.pg_proc p,
+			   pg_catalog.aclexplode(p.proacl) a
+		 WHERE p.oid OPERATOR(pg_catalog.=) ANY (ARRAY[
+				'@extschema@.schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name)'::pg_catalog.regprocedure,
+				'@extschema@.schedule_once(text, timestamptz, text, text, jsonb, interval, integer, interval, boolean, boolean, name)'::pg_catalog.regprocedure,
+				'@extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text, text)'::pg_catalog.regprocedure,
+				'@extschema@.unschedule_job(text, boolean)'::pg_catalog.regprocedure,
+				'@extschema@.unschedule_job(bigint, boolean)'::pg_catalog.regprocedure,
+				'@extschema@.run_job(text)'::pg_catalog.regprocedure]::pg_catalog.oid[])
+		   AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+		   AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+		   AND a.grantee OPERATOR(pg_catalog.<>) 0
+		 GROUP BY a.grantee
+	LOOP
+		EXECUTE pg_catalog.format('GRANT INSERT ON schedlock.jobs TO %s%s',
+								  g.grantee,
+								  CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+	END LOOP;
+	FOR g IN
+		SELECT p.oid::pg_catalog.regprocedure::pg_catalog.text AS fn,
+			   a.grantee::pg_catalog.regrole::pg_catalog.text AS grantee
+		  FROM pg_catalog.pg_proc p,
+			   pg_catalog.aclexplode(p.proacl) a
+		 WHERE p.oid OPERATOR(pg_catalog.=) ANY (ARRAY[
+				'@extschema@.schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name)'::pg_catalog.regprocedure,
+				'@extschema@.schedule_once(text, timestamptz, text, text, jsonb, interval, integer, interval, boolean, boolean, name)'::pg_catalog.regprocedure,
+				'@extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text, text)'::pg_catalog.regprocedure,
+				'@extschema@.unschedule_job(text, boolean)'::pg_catalog.regprocedure,
+				'@extschema@.unschedule_job(bigint, boolean)'::pg_catalog.regprocedure,
+				'@extschema@.run_job(text)'::pg_catalog.regprocedure,
+				'@extschema@.schedlock_claim_run(bigint, text)'::pg_catalog.regprocedure,
+				'@extschema@.schedlock_claim_run_payload(bigint, text)'::pg_catalog.regprocedure,
+				'@extschema@.schedlock_finish_run(bigint, boolean, text)'::pg_catalog.regprocedure]::pg_catalog.oid[])
+		   AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+		   AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+		   AND a.grantee OPERATOR(pg_catalog.<>) 0
+	LOOP
+		EXECUTE pg_catalog.format('REVOKE EXECUTE ON FUNCTION %s FROM %s', g.fn, g.grantee);
+	END LOOP;
+END
+$$;
+
+GRANT EXECUTE ON FUNCTION
+	@extschema@.schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name),
+	@extschema@.schedule_once(text, timestamptz, text, text, jsonb, interval, integer, interval, boolean, boolean, name),
+	@extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text, text),
+	@extschema@.unschedule_job(text, boolean),
+	@extschema@.unschedule_job(bigint, boolean),
+	@extschema@.run_job(text),
+	@extschema@.schedlock_claim_run(bigint, text),
+	@extschema@.schedlock_claim_run_payload(bigint, text),
+	@extschema@.schedlock_finish_run(bigint, boolean, text)
+  TO PUBLIC;

@@ -908,14 +908,16 @@ schedlock_import_pg_cron(PG_FUNCTION_ARGS)
 	/* schedule_job lives in the schema of this function */
 	find_schedule_job(&ic, get_func_namespace(fcinfo->flinfo->fn_oid));
 	if (!ic.is_superuser &&
-		!DatumGetBool(DirectFunctionCall2(has_function_privilege_id,
-										  ObjectIdGetDatum(ic.schedule_job_oid),
-										  CStringGetTextDatum("EXECUTE"))))
+		(!DatumGetBool(DirectFunctionCall2(has_function_privilege_id,
+										   ObjectIdGetDatum(ic.schedule_job_oid),
+										   CStringGetTextDatum("EXECUTE"))) ||
+		 !schedlock_job_api_allowed(GetUserId())))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to import pg_cron jobs"),
-				 errdetail("A role that is not a superuser imports its own pg_cron jobs, and needs EXECUTE on schedule_job for that."),
-				 errhint("Ask a DBA to grant EXECUTE on the job functions (README, \"Security model\"), or import as a superuser.")));
+				 errdetail("A role that is not a superuser imports its own pg_cron jobs, and needs the job functions for that."),
+				 errhint("A superuser grants them with one statement: GRANT INSERT ON schedlock.jobs TO %s;",
+						 quote_identifier(GetUserNameFromId(GetUserId(), false)))));
 
 	ic.pg_cron_version = pg_cron_version();
 	if (sscanf(ic.pg_cron_version, "%d.%d", &major, &minor) == 2 &&

@@ -62,6 +62,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/jsonb.h"
+#include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
@@ -103,6 +104,53 @@ enum
 	ARG_SEARCH_PATH,			/* alter_job only, release 1.2 */
 	ARG_RECORD_RUNS				/* alter_job only, release 1.2 */
 };
+
+/*
+ * schedlock_job_api_allowed
+ *		Whether role may use the job functions: a superuser, or a role with
+ *		INSERT on schedlock.jobs, the one grant of the job API (release
+ *		1.2; the functions are executable by PUBLIC, and a direct INSERT is
+ *		refused by row-level security and schedlock.jobs_write_guard).  On
+ *		the tables of 1.1 and 1.0, before ALTER EXTENSION UPDATE, EXECUTE on
+ *		each function was the grant, and PostgreSQL has checked it.  In a
+ *		transaction.
+ */
+bool
+schedlock_job_api_allowed(Oid role)
+{
+	Oid			nsp;
+	Oid			relid;
+
+	if (superuser_arg(role) || !schedlock_runs_have_job_name())
+		return true;
+	nsp = get_namespace_oid("schedlock", true);
+	relid = OidIsValid(nsp) ? get_relname_relid("jobs", nsp) : InvalidOid;
+	return OidIsValid(relid) &&
+		pg_class_aclcheck(relid, role, ACL_INSERT) == ACLCHECK_OK;
+}
+
+/*
+ * schedlock_check_job_api
+ *		Refuse the caller the job function fname (42501) unless it has been
+ *		granted the job API; the hint is the statement that grants it.
+ */
+void
+schedlock_check_job_api(const char *fname)
+{
+	Oid			role = GetUserId();
+	const char *rolename;
+
+	if (schedlock_job_api_allowed(role))
+		return;
+	rolename = GetUserNameFromId(role, false);
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied for %s", fname),
+			 errdetail("Role \"%s\" has not been granted the job functions.",
+					   rolename),
+			 errhint("A superuser grants them with one statement: GRANT INSERT ON schedlock.jobs TO %s;",
+					 quote_identifier(rolename))));
+}
 
 /*
  * schedlock_check_command
@@ -742,6 +790,7 @@ schedlock_schedule_job(PG_FUNCTION_ARGS)
 	Oid			caller = GetUserId();
 	int64		job_id;
 
+	schedlock_check_job_api("schedule_job");
 	check_writable("schedule_job");
 	memset(&def, 0, sizeof(def));
 	def.max_attempts = 1;
@@ -803,6 +852,7 @@ schedlock_schedule_once(PG_FUNCTION_ARGS)
 	Oid			caller = GetUserId();
 	int64		job_id;
 
+	schedlock_check_job_api("schedule_once");
 	check_writable("schedule_once");
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
@@ -957,6 +1007,7 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 	char	   *search_path = NULL;
 	char	   *record_runs = NULL;
 
+	schedlock_check_job_api("alter_job");
 	check_writable("alter_job");
 	if (PG_NARGS() > ARG_RECORD_RUNS && !PG_ARGISNULL(ARG_RECORD_RUNS))
 	{
@@ -1069,6 +1120,7 @@ schedlock_unschedule_job(PG_FUNCTION_ARGS)
 	int			save_nestlevel;
 	bool		deleted;
 
+	schedlock_check_job_api("unschedule_job");
 	check_writable("unschedule_job");
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
@@ -1133,6 +1185,7 @@ schedlock_unschedule_job_id(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("job_id must not be null")));
 	job_id = PG_GETARG_INT64(0);
+	schedlock_check_job_api("unschedule_job");
 	check_writable("unschedule_job");
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
@@ -1171,6 +1224,7 @@ schedlock_run_job(PG_FUNCTION_ARGS)
 	int64		run_id;
 	bool		isnull;
 
+	schedlock_check_job_api("run_job");
 	check_writable("run_job");
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);

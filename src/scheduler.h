@@ -282,6 +282,8 @@ extern void schedlock_exec_after_run(bool toplevel);
 
 /* job.c */
 extern void schedlock_check_command(const char *command);
+extern bool schedlock_job_api_allowed(Oid role);
+extern void schedlock_check_job_api(const char *fname);
 extern const char *schedlock_top_level_reason(const char *command,
 											  bool with_commits);
 extern bool schedlock_schedule_is_once(const char *schedule);

@@ -109,9 +109,7 @@ servers (two of them here, listening on "stats_mail") race to claim.  The
 application role "mailer" may use the job functions because the DBA granted
 them (nobody may until granted):
 
-    GRANT EXECUTE ON FUNCTION schedule_job(...), alter_job(...),
-          schedlock_claim_run_payload(bigint, text),
-          schedlock_finish_run(bigint, boolean, text) TO mailer;
+    GRANT INSERT ON schedlock.jobs TO mailer;
 
     SELECT schedule_job('heartbeat', '1 seconds',
                         command => 'INSERT INTO heartbeat VALUES (clock_timestamp())');
@@ -131,12 +129,7 @@ gcc -O2 -Wall -I"$("$PG_CONFIG" --includedir)" -o "$DEMO/app_server" test/demo/a
 	-L"$("$PG_CONFIG" --libdir)" -lpq || exit 1
 app demo "CREATE TABLE heartbeat (at timestamptz);" \
 	"CREATE ROLE mailer LOGIN;" \
-	"GRANT EXECUTE ON FUNCTION
-	     schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name),
-	     alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text, text),
-	     schedlock_claim_run_payload(bigint, text),
-	     schedlock_finish_run(bigint, boolean, text)
-	   TO mailer;"
+	"GRANT INSERT ON schedlock.jobs TO mailer;"
 # the servers listen first, then the jobs are scheduled
 for n in 1 2; do
 	"$DEMO/app_server" "host=$PGHOST port=$PGPORT user=mailer dbname=appdb" \

@@ -532,7 +532,7 @@ bench_tenants()
 	set_workers default
 	fresh_db tenants || return 1
 	tenant_roles sq tenants
-	sq tenants -c "GRANT EXECUTE ON FUNCTION schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name) TO PUBLIC" >/dev/null
+	sq tenants -c "GRANT INSERT ON schedlock.jobs TO PUBLIC" >/dev/null
 	tenant_script schedlock >"$B/tenants.sql"
 	chmod a+r "$B/tenants.sql"
 	before_minute 20
@@ -705,7 +705,7 @@ bench_lagburst()
 		END \$\$" \
 		-c "CREATE TABLE lag (started timestamptz)" -c "CREATE TABLE b (job int, started timestamptz)" \
 		-c "GRANT INSERT ON lag TO tick_b" -c "GRANT INSERT ON b TO burst_a" \
-		-c "GRANT EXECUTE ON FUNCTION schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name) TO burst_a, tick_b" >/dev/null
+		-c "GRANT INSERT ON schedlock.jobs TO burst_a, tick_b" >/dev/null
 	sq lagb -c "SET ROLE tick_b" -c "SELECT schedule_job('tick', '1 seconds', 'INSERT INTO public.lag VALUES (clock_timestamp())')" >/dev/null
 	before_minute 20
 	sq lagb -c "SET ROLE burst_a" -c "SELECT count(schedule_job('b' || i, '* * * * *', 'INSERT INTO public.b VALUES (' || i || ', clock_timestamp())')) FROM generate_series(1, $N_BURST) i" >/dev/null

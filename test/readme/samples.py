@@ -103,7 +103,7 @@ psycopg.connect = _Conn.connect
 with _connect("dbname=app", autocommit=True) as _s:
     _s.execute("DO $$ BEGIN CREATE ROLE mailer LOGIN; "
                "EXCEPTION WHEN duplicate_object THEN NULL; END $$")
-    _s.execute("GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO mailer")
+    _s.execute("GRANT INSERT ON schedlock.jobs TO mailer")
 with _connect("dbname=app user=mailer", autocommit=True) as _m:
     _m.execute("SELECT schedule_job('send_statistics', '1 seconds', "
                "notify_channel => 'stats_mail', payload => '{\"to\": \"ops@example.com\"}')")
@@ -171,7 +171,7 @@ async function __pendingRun(after) {
 async function __prelude() {
   await __sql("DO $$ BEGIN CREATE ROLE mailer LOGIN; " +
               "EXCEPTION WHEN duplicate_object THEN NULL; END $$");
-  await __sql("GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO mailer");
+  await __sql("GRANT INSERT ON schedlock.jobs TO mailer");
   await __sql("SELECT schedule_job('send_statistics', '1 seconds', " +
               "notify_channel => 'stats_mail', payload => '{\"to\": \"ops@example.com\"}')",
               [], "mailer");

@@ -134,6 +134,7 @@ admin('shared', q{
 	GRANT CREATE ON SCHEMA public TO PUBLIC;
 	CREATE EXTENSION schedlock SCHEMA public;
 	GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO mallory, tenant2;
+	GRANT INSERT ON schedlock.jobs TO mallory, tenant2;
 	GRANT CREATE ON DATABASE shared TO mallory;
 });
 as_role('shared', 'mallory', recorder_sql('mallory') . q{
@@ -158,6 +159,7 @@ admin('postgres', q{
 admin('owned', q{
 	CREATE EXTENSION schedlock SCHEMA public;
 	GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO dbowner;
+	GRANT INSERT ON schedlock.jobs TO dbowner;
 });
 as_role('owned', 'dbowner', recorder_sql('dbowner') . eq8_sql('public') . q{
 	ALTER DATABASE owned SET search_path = public, pg_catalog;

@@ -49,6 +49,7 @@ admin(q{
 	GRANT TEMPORARY ON DATABASE app TO alice, bob;
 	CREATE EXTENSION schedlock SCHEMA public;
 	GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO alice, bob, carol;
+	GRANT INSERT ON schedlock.jobs TO alice, bob, carol;
 	GRANT CREATE ON SCHEMA public TO alice, bob, carol;
 });
 

@@ -59,32 +59,45 @@ sub su_sql
 
 # --- (a) nothing until granted ---
 my ($state, $out, $err);
-($state) = as_role('carol', q{SELECT schedule_job('c', '@daily', 'SELECT 1')});
+($state, $out, $err) = as_role('carol', q{SELECT schedule_job('c', '@daily', 'SELECT 1')});
 is($state, '42501', 'a role nobody granted anything cannot call schedule_job');
-for my $call (q{alter_job('c', enabled => false)}, q{unschedule_job('c')},
-	q{run_job('c')}, q{schedlock_claim_run(1)}, q{schedlock_finish_run(1, true)},
-	q{schedlock_claim_run_payload(1)})
+like($err, qr/HINT:  A superuser grants them with one statement: GRANT INSERT ON schedlock.jobs TO carol;/,
+	'the hint is the statement that grants the job functions');
+for my $call (q{schedule_once('c', now(), 'SELECT 1')}, q{alter_job('c', enabled => false)},
+	q{unschedule_job('c')}, q{unschedule_job(1)}, q{run_job('c')})
 {
 	($state) = as_role('carol', "SELECT $call");
 	is($state, '42501', "nor $call");
 }
+# the claim functions are every role's, and find only the runs of the
+# caller's jobs: carol has none
+for my $call (q{schedlock_claim_run(1)}, q{schedlock_finish_run(1, true)},
+	q{schedlock_claim_run_payload(1)})
+{
+	($state) = as_role('carol', "SELECT $call");
+	is($state, '42704', "$call finds no run of carol's");
+}
+($state, $out, $err) = as_role('carol', q{INSERT INTO schedlock.jobs (job_name, owner, schedule, command) VALUES ('x', 'carol', '@daily', 'SELECT 1')});
+is($state, '42501', 'carol cannot write the jobs table');
 ($state, $out) = as_role('carol', q{SELECT schedlock_acquire('carol_lock') IS NOT NULL, cron_next('@daily', '2030-01-01') IS NOT NULL});
 is($out, 't|t', 'the lock functions and cron_next stay open to every role');
 is(su_sql(q{SELECT count(*) FROM schedlock.jobs}), '0', 'carol wrote no job');
 
-# what the README tells a DBA to grant (the claim-and-payload function is
-# granted on its own: a release without it must still run the rest)
-su_sql(q{
-	GRANT EXECUTE ON FUNCTION
-		schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name),
-		alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text, text),
-		unschedule_job(text, boolean), unschedule_job(bigint, boolean), run_job(text),
-		schedlock_claim_run(bigint, text), schedlock_finish_run(bigint, boolean, text)
-	TO alice, bob, carol});
-$node->psql('app', q{GRANT EXECUTE ON FUNCTION schedlock_claim_run_payload(bigint, text) TO alice, bob, carol});
+# what the README tells a DBA to grant
+su_sql(q{GRANT INSERT ON schedlock.jobs TO alice, bob, carol});
 ($state, $out) = as_role('carol', q{SELECT schedule_job('c', '@daily', 'SELECT 1') > 0});
 is($out, 't', 'once granted, carol may schedule a job');
+($state, $out, $err) = as_role('carol', q{INSERT INTO schedlock.jobs (job_name, owner, schedule, command) VALUES ('x', 'carol', '@daily', 'SELECT 1')});
+is($state, '42501', 'the grant writes no row of the jobs table directly (row-level security)');
 as_role('carol', q{SELECT unschedule_job('c')});
+# nor for a role that bypasses row-level security: a job row written by
+# hand could name any run_as
+su_sql(qq{CREATE ROLE rlsfree LOGIN BYPASSRLS; GRANT INSERT ON schedlock.jobs TO rlsfree});
+($state, $out, $err) = as_role('rlsfree', qq{INSERT INTO schedlock.jobs (job_name, owner, run_as, schedule, command) VALUES ('x', 'rlsfree', '$su', '\@daily', 'ALTER ROLE rlsfree SUPERUSER')});
+is($state, '42501', 'a role with BYPASSRLS and the grant cannot write a job row directly');
+like($err, qr/schedlock.jobs is written by the job functions only/, 'the guard says so');
+is(su_sql(q{SELECT count(*) FROM schedlock.jobs}), '0', 'no job row was written');
+su_sql(q{REVOKE INSERT ON schedlock.jobs FROM rlsfree; DROP ROLE rlsfree});
 
 # --- (b) the caller's search_path must not reach the owner's SQL ---
 # dbowner lets the tenants create schemas in its database

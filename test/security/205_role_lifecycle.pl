@@ -69,7 +69,7 @@ my %users = (
 for my $db (sort keys %users)
 {
 	$node->safe_psql($db, 'CREATE EXTENSION schedlock');
-	$node->safe_psql($db, 'GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO '
+	$node->safe_psql($db, 'GRANT INSERT ON schedlock.jobs TO '
 		  . join(', ', @{ $users{$db} }));
 	$node->safe_psql($db, $try_fn);
 }
@@ -124,7 +124,7 @@ like($detail, qr/^owner of 1 job in database other$/m, '... and in other');
 $node->safe_psql('postgres', q{SET ROLE admin; CREATE ROLE rosa LOGIN});
 for my $db (qw(app other))
 {
-	$node->safe_psql($db, 'GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO rosa');
+	$node->safe_psql($db, 'GRANT INSERT ON schedlock.jobs TO rosa');
 }
 as('app', 'rosa', q{
 	SELECT schedule_job('r1', '0 0 1 1 *', 'SELECT 1');

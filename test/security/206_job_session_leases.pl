@@ -24,6 +24,7 @@ admin(q{
 	CREATE ROLE bob LOGIN;
 	CREATE EXTENSION schedlock SCHEMA public;
 	GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO alice, bob;
+	GRANT INSERT ON schedlock.jobs TO alice, bob;
 });
 # alice's backend lives on between the runs below
 as_role('alice', q{SELECT schedule_job('keepalive', '1 seconds', 'SELECT 1')});

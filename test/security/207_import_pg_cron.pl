@@ -42,10 +42,8 @@ $node->safe_psql('app', 'CREATE EXTENSION pg_cron');
 $node->safe_psql('app', 'CREATE EXTENSION schedlock');
 $node->safe_psql('app', q{
 	GRANT USAGE ON SCHEMA cron TO alice, bob;
-	GRANT EXECUTE ON FUNCTION
-		schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name),
-		schedlock_import_pg_cron(boolean, boolean, bigint[])
-	TO alice, bob;
+	GRANT INSERT ON schedlock.jobs TO alice, bob;
+	GRANT EXECUTE ON FUNCTION schedlock_import_pg_cron(boolean, boolean, bigint[]) TO alice, bob;
 });
 $node->safe_psql('app', 'GRANT CREATE ON DATABASE app TO alice', extra_params => [ '-U', 'dbowner' ]);
 

@@ -45,6 +45,7 @@ admin(q{
 	CREATE ROLE alice LOGIN;
 	CREATE EXTENSION schedlock SCHEMA public;
 	GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO alice;
+	GRANT INSERT ON schedlock.jobs TO alice;
 	GRANT CREATE ON SCHEMA public TO alice;
 });
 as_role('alice', q{
@@ -165,6 +166,7 @@ like(run_nonatomic('after', q{SELECT public.record_who('after')}), qr/^succeeded
 admin(q{
 	CREATE ROLE carol LOGIN CONNECTION LIMIT 0;
 	GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO carol;
+	GRANT INSERT ON schedlock.jobs TO carol;
 });
 $node->safe_psql('app', q{SET ROLE carol;
 	SELECT schedule_job('limited', '0 0 1 1 *', 'SELECT 1', atomic => false)});

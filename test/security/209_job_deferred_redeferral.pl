@@ -31,6 +31,7 @@ admin(q{
 	CREATE ROLE mallory LOGIN;
 	CREATE EXTENSION schedlock SCHEMA public;
 	GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO mallory;
+	GRANT INSERT ON schedlock.jobs TO mallory;
 	CREATE SCHEMA mallory AUTHORIZATION mallory;
 });
 

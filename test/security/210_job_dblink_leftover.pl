@@ -37,6 +37,7 @@ admin(q{
 	CREATE EXTENSION schedlock SCHEMA public;
 	CREATE EXTENSION dblink SCHEMA public;
 	GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO eve;
+	GRANT INSERT ON schedlock.jobs TO eve;
 });
 
 # the superuser's maintenance job: opens "maint", then fails before it

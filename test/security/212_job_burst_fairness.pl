@@ -28,6 +28,7 @@ admin(q{
 	CREATE ROLE b LOGIN;
 	CREATE EXTENSION schedlock SCHEMA public;
 	GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO a, b;
+	GRANT INSERT ON schedlock.jobs TO a, b;
 	CREATE TABLE public.b_started (ts timestamptz);
 	GRANT INSERT ON public.b_started TO b;
 });

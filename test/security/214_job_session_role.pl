@@ -29,6 +29,7 @@ admin(q{
 	CREATE ROLE sup LOGIN SUPERUSER;
 	CREATE EXTENSION schedlock SCHEMA public;
 	GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO alice, bob;
+	GRANT INSERT ON schedlock.jobs TO alice, bob;
 	CREATE TABLE public.who (tag text, sess name, cur name, activity name);
 	GRANT INSERT ON public.who TO PUBLIC;
 });

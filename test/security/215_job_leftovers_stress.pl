@@ -70,6 +70,7 @@ for my $db (@dbs)
 	sql($db, q{
 		CREATE EXTENSION schedlock SCHEMA public;
 		GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO dirty, clean;
+		GRANT INSERT ON schedlock.jobs TO dirty, clean;
 		CREATE SCHEMA dirty AUTHORIZATION dirty;
 		CREATE TABLE public.seen (job text, kind text, pid int, sess name, cur name,
 								  dirty_x text, temp_rels text, prepared text, cursors text,

@@ -99,11 +99,7 @@ $node->safe_psql('app', q{
 	CREATE ROLE alice LOGIN;
 	CREATE ROLE bob LOGIN;
 	GRANT CREATE, USAGE ON SCHEMA public TO alice, bob;
-	GRANT EXECUTE ON FUNCTION
-		schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name),
-		alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text, text),
-		unschedule_job(text, boolean), unschedule_job(bigint, boolean), run_job(text)
-	TO alice, bob;
+	GRANT INSERT ON schedlock.jobs TO alice, bob;
 	SET ROLE bob;
 	CREATE TABLE bob_secret (s text);
 	INSERT INTO bob_secret VALUES ('bob''s');

@@ -26,6 +26,7 @@ $node->safe_psql('postgres', q{
 $node->safe_psql('app', q{
 	CREATE EXTENSION schedlock;
 	GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO dbowner, bob;
+	GRANT INSERT ON schedlock.jobs TO dbowner, bob;
 	CREATE TABLE ticks (at timestamptz);
 	GRANT INSERT ON ticks TO bob;
 });

@@ -22,6 +22,7 @@ $node->safe_psql('postgres', q{
 $node->safe_psql('app', q{
 	CREATE EXTENSION schedlock;
 	GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO dbowner;
+	GRANT INSERT ON schedlock.jobs TO dbowner;
 	CREATE TABLE ticks (at timestamptz);
 	GRANT INSERT ON ticks TO dbowner;
 	SET ROLE dbowner;

@@ -29,6 +29,7 @@ $node->safe_psql('postgres', q{
 $node->safe_psql('app', q{
 	CREATE EXTENSION schedlock;
 	GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO dbowner, other;
+	GRANT INSERT ON schedlock.jobs TO dbowner, other;
 	CREATE TABLE ticks (at timestamptz);
 	ALTER TABLE ticks OWNER TO dbowner;
 	SET ROLE dbowner;

@@ -24,6 +24,7 @@ $node->safe_psql('postgres', q{
 $node->safe_psql('app', q{
 	CREATE EXTENSION schedlock;
 	GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO dbowner, alice;
+	GRANT INSERT ON schedlock.jobs TO dbowner, alice;
 });
 $node->safe_psql('app', q{
 	SET ROLE dbowner;

@@ -106,10 +106,7 @@ $node->safe_psql('app', q{
 	CREATE ROLE bob LOGIN;
 	CREATE TABLE bob_ticks (at timestamptz);
 	GRANT INSERT ON bob_ticks TO bob;
-	GRANT EXECUTE ON FUNCTION
-		schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name),
-		run_job(text)
-	  TO alice, bob});
+	GRANT INSERT ON schedlock.jobs TO alice, bob});
 $node->safe_psql('app', q{
 	SET ROLE bob;
 	SELECT schedule_job('bob_tick', '1 second',

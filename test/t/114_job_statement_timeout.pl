@@ -23,6 +23,7 @@ admin(q{
 	CREATE ROLE slow LOGIN;
 	CREATE ROLE fast LOGIN;
 	GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO slow, fast;
+	GRANT INSERT ON schedlock.jobs TO slow, fast;
 	-- the test's own sessions are not bounded
 	ALTER ROLE postgres SET statement_timeout = 0;
 	ALTER ROLE slow SET statement_timeout = 0;

@@ -19,6 +19,7 @@ admin(q{
 	CREATE EXTENSION schedlock SCHEMA public;
 	CREATE ROLE ticker LOGIN;
 	GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO ticker;
+	GRANT INSERT ON schedlock.jobs TO ticker;
 	CREATE TABLE public.ticks (at timestamptz);
 	GRANT INSERT, SELECT ON public.ticks TO ticker;
 	CREATE TABLE public.job_notes (job_id bigint REFERENCES schedlock.jobs (job_id), note text);

@@ -30,10 +30,7 @@ $node->safe_psql('app', q{
 	CREATE ROLE bob LOGIN;
 	CREATE TABLE done (who text, at timestamptz DEFAULT clock_timestamp());
 	GRANT INSERT ON done TO alice, bob;
-	GRANT EXECUTE ON FUNCTION
-		schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name),
-		run_job(text)
-	  TO alice, bob;
+	GRANT INSERT ON schedlock.jobs TO alice, bob;
 });
 
 # wait_true SQL SECONDS : poll until SQL returns t; how long it took, or undef

@@ -98,7 +98,7 @@ cmp_ok($njobs, '>=', 20, "pg_cron has $njobs jobs to import");
 
 # a schedlock job reporter made before, of the same name as its pg_cron job
 $node->safe_psql('app', q{
-	GRANT EXECUTE ON FUNCTION schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name) TO reporter;
+	GRANT INSERT ON schedlock.jobs TO reporter;
 	SET ROLE reporter;
 	SELECT schedule_job('reporter-dup', '0 20 * * *', 'SELECT 33', timezone => 'UTC');
 });

@@ -179,14 +179,12 @@ is($node->safe_psql('old10', q{SELECT enabled FROM schedlock.jobs WHERE job_name
 	'f', 'alter_job of 1.0 works with the library of 1.1');
 $node->safe_psql('old10', 'ALTER EXTENSION schedlock UPDATE');
 is($node->safe_psql('old10', q{
-	SELECT has_function_privilege('app_role',
-		'alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text, text)',
-		'EXECUTE WITH GRANT OPTION'),
-		   has_function_privilege('app_role',
-		'schedule_once(text, timestamptz, text, text, jsonb, interval, integer, interval, boolean, boolean, name)',
-		'EXECUTE'),
+	SELECT has_table_privilege('app_role', 'schedlock.jobs', 'INSERT WITH GRANT OPTION'),
+		   has_table_privilege('app_role', 'schedlock.jobs', 'UPDATE, DELETE'),
+		   (SELECT count(*) FROM pg_proc p, aclexplode(p.proacl) a
+			 WHERE p.proname = 'alter_job' AND a.grantee = 'app_role'::regrole),
 		   (SELECT count(*) FROM pg_proc WHERE proname = 'alter_job')}),
-	't|f|1', 'the update keeps the grant of alter_job (with grant option), grants nothing else');
+	't|f|0|1', 'the update turns the grant of alter_job into the job API\'s one grant (with grant option), and revokes the per-function grant');
 $node->safe_psql('old10', q{
 	SELECT alter_job('old_job', enabled => true, next_run_at => '2030-01-01 00:00+00')});
 is($node->safe_psql('old10', q{SELECT next_run_at FROM schedlock.jobs WHERE job_name = 'old_job'}),

@@ -28,6 +28,7 @@ $node->safe_psql('app', q{
 	CREATE ROLE mailer LOGIN;
 	CREATE ROLE other LOGIN;
 	GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO mailer, other;
+	GRANT INSERT ON schedlock.jobs TO mailer, other;
 });
 
 # wait_true SQL SECONDS : poll until SQL returns t; false on timeout

@@ -65,6 +65,7 @@ $node->safe_psql('app', q{
 	CREATE EXTENSION schedlock;
 	CREATE ROLE mailer LOGIN;
 	GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO mailer;
+	GRANT INSERT ON schedlock.jobs TO mailer;
 	GRANT CREATE ON SCHEMA public TO mailer;
 });
 my $superuser = $node->safe_psql('postgres', 'SELECT current_user');
