@@ -508,7 +508,7 @@ COMMENT ON COLUMN schedlock.job_runs.job_name IS
  * (42501 with the statement that grants it as hint); the claim and finish
  * functions act only on the runs of jobs the caller's role owns.  Row-level
  * security has no INSERT policy on schedlock.jobs, so the grant writes no
- * row directly, and schedlock.jobs_write_guard refuses a direct INSERT by a
+ * row directly, and schedlock.jobs_api_only refuses a direct INSERT by a
  * role that bypasses row-level security: the rows are written by the job
  * functions, as the extension owner.
  *
@@ -516,7 +516,7 @@ COMMENT ON COLUMN schedlock.job_runs.job_name IS
  * grant (with grant option if it had one), and those per-function grants
  * are revoked.
  */
-CREATE FUNCTION schedlock.jobs_write_guard()
+CREATE FUNCTION schedlock.jobs_api_only()
 RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -533,10 +533,13 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION schedlock.jobs_write_guard() FROM PUBLIC;
+REVOKE ALL ON FUNCTION schedlock.jobs_api_only() FROM PUBLIC;
 
-CREATE TRIGGER jobs_write_guard BEFORE INSERT ON schedlock.jobs
-	FOR EACH ROW EXECUTE FUNCTION schedlock.jobs_write_guard();
+-- named to fire first (triggers fire in the order of their names): before
+-- jobs_check_home, which a role that may not read schedlock.home fails less
+-- clearly
+CREATE TRIGGER jobs_api_only BEFORE INSERT ON schedlock.jobs
+	FOR EACH ROW EXECUTE FUNCTION schedlock.jobs_api_only();
 
 DO $$
 DECLARE

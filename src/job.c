@@ -110,7 +110,7 @@ enum
  *		Whether role may use the job functions: a superuser, or a role with
  *		INSERT on schedlock.jobs, the one grant of the job API (release
  *		1.2; the functions are executable by PUBLIC, and a direct INSERT is
- *		refused by row-level security and schedlock.jobs_write_guard).  On
+ *		refused by row-level security and schedlock.jobs_api_only).  On
  *		the tables of 1.1 and 1.0, before ALTER EXTENSION UPDATE, EXECUTE on
  *		each function was the grant, and PostgreSQL has checked it.  In a
  *		transaction.
