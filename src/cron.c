@@ -991,17 +991,19 @@ parse_interval(CronSpan number, SchedlockCronSchedule *out, SchedlockCronError *
 {
 	const char *p = number.p;
 	const char *end = number.p + number.len;
-	int			n;
+	int			n = 0;
+	bool		is_number;
 	char		message[256];
 	char		q[CRON_QUOTE_MAX + 4];
 
-	if (!parse_number(&p, end, &n) || p != end || n < 1 || n > 59)
+	is_number = parse_number(&p, end, &n);
+	if (!is_number || p != end || n < 1 || n > 59)
 	{
 		char		detail[512];
 
 		snprintf(message, sizeof(message),
 				 "invalid interval \"%s\" in cron schedule", quote(number, q));
-		if (p == end && n >= 60)
+		if (is_number && p == end && n >= 60)
 			instead_of_interval(detail, sizeof(detail),
 								"The number of seconds must be a whole number from 1 to 59.",
 								n % 60 == 0 ? n / 60 : 0, "minute");
