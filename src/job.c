@@ -118,13 +118,11 @@ enum
 bool
 schedlock_job_api_allowed(Oid role)
 {
-	Oid			nsp;
 	Oid			relid;
 
 	if (superuser_arg(role) || !schedlock_runs_have_job_name())
 		return true;
-	nsp = get_namespace_oid("schedlock", true);
-	relid = OidIsValid(nsp) ? get_relname_relid("jobs", nsp) : InvalidOid;
+	relid = schedlock_table_oid("jobs");
 	return OidIsValid(relid) &&
 		pg_class_aclcheck(relid, role, ACL_INSERT) == ACLCHECK_OK;
 }

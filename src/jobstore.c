@@ -460,21 +460,45 @@ schedlock_oldest_finished_run(TimestampTz *at)
 }
 
 /*
+ * schedlock_table_oid
+ *		The OID of table relname of schema schedlock, or InvalidOid when
+ *		there is none.  In a transaction.
+ */
+Oid
+schedlock_table_oid(const char *relname)
+{
+	Oid			nsp = get_namespace_oid("schedlock", true);
+
+	return OidIsValid(nsp) ? get_relname_relid(relname, nsp) : InvalidOid;
+}
+
+/*
+ * table_has_column
+ *		Whether table relname of schema schedlock has column colname: how
+ *		the library, which may be newer than the extension's tables until
+ *		ALTER EXTENSION schedlock UPDATE, tells which release's tables it
+ *		works on.  In a transaction.
+ */
+static bool
+table_has_column(const char *relname, const char *colname)
+{
+	Oid			relid = schedlock_table_oid(relname);
+
+	return OidIsValid(relid) &&
+		get_attnum(relid, colname) != InvalidAttrNumber;
+}
+
+/*
  * schedlock_jobs_have_stats
  *		Whether the tables have the columns of release 1.1: the run
  *		statistics of schedlock.jobs, and what schedlock.job_runs says of a
  *		run (detail, hint, duration, result_status, notices), which come in
- *		the same update.  The library may be newer than the extension's
- *		tables until ALTER EXTENSION schedlock UPDATE.  In a transaction.
+ *		the same update.  In a transaction.
  */
 bool
 schedlock_jobs_have_stats(void)
 {
-	Oid			nsp = get_namespace_oid("schedlock", true);
-	Oid			relid = OidIsValid(nsp) ? get_relname_relid("jobs", nsp) : InvalidOid;
-
-	return OidIsValid(relid) &&
-		get_attnum(relid, "last_start_lag") != InvalidAttrNumber;
+	return table_has_column("jobs", "last_start_lag");
 }
 
 /*
@@ -1913,11 +1937,7 @@ schedlock_queue_run(int64 job_id, const char *job_name, TimestampTz now)
 bool
 schedlock_runs_have_job_name(void)
 {
-	Oid			nsp = get_namespace_oid("schedlock", true);
-	Oid			relid = OidIsValid(nsp) ? get_relname_relid("job_runs", nsp) : InvalidOid;
-
-	return OidIsValid(relid) &&
-		get_attnum(relid, "job_name") != InvalidAttrNumber;
+	return table_has_column("job_runs", "job_name");
 }
 
 /*

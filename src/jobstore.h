@@ -238,6 +238,7 @@ extern uint64 schedlock_prune_runs(TimestampTz now, int retention_mins,
 extern void schedlock_run_failed(int64 job_id, TimestampTz scheduled_for,
 								 int32 attempt, TimestampTz now);
 extern void schedlock_run_succeeded(int64 job_id);
+extern Oid	schedlock_table_oid(const char *relname);
 extern bool schedlock_jobs_have_stats(void);
 extern bool schedlock_runs_have_job_name(void);
 extern void schedlock_recompute_next_run(int64 job_id, TimestampTz now);
