@@ -543,20 +543,27 @@ CREATE TRIGGER jobs_api_only BEFORE INSERT ON schedlock.jobs
 
 DO $$
 DECLARE
+	-- the job functions; then the claim and finish functions
+	job_fns pg_catalog.oid[] := ARRAY[
+		'@extschema@.schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name)'::pg_catalog.regprocedure,
+		'@extschema@.schedule_once(text, timestamptz, text, text, jsonb, interval, integer, interval, boolean, boolean, name)'::pg_catalog.regprocedure,
+		'@extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text, text)'::pg_catalog.regprocedure,
+		'@extschema@.unschedule_job(text, boolean)'::pg_catalog.regprocedure,
+		'@extschema@.unschedule_job(bigint, boolean)'::pg_catalog.regprocedure,
+		'@extschema@.run_job(text)'::pg_catalog.regprocedure];
+	run_fns pg_catalog.oid[] := ARRAY[
+		'@extschema@.schedlock_claim_run(bigint, text)'::pg_catalog.regprocedure,
+		'@extschema@.schedlock_claim_run_payload(bigint, text)'::pg_catalog.regprocedure,
+		'@extschema@.schedlock_finish_run(bigint, boolean, text)'::pg_catalog.regprocedure];
 	g record;
 BEGIN
+	-- a role granted any job function gets the one grant
 	FOR g IN
 		SELECT a.grantee::pg_catalog.regrole::pg_catalog.text AS grantee,
 			   pg_catalog.bool_or(a.is_grantable) AS is_grantable
 		  FROM pg_catalog.pg_proc p,
 			   pg_catalog.aclexplode(p.proacl) a
-		 WHERE p.oid OPERATOR(pg_catalog.=) ANY (ARRAY[
-				'@extschema@.schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name)'::pg_catalog.regprocedure,
-				'@extschema@.schedule_once(text, timestamptz, text, text, jsonb, interval, integer, interval, boolean, boolean, name)'::pg_catalog.regprocedure,
-				'@extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text, text)'::pg_catalog.regprocedure,
-				'@extschema@.unschedule_job(text, boolean)'::pg_catalog.regprocedure,
-				'@extschema@.unschedule_job(bigint, boolean)'::pg_catalog.regprocedure,
-				'@extschema@.run_job(text)'::pg_catalog.regprocedure]::pg_catalog.oid[])
+		 WHERE p.oid OPERATOR(pg_catalog.=) ANY (job_fns)
 		   AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
 		   AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
 		   AND a.grantee OPERATOR(pg_catalog.<>) 0
@@ -566,38 +573,24 @@ BEGIN
 								  g.grantee,
 								  CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
 	END LOOP;
+	-- the per-function grants go; PUBLIC executes them all
 	FOR g IN
 		SELECT p.oid::pg_catalog.regprocedure::pg_catalog.text AS fn,
 			   a.grantee::pg_catalog.regrole::pg_catalog.text AS grantee
 		  FROM pg_catalog.pg_proc p,
 			   pg_catalog.aclexplode(p.proacl) a
-		 WHERE p.oid OPERATOR(pg_catalog.=) ANY (ARRAY[
-				'@extschema@.schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name)'::pg_catalog.regprocedure,
-				'@extschema@.schedule_once(text, timestamptz, text, text, jsonb, interval, integer, interval, boolean, boolean, name)'::pg_catalog.regprocedure,
-				'@extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text, text)'::pg_catalog.regprocedure,
-				'@extschema@.unschedule_job(text, boolean)'::pg_catalog.regprocedure,
-				'@extschema@.unschedule_job(bigint, boolean)'::pg_catalog.regprocedure,
-				'@extschema@.run_job(text)'::pg_catalog.regprocedure,
-				'@extschema@.schedlock_claim_run(bigint, text)'::pg_catalog.regprocedure,
-				'@extschema@.schedlock_claim_run_payload(bigint, text)'::pg_catalog.regprocedure,
-				'@extschema@.schedlock_finish_run(bigint, boolean, text)'::pg_catalog.regprocedure]::pg_catalog.oid[])
+		 WHERE p.oid OPERATOR(pg_catalog.=) ANY (job_fns OPERATOR(pg_catalog.||) run_fns)
 		   AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
 		   AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
 		   AND a.grantee OPERATOR(pg_catalog.<>) 0
 	LOOP
 		EXECUTE pg_catalog.format('REVOKE EXECUTE ON FUNCTION %s FROM %s', g.fn, g.grantee);
 	END LOOP;
+	FOR g IN
+		SELECT f::pg_catalog.regprocedure::pg_catalog.text AS fn
+		  FROM pg_catalog.unnest(job_fns OPERATOR(pg_catalog.||) run_fns) f
+	LOOP
+		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO PUBLIC', g.fn);
+	END LOOP;
 END
 $$;
-
-GRANT EXECUTE ON FUNCTION
-	@extschema@.schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name),
-	@extschema@.schedule_once(text, timestamptz, text, text, jsonb, interval, integer, interval, boolean, boolean, name),
-	@extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text, text),
-	@extschema@.unschedule_job(text, boolean),
-	@extschema@.unschedule_job(bigint, boolean),
-	@extschema@.run_job(text),
-	@extschema@.schedlock_claim_run(bigint, text),
-	@extschema@.schedlock_claim_run_payload(bigint, text),
-	@extschema@.schedlock_finish_run(bigint, boolean, text)
-  TO PUBLIC;
