@@ -14,35 +14,16 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep time);
+use SchedlockJobNode;
 
-my $node = PostgreSQL::Test::Cluster->new('notify_catch_up');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$node->append_conf('postgresql.conf', "max_worker_processes = 32");
-$node->append_conf('postgresql.conf', "schedlock.timezone = 'UTC'");
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
+my $node = job_node_conf('notify_catch_up',
+	"max_worker_processes = 32\nschedlock.timezone = 'UTC'");
 $node->safe_psql('app', q{
 	CREATE EXTENSION schedlock;
 	CREATE ROLE mailer LOGIN;
 	CREATE ROLE other LOGIN;
-	GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO mailer, other;
 	GRANT INSERT ON schedlock.jobs TO mailer, other;
 });
-
-# wait_true SQL SECONDS : poll until SQL returns t; false on timeout
-sub wait_true
-{
-	my ($sql, $secs) = @_;
-	my $t0 = time;
-	while (time - $t0 < $secs)
-	{
-		return 1 if $node->safe_psql('app', $sql) eq 't';
-		usleep(100_000);
-	}
-	return 0;
-}
 
 # --- (a) catching up
 $node->safe_psql('app', q{
@@ -50,7 +31,7 @@ $node->safe_psql('app', q{
 	SELECT schedule_once('report', now(), notify_channel => 'mail',
 						 payload => '{"to": "ops@example.com"}', timeout => '5 minutes');
 });
-ok(wait_true(q{SELECT count(*) = 1 FROM schedlock.job_runs WHERE status = 'pending'}, 30),
+ok(wait_for(q{SELECT count(*) = 1 FROM schedlock.job_runs WHERE status = 'pending'}, 30),
 	'the run is notified while nobody listens, and stays pending');
 my $run = $node->safe_psql('app', q{SELECT run_id FROM schedlock.job_runs WHERE status = 'pending'});
 
@@ -85,7 +66,7 @@ $node->safe_psql('app', q{
 	SELECT schedule_job('unheard', '1 seconds', notify_channel => 'nobody_listens',
 						timeout => '300 milliseconds');
 });
-ok(wait_true(q{
+ok(wait_for(q{
 	SELECT count(*) >= 6 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 	 WHERE j.job_name = 'unheard' AND r.status = 'timed_out'}, 60),
 	'six runs expire unclaimed');
@@ -102,7 +83,7 @@ is(scalar @logged, 3, 'the first 3 unclaimed runs are logged, the later ones are
 # --- (c) a claimed run ends the streak
 $node->safe_psql('app', q{SET ROLE mailer; SELECT alter_job('unheard', timeout => '1 minute')});
 # (a run notified before the change keeps its 300 ms deadline)
-ok(wait_true(q{
+ok(wait_for(q{
 	SELECT count(*) >= 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 	 WHERE j.job_name = 'unheard' AND r.status = 'pending'
 	   AND r.deadline > now() + interval '10 seconds'}, 30),
@@ -128,7 +109,7 @@ $node->safe_psql('app', q{
 	  FROM schedlock_pending_runs('nobody_listens') p,
 		   LATERAL schedlock_claim_run_payload(p.run_id, 'late') c;
 });
-ok(wait_true(q{
+ok(wait_for(q{
 	SELECT consecutive_failures >= 4 FROM schedlock.job_status WHERE job_name = 'unheard'}, 60),
 	'a new streak');
 $log = slurp_file($node->logfile, $log_offset);

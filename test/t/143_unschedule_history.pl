@@ -14,35 +14,16 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep time);
+use SchedlockJobNode;
 
-my $node = PostgreSQL::Test::Cluster->new('unschedule_history');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$node->append_conf('postgresql.conf', "max_worker_processes = 32");
-$node->append_conf('postgresql.conf', "schedlock.timezone = 'UTC'");
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
+my $node = job_node_conf('unschedule_history',
+	"max_worker_processes = 32\nschedlock.timezone = 'UTC'");
 $node->safe_psql('app', q{
 	CREATE EXTENSION schedlock;
 	CREATE ROLE mailer LOGIN;
-	GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO mailer;
 	GRANT INSERT ON schedlock.jobs TO mailer;
 	GRANT CREATE ON SCHEMA public TO mailer;
 });
-
-# wait_true SQL SECONDS : poll until SQL returns t; false on timeout
-sub wait_true
-{
-	my ($sql, $secs) = @_;
-	my $t0 = time;
-	while (time - $t0 < $secs)
-	{
-		return 1 if $node->safe_psql('app', $sql) eq 't';
-		usleep(100_000);
-	}
-	return 0;
-}
 
 # --- (a) SQL runs in progress: a non-atomic one (its run is recorded as
 # running first) and an atomic one (its run is recorded when it commits)
@@ -52,11 +33,11 @@ $node->safe_psql('app', q{
 	SELECT schedule_once('slow', now(), 'SELECT pg_sleep(2); INSERT INTO done VALUES (''slow'')',
 						 atomic => false);
 });
-ok(wait_true(q{SELECT count(*) = 1 FROM schedlock.job_runs WHERE job_name = 'slow' AND status = 'running'}, 30),
+ok(wait_for(q{SELECT count(*) = 1 FROM schedlock.job_runs WHERE job_name = 'slow' AND status = 'running'}, 30),
 	'the non-atomic run is running');
 is($node->safe_psql('app', q{SET ROLE mailer; SELECT unschedule_job('slow')}), 't',
 	'the job is unscheduled meanwhile');
-ok(wait_true(q{SELECT count(*) = 1 FROM schedlock.job_runs WHERE job_name = 'slow' AND status <> 'running'}, 30),
+ok(wait_for(q{SELECT count(*) = 1 FROM schedlock.job_runs WHERE job_name = 'slow' AND status <> 'running'}, 30),
 	'the run ends');
 is($node->safe_psql('app', q{
 	SELECT status, sqlstate IS NULL, duration >= interval '2 s'
@@ -67,11 +48,11 @@ $node->safe_psql('app', q{
 	SET ROLE mailer;
 	SELECT schedule_once('slow_atomic', now(), 'SELECT pg_sleep(2.5); INSERT INTO done VALUES (''slow_atomic'')');
 });
-ok(wait_true(q{SELECT count(*) = 1 FROM pg_stat_activity WHERE query LIKE '%pg_sleep(2.5)%' AND pid <> pg_backend_pid()}, 30),
+ok(wait_for(q{SELECT count(*) = 1 FROM pg_stat_activity WHERE query LIKE '%pg_sleep(2.5)%' AND pid <> pg_backend_pid()}, 30),
 	'the atomic run is running');
 is($node->safe_psql('app', q{SET ROLE mailer; SELECT unschedule_job('slow_atomic')}), 't',
 	'the job is unscheduled meanwhile');
-ok(wait_true(q{SELECT count(*) = 1 FROM schedlock.job_runs WHERE job_name = 'slow_atomic' AND status <> 'running'}, 30),
+ok(wait_for(q{SELECT count(*) = 1 FROM schedlock.job_runs WHERE job_name = 'slow_atomic' AND status <> 'running'}, 30),
 	'the run ends');
 is($node->safe_psql('app', q{
 	SELECT status, sqlstate IS NULL FROM schedlock.job_runs WHERE job_name = 'slow_atomic'}),
@@ -84,7 +65,7 @@ $node->safe_psql('app', q{
 	SET ROLE mailer;
 	SELECT schedule_once('told', now(), notify_channel => 'mail', timeout => '5 minutes');
 });
-ok(wait_true(q{SELECT count(*) = 1 FROM schedlock.job_runs WHERE job_name = 'told' AND status = 'pending'}, 30),
+ok(wait_for(q{SELECT count(*) = 1 FROM schedlock.job_runs WHERE job_name = 'told' AND status = 'pending'}, 30),
 	'the NOTIFY run is notified');
 my $run = $node->safe_psql('app', q{SELECT run_id FROM schedlock.job_runs WHERE job_name = 'told'});
 is($node->safe_psql('app', qq{SET ROLE mailer; SELECT claimed FROM schedlock_claim_run_payload($run, 'app-1')}),
@@ -111,7 +92,7 @@ $node->safe_psql('app', q{
 	 WHERE job_name = 'slow'});
 $node->append_conf('postgresql.conf', "schedlock.history_retention = '7d'");
 $node->reload;
-ok(wait_true(q{SELECT count(*) = 0 FROM schedlock.job_runs WHERE job_name = 'slow'}, 90),
+ok(wait_for(q{SELECT count(*) = 0 FROM schedlock.job_runs WHERE job_name = 'slow'}, 90),
 	'retention prunes the old run of the unscheduled job');
 is($node->safe_psql('app', q{SELECT string_agg(job_name, ',' ORDER BY run_id) FROM schedlock.job_runs}),
 	'slow_atomic,told', 'and keeps the recent ones');
