@@ -21,22 +21,22 @@ $$;
 
 -- a POSIX zone with offsets of 99 hours made every worker of the database
 -- fail with XX000 "could not map wall-clock time" when the job fell due
-SELECT schedule_job('zone_99h', '0 2 * * *', 'SELECT 1',
+SELECT schedlock.schedule_job('zone_99h', '0 2 * * *', 'SELECT 1',
 					timezone => 'AAA+99BBB-99,M3.2.0,M11.1.0');
-SELECT schedule_job('zone_ok', '0 2 * * *', 'SELECT 1', timezone => 'UTC') > 0 AS scheduled;
-SELECT alter_job('zone_ok', timezone => 'AAA+99BBB-99,J60/0,J365/0');
+SELECT schedlock.schedule_job('zone_ok', '0 2 * * *', 'SELECT 1', timezone => 'UTC') > 0 AS scheduled;
+SELECT schedlock.alter_job('zone_ok', timezone => 'AAA+99BBB-99,J60/0,J365/0');
 SELECT s AS statement, pg_temp.sqlstate_of(s) AS sqlstate
   FROM unnest(ARRAY[
-	$$SELECT schedule_job('zone_99h', '0 2 * * *', 'SELECT 1', timezone => 'AAA+99BBB-99,M3.2.0,M11.1.0')$$,
-	$$SELECT schedule_job('zone_julian', '0 2 * * *', 'SELECT 1', timezone => 'AAA+99BBB-99,J60/0,J365/0')$$,
-	$$SELECT alter_job('zone_ok', timezone => 'AAA-25')$$]) AS s;
+	$$SELECT schedlock.schedule_job('zone_99h', '0 2 * * *', 'SELECT 1', timezone => 'AAA+99BBB-99,M3.2.0,M11.1.0')$$,
+	$$SELECT schedlock.schedule_job('zone_julian', '0 2 * * *', 'SELECT 1', timezone => 'AAA+99BBB-99,J60/0,J365/0')$$,
+	$$SELECT schedlock.alter_job('zone_ok', timezone => 'AAA-25')$$]) AS s;
 -- nothing was written
 SELECT job_name, timezone FROM schedlock.jobs WHERE job_name LIKE 'zone%' ORDER BY job_name;
-SELECT unschedule_job('zone_ok');
+SELECT schedlock.unschedule_job('zone_ok');
 
 -- the exact zone of issue 11: a Julian-day rule for today, a minute ahead
 SELECT pg_temp.sqlstate_of(format(
-	$$SELECT schedule_job('zone_today', '* * * * *', 'SELECT 1', timezone => 'AAA+99BBB-99,J%s/%s,J365/0')$$,
+	$$SELECT schedlock.schedule_job('zone_today', '* * * * *', 'SELECT 1', timezone => 'AAA+99BBB-99,J%s/%s,J365/0')$$,
 	least(extract(doy FROM now())::int, 365),
 	to_char(now() + interval '1 minute', 'HH24:MI'))) AS zone_today;
 -- cron_next_runs with the same zone is a 22023 error too, never XX000
@@ -50,28 +50,28 @@ SELECT cron_next_runs('0 2 * * *', 20, '2026-03-01', 'AAA+99BBB-99,M3.2.0,M11.1.
 -- schedlock_claim_run fail with 22008.  A timeout of 0.5 ms meant no
 -- timeout at all.
 --
-SELECT schedule_job('in_retry', '0 2 * * *', 'SELECT 1/0',
+SELECT schedlock.schedule_job('in_retry', '0 2 * * *', 'SELECT 1/0',
 					max_attempts => 3, retry_delay => '1000000 years');
-SELECT schedule_job('in_retry', '0 2 * * *', 'SELECT 1/0',
+SELECT schedlock.schedule_job('in_retry', '0 2 * * *', 'SELECT 1/0',
 					max_attempts => 3, retry_delay => '1 day 1 second');
 -- a month counts as 30 days
-SELECT schedule_job('in_retry', '0 2 * * *', 'SELECT 1/0',
+SELECT schedlock.schedule_job('in_retry', '0 2 * * *', 'SELECT 1/0',
 					max_attempts => 3, retry_delay => '1 mon');
-SELECT schedule_job('in_timeout', '0 2 * * *', 'SELECT pg_sleep(1)',
+SELECT schedlock.schedule_job('in_timeout', '0 2 * * *', 'SELECT pg_sleep(1)',
 					timeout => '0.5 milliseconds');
-SELECT schedule_job('in_timeout', '0 2 * * *', notify_channel => 'work',
+SELECT schedlock.schedule_job('in_timeout', '0 2 * * *', notify_channel => 'work',
 					timeout => '1000000 years');
-SELECT schedule_job('in_timeout', '0 2 * * *', 'SELECT 1',
+SELECT schedlock.schedule_job('in_timeout', '0 2 * * *', 'SELECT 1',
 					timeout => '24 days 0.001 seconds');
 -- the bounds themselves are accepted
-SELECT schedule_job('in_bounds', '0 2 * * *', 'SELECT 1', timeout => '24 days',
+SELECT schedlock.schedule_job('in_bounds', '0 2 * * *', 'SELECT 1', timeout => '24 days',
 					retry_delay => '1 day') > 0 AS scheduled;
-SELECT schedule_job('in_small', '0 2 * * *', 'SELECT 1', timeout => '1 millisecond',
+SELECT schedlock.schedule_job('in_small', '0 2 * * *', 'SELECT 1', timeout => '1 millisecond',
 					retry_delay => '0') > 0 AS scheduled;
 -- alter_job refuses the same values and changes nothing
-SELECT alter_job('in_bounds', retry_delay => '1000000 years');
-SELECT alter_job('in_bounds', timeout => '0.5 milliseconds');
-SELECT alter_job('in_bounds', notify_channel => 'work', timeout => '1000000 years');
+SELECT schedlock.alter_job('in_bounds', retry_delay => '1000000 years');
+SELECT schedlock.alter_job('in_bounds', timeout => '0.5 milliseconds');
+SELECT schedlock.alter_job('in_bounds', notify_channel => 'work', timeout => '1000000 years');
 SELECT job_name, timeout, retry_delay, command, notify_channel
   FROM schedlock.jobs WHERE job_name LIKE 'in\_%' ORDER BY job_name;
 
@@ -80,7 +80,7 @@ SELECT job_name, timeout, retry_delay, command, notify_channel
 -- carries the name (JSON-escaped, at most 255 * 6 bytes) and no payload,
 -- so it stays far below NOTIFY's 8000-byte limit; the job is accepted.
 --
-SELECT schedule_job(repeat(chr(1), 255), '0 2 * * *', notify_channel => 'work',
+SELECT schedlock.schedule_job(repeat(chr(1), 255), '0 2 * * *', notify_channel => 'work',
 					payload => jsonb_build_object('x', repeat('x', 7200))) > 0 AS scheduled;
-SELECT unschedule_job(repeat(chr(1), 255));
-SELECT unschedule_job('in_bounds'), unschedule_job('in_small');
+SELECT schedlock.unschedule_job(repeat(chr(1), 255));
+SELECT schedlock.unschedule_job('in_bounds'), schedlock.unschedule_job('in_small');

@@ -12,30 +12,30 @@ SELECT name, setting, boot_val, context, enumvals
   FROM pg_settings WHERE name = 'schedlock.record_runs';
 SET schedlock.record_runs = 'failures';
 
-SELECT schedule_job('keep_less', '0 3 1 1 *', 'SELECT 1') IS NOT NULL AS scheduled;
+SELECT schedlock.schedule_job('keep_less', '0 3 1 1 *', 'SELECT 1') IS NOT NULL AS scheduled;
 CREATE VIEW pg_temp.kept AS
 SELECT job_name, record_runs FROM schedlock.jobs WHERE job_name = 'keep_less';
 SELECT * FROM pg_temp.kept;
 
-SELECT alter_job('keep_less', record_runs => 'failures');
+SELECT schedlock.alter_job('keep_less', record_runs => 'failures');
 SELECT * FROM pg_temp.kept;
-SELECT alter_job('keep_less', record_runs => 'all');
+SELECT schedlock.alter_job('keep_less', record_runs => 'all');
 SELECT * FROM pg_temp.kept;
 
 -- refused, nothing written (also not the other settings given with it)
 \set VERBOSITY sqlstate
-SELECT alter_job('keep_less', record_runs => 'some', max_attempts => 5);
-SELECT alter_job('keep_less', record_runs => '');
-SELECT alter_job('keep_less', record_runs => 'FAILURES');
+SELECT schedlock.alter_job('keep_less', record_runs => 'some', max_attempts => 5);
+SELECT schedlock.alter_job('keep_less', record_runs => '');
+SELECT schedlock.alter_job('keep_less', record_runs => 'FAILURES');
 \set VERBOSITY default
-SELECT alter_job('keep_less', record_runs => 'none');
+SELECT schedlock.alter_job('keep_less', record_runs => 'none');
 SELECT job_name, record_runs, max_attempts FROM schedlock.jobs WHERE job_name = 'keep_less';
 
-SELECT alter_job('keep_less', record_runs => 'default');
+SELECT schedlock.alter_job('keep_less', record_runs => 'default');
 SELECT * FROM pg_temp.kept;
 -- NULL leaves it as it is
-SELECT alter_job('keep_less', record_runs => 'failures');
-SELECT alter_job('keep_less', max_attempts => 2);
+SELECT schedlock.alter_job('keep_less', record_runs => 'failures');
+SELECT schedlock.alter_job('keep_less', max_attempts => 2);
 SELECT * FROM pg_temp.kept;
 
-SELECT unschedule_job('keep_less');
+SELECT schedlock.unschedule_job('keep_less');

@@ -31,13 +31,13 @@ RETURNS SETOF record LANGUAGE sql AS $$
 $$;
 
 SET ROLE regress_roles_ann;
-SELECT schedule_job('nightly', '0 3 1 1 *', 'SELECT 1') IS NOT NULL AS scheduled;
-SELECT schedule_job('weekly', '0 4 1 1 *', 'SELECT 1') IS NOT NULL AS scheduled;
+SELECT schedlock.schedule_job('nightly', '0 3 1 1 *', 'SELECT 1') IS NOT NULL AS scheduled;
+SELECT schedlock.schedule_job('weekly', '0 4 1 1 *', 'SELECT 1') IS NOT NULL AS scheduled;
 RESET ROLE;
 SET ROLE regress_roles_ben;
-SELECT schedule_job('nightly', '0 3 1 1 *', 'SELECT 2') IS NOT NULL AS scheduled;
+SELECT schedlock.schedule_job('nightly', '0 3 1 1 *', 'SELECT 2') IS NOT NULL AS scheduled;
 RESET ROLE;
-SELECT schedule_job('as_cid', '0 5 1 1 *', 'SELECT 3', run_as => 'regress_roles_cid') IS NOT NULL AS scheduled;
+SELECT schedlock.schedule_job('as_cid', '0 5 1 1 *', 'SELECT 3', run_as => 'regress_roles_cid') IS NOT NULL AS scheduled;
 SELECT * FROM pg_temp.job_records();
 
 -- DROP ROLE of an owner or of a run_as role fails; nothing is dropped
@@ -47,16 +47,16 @@ DROP ROLE regress_roles_ben, regress_roles_ann;
 SELECT rolname FROM pg_roles WHERE rolname LIKE 'regress_roles_%' ORDER BY 1;
 
 -- alter_job changing run_as moves the record
-SELECT alter_job('as_cid', run_as => 'regress_roles_ben');
+SELECT schedlock.alter_job('as_cid', run_as => 'regress_roles_ben');
 SELECT * FROM pg_temp.job_records();
-SELECT alter_job('as_cid', run_as => 'regress_roles_cid');
+SELECT schedlock.alter_job('as_cid', run_as => 'regress_roles_cid');
 
 -- REASSIGN OWNED onto a role with a job of the same name: nothing changes
 REASSIGN OWNED BY regress_roles_ann TO regress_roles_ben;
 SELECT job_name, owner FROM schedlock.jobs ORDER BY 1, 2;
 -- once the clash is gone, the jobs and the run_as change hands
 SET ROLE regress_roles_ben;
-SELECT unschedule_job('nightly');
+SELECT schedlock.unschedule_job('nightly');
 RESET ROLE;
 REASSIGN OWNED BY regress_roles_ann, regress_roles_cid TO regress_roles_ben;
 SELECT job_name, owner, run_as FROM schedlock.jobs ORDER BY 1;
@@ -76,7 +76,7 @@ SELECT job_name, owner, run_as FROM schedlock.jobs ORDER BY 1;
 SELECT * FROM pg_temp.job_records();
 
 -- the record follows any writer of the table, also a superuser's UPDATE
-SELECT schedule_job('direct', '0 6 1 1 *', 'SELECT 4') IS NOT NULL AS scheduled;
+SELECT schedlock.schedule_job('direct', '0 6 1 1 *', 'SELECT 4') IS NOT NULL AS scheduled;
 UPDATE schedlock.jobs SET owner = 'regress_roles_cid' WHERE job_name = 'direct';
 SELECT * FROM pg_temp.job_records();
 DELETE FROM schedlock.jobs WHERE job_name = 'direct';

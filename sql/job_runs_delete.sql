@@ -14,10 +14,10 @@ GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public
 GRANT INSERT ON schedlock.jobs TO regress_purge_ann, regress_purge_ben;
 
 SET ROLE regress_purge_ann;
-SELECT schedule_job('purge_me', '0 3 1 1 *', 'SELECT 1', enabled => false) IS NOT NULL AS scheduled;
+SELECT schedlock.schedule_job('purge_me', '0 3 1 1 *', 'SELECT 1', enabled => false) IS NOT NULL AS scheduled;
 RESET ROLE;
 SET ROLE regress_purge_ben;
-SELECT schedule_job('purge_me', '0 3 1 1 *', 'SELECT 1', enabled => false) IS NOT NULL AS scheduled;
+SELECT schedlock.schedule_job('purge_me', '0 3 1 1 *', 'SELECT 1', enabled => false) IS NOT NULL AS scheduled;
 RESET ROLE;
 
 -- each job: a run of every status, one a day in 2030
@@ -60,10 +60,10 @@ RESET ROLE;
 SELECT * FROM pg_temp.census;
 
 SET ROLE regress_purge_ann;
-SELECT unschedule_job('purge_me');
+SELECT schedlock.unschedule_job('purge_me');
 RESET ROLE;
 SET ROLE regress_purge_ben;
-SELECT unschedule_job('purge_me');
+SELECT schedlock.unschedule_job('purge_me');
 RESET ROLE;
 DROP OWNED BY regress_purge_ann, regress_purge_ben;
 DROP ROLE regress_purge_ann, regress_purge_ben;

@@ -27,7 +27,7 @@ $$;
 -- 20 disabled jobs, and a history of 20,000 finished runs of the first
 -- ten; the other ten never ran
 SELECT count(*) FROM (
-	SELECT schedule_job('status_' || i, '0 0 1 1 *', 'SELECT 1', enabled => false)
+	SELECT schedlock.schedule_job('status_' || i, '0 0 1 1 *', 'SELECT 1', enabled => false)
 	  FROM generate_series(1, 20) i) s;
 INSERT INTO schedlock.job_runs (job_id, owner, scheduled_for, attempt, status,
 								started_at, finished_at)
@@ -71,4 +71,4 @@ SELECT count(*) AS late_by_a_minute
 ROLLBACK;
 
 SELECT count(*) FROM (
-	SELECT unschedule_job('status_' || i) FROM generate_series(1, 20) i) s;
+	SELECT schedlock.unschedule_job('status_' || i) FROM generate_series(1, 20) i) s;

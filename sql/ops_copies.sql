@@ -28,7 +28,7 @@ SELECT count(*) AS home_rows,
   FROM schedlock.home h, pg_database d WHERE d.datname = current_database();
 
 -- a job records the home it was scheduled under
-SELECT schedule_job('ops_local', '0 3 1 1 *', 'SELECT 1') > 0 AS scheduled;
+SELECT schedlock.schedule_job('ops_local', '0 3 1 1 *', 'SELECT 1') > 0 AS scheduled;
 SELECT j.home_id = h.home_id AS local_home
   FROM schedlock.jobs j, schedlock.home h WHERE j.job_name = 'ops_local';
 
@@ -85,6 +85,6 @@ SELECT * FROM pg_temp.try($$SELECT nextval('schedlock.jobs_job_id_seq')$$);
 RESET ROLE;
 
 DELETE FROM schedlock.jobs WHERE job_name = 'ops_restored';
-SELECT unschedule_job('ops_local');
+SELECT schedlock.unschedule_job('ops_local');
 REVOKE EXECUTE ON FUNCTION schedlock_adopt_jobs() FROM regress_ops_tenant;
 DROP ROLE regress_ops_tenant;

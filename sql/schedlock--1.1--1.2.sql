@@ -71,12 +71,12 @@ SELECT j.job_id,
 		 ELSE COALESCE((SELECT schedlock.paused_reason()), j.quarantine_reason,
 			  CASE
 				WHEN NOT j.enabled
-				THEN 'disabled: alter_job(..., enabled => true) enables the job'
+				THEN 'disabled: schedlock.alter_job(..., enabled => true) enables the job'
 				WHEN j.schedule OPERATOR(pg_catalog.=) '@once' AND j.next_run_at IS NULL
 				  AND NOT EXISTS (SELECT 1 FROM schedlock.job_runs x
 								   WHERE x.job_id OPERATOR(pg_catalog.=) j.job_id
 									 AND x.status IN ('queued', 'pending', 'running'))
-				THEN 'ended: the one-off job has run; alter_job(..., next_run_at => ...) runs it again'
+				THEN 'ended: the one-off job has run; schedlock.alter_job(..., next_run_at => ...) runs it again'
 			  END)
 	   END AS stopped_reason,
 	   CASE WHEN j.next_run_at OPERATOR(pg_catalog.<=) pg_catalog.now()
@@ -207,12 +207,12 @@ SELECT j.job_id,
 		 ELSE COALESCE((SELECT schedlock.paused_reason()), j.quarantine_reason,
 			  CASE
 				WHEN NOT j.enabled
-				THEN 'disabled: alter_job(..., enabled => true) enables the job'
+				THEN 'disabled: schedlock.alter_job(..., enabled => true) enables the job'
 				WHEN j.schedule OPERATOR(pg_catalog.=) '@once' AND j.next_run_at IS NULL
 				  AND NOT EXISTS (SELECT 1 FROM schedlock.job_runs x
 								   WHERE x.job_id OPERATOR(pg_catalog.=) j.job_id
 									 AND x.status IN ('queued', 'pending', 'running'))
-				THEN 'ended: the one-off job has run; alter_job(..., next_run_at => ...) runs it again'
+				THEN 'ended: the one-off job has run; schedlock.alter_job(..., next_run_at => ...) runs it again'
 				WHEN j.notify_channel IS NOT NULL
 				  AND j.consecutive_failures OPERATOR(pg_catalog.>=) 3
 				  AND (SELECT x.message FROM schedlock.job_runs x
@@ -527,7 +527,7 @@ BEGIN
 			  WHERE c.oid OPERATOR(pg_catalog.=) TG_RELID), 'USAGE') THEN
 		RAISE EXCEPTION 'schedlock.jobs is written by the job functions only'
 			USING ERRCODE = '42501',
-				  HINT = 'Use schedule_job() or schedule_once().';
+				  HINT = 'Use schedlock.schedule_job() or schedlock.schedule_once().';
 	END IF;
 	RETURN NEW;
 END
@@ -594,3 +594,21 @@ BEGIN
 	END LOOP;
 END
 $$;
+
+/*
+ * The job functions live in the schema schedlock, beside the tables and
+ * views they work on, and are called as schedlock.schedule_job(...): their
+ * short names no longer take names an application may use in the
+ * extension's schema (often public).  The lock functions, the run functions
+ * of the NOTIFY listeners (schedlock_claim_run, ...) and the cron functions
+ * stay in the extension's schema.
+ */
+ALTER FUNCTION @extschema@.schedule_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name)
+	SET SCHEMA schedlock;
+ALTER FUNCTION @extschema@.schedule_once(text, timestamptz, text, text, jsonb, interval, integer, interval, boolean, boolean, name)
+	SET SCHEMA schedlock;
+ALTER FUNCTION @extschema@.alter_job(text, text, text, text, jsonb, text, interval, integer, interval, text, boolean, boolean, name, timestamptz, text, text)
+	SET SCHEMA schedlock;
+ALTER FUNCTION @extschema@.unschedule_job(text, boolean) SET SCHEMA schedlock;
+ALTER FUNCTION @extschema@.unschedule_job(bigint, boolean) SET SCHEMA schedlock;
+ALTER FUNCTION @extschema@.run_job(text) SET SCHEMA schedlock;

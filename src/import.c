@@ -49,6 +49,7 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/dependency.h"
 #include "catalog/pg_language.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
@@ -233,7 +234,7 @@ compare_with_pg_cron(const ImportContext *ic, const char *schedule,
 		appendStringInfoString(detail, " in schedlock;");
 	}
 	appendStringInfoString(detail,
-						   " imported disabled: check the times with cron_next_runs() and enable the job with alter_job(..., enabled => true).");
+						   " imported disabled: check the times with cron_next_runs() and enable the job with schedlock.alter_job(..., enabled => true).");
 	return false;
 }
 
@@ -276,12 +277,13 @@ node_is_local(const PgCronJob *job)
 
 /*
  * find_schedule_job
- *		Look up schedlock's schedule_job() in the extension's schema nsp and the
- *		names of its arguments, so that it can be called as another role
- *		without that role's EXECUTE privilege (see the file header).
+ *		Look up the extension's schedule_job() (in schedlock since 1.2, in
+ *		the extension's schema before) and the names of its arguments, so
+ *		that it can be called as another role without that role's EXECUTE
+ *		privilege (see the file header).
  */
 static void
-find_schedule_job(ImportContext *ic, Oid nsp)
+find_schedule_job(ImportContext *ic, Oid extension)
 {
 	CatCList   *list;
 	int			i;
@@ -299,7 +301,8 @@ find_schedule_job(ImportContext *ic, Oid nsp)
 		bool		isnull;
 		Datum		src;
 
-		if (proc->pronamespace != nsp || proc->prolang != ClanguageId)
+		if (proc->prolang != ClanguageId ||
+			getExtensionOfObject(ProcedureRelationId, proc->oid) != extension)
 			continue;
 		src = SysCacheGetAttr(PROCNAMEARGSNSP, ptup, Anum_pg_proc_prosrc, &isnull);
 		if (!isnull && strcmp(TextDatumGetCString(src), "schedlock_schedule_job") == 0)
@@ -466,7 +469,8 @@ static void
 schedule_job_call(StringInfo buf, const ImportContext *ic, const char *job_name,
 				  const PgCronJob *job, bool atomic, bool enabled)
 {
-	appendStringInfo(buf, "SELECT schedule_job(job_name => %s, schedule => %s, command => %s, timezone => %s",
+	appendStringInfo(buf, "SELECT %s.schedule_job(job_name => %s, schedule => %s, command => %s, timezone => %s",
+					 quote_identifier(get_namespace_name(get_func_namespace(ic->schedule_job_oid))),
 					 quote_literal_cstr(job_name), quote_literal_cstr(job->schedule),
 					 quote_literal_cstr(job->command), quote_literal_cstr(ic->timezone));
 	if (!atomic)
@@ -622,7 +626,7 @@ import_one(const ImportContext *ic, const PgCronJob *job, ImportRow *row)
 						 "pg_cron runs the job over a connection to host \"%s\" port %d, which is not this server as far as schedlock can tell.",
 						 job->nodename ? job->nodename : "", job->nodeport);
 		appendStringInfoString(&row->todo,
-							   "Schedule it with schedule_job() in the database of the server it runs in, or leave it in pg_cron.");
+							   "Schedule it with schedlock.schedule_job() in the database of the server it runs in, or leave it in pg_cron.");
 		return;
 	}
 	owner = get_role_oid(job->username, true);
@@ -905,8 +909,9 @@ schedlock_import_pg_cron(PG_FUNCTION_ARGS)
 	ic.deactivate = PG_GETARG_BOOL(1);
 	ic.is_superuser = superuser();
 	ic.database = get_database_name(MyDatabaseId);
-	/* schedule_job lives in the schema of this function */
-	find_schedule_job(&ic, get_func_namespace(fcinfo->flinfo->fn_oid));
+	/* schedule_job of the extension this function belongs to */
+	find_schedule_job(&ic, getExtensionOfObject(ProcedureRelationId,
+												fcinfo->flinfo->fn_oid));
 	if (!ic.is_superuser &&
 		(!DatumGetBool(DirectFunctionCall2(has_function_privilege_id,
 										   ObjectIdGetDatum(ic.schedule_job_oid),

@@ -143,7 +143,7 @@ schedlock_check_job_api(const char *fname)
 	rolename = GetUserNameFromId(role, false);
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-			 errmsg("permission denied for %s", fname),
+			 errmsg("permission denied for function %s", fname),
 			 errdetail("Role \"%s\" has not been granted the job functions.",
 					   rolename),
 			 errhint("A superuser grants them with one statement: GRANT INSERT ON schedlock.jobs TO %s;",
@@ -431,7 +431,7 @@ refuse_schedule_as_name(const char *job_name, const char *schedule)
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("job name \"%s\" is a cron schedule", job_name),
 			 errdetail("schedule_job takes the job's name first, then its schedule and its command; pg_cron's two-argument cron.schedule(schedule, command) has no name."),
-			 errhint("Name the job: schedule_job('my_job', %s, %s).",
+			 errhint("Name the job: schedlock.schedule_job('my_job', %s, %s).",
 					 quote_literal_cstr(job_name),
 					 quote_literal_cstr(schedule))));
 }
@@ -582,7 +582,7 @@ check_instant(TimestampTz t, TimestampTz now, const char *argname)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s must be a finite timestamp", argname),
-				 errhint("To keep a job from running, disable it with alter_job(..., enabled => false) or remove it with unschedule_job().")));
+				 errhint("To keep a job from running, disable it with schedlock.alter_job(..., enabled => false) or remove it with schedlock.unschedule_job().")));
 	if (t > now && t - now > (TimestampTz) SCHEDLOCK_MAX_AHEAD_DAYS * USECS_PER_DAY)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -620,7 +620,7 @@ next_slot_rule(FunctionCallInfo fcinfo, const char *job_name,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("job \"%s\" is disabled", job_name),
 					 errdetail("next_run_at moves the next run of an enabled job; enabling a job computes its next run afresh."),
-					 errhint("Give enabled => true in the same call: alter_job(job_name => %s, enabled => true, next_run_at => ...).",
+					 errhint("Give enabled => true in the same call: schedlock.alter_job(job_name => %s, enabled => true, next_run_at => ...).",
 							 quote_literal_cstr(job_name))));
 		*reslot = true;
 		return true;
@@ -632,7 +632,7 @@ next_slot_rule(FunctionCallInfo fcinfo, const char *job_name,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("schedule \"%s\" needs next_run_at", def->schedule),
 				 errdetail("A one-off job runs once, at an instant."),
-				 errhint("Give the instant: alter_job(job_name => %s, schedule => '@once', next_run_at => ...).",
+				 errhint("Give the instant: schedlock.alter_job(job_name => %s, schedule => '@once', next_run_at => ...).",
 						 quote_literal_cstr(job_name))));
 	*reslot = false;
 	return false;
@@ -651,7 +651,7 @@ refuse_once_schedule(const JobDef *def)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("schedule \"%s\" needs an instant", def->schedule),
 				 errdetail("A one-off job runs once, at an instant."),
-				 errhint("Use schedule_once(job_name => ..., run_at => ..., command => ...).")));
+				 errhint("Use schedlock.schedule_once(job_name => ..., run_at => ..., command => ...).")));
 }
 
 /* Macros to fetch optional arguments. */
@@ -788,8 +788,8 @@ schedlock_schedule_job(PG_FUNCTION_ARGS)
 	Oid			caller = GetUserId();
 	int64		job_id;
 
-	schedlock_check_job_api("schedule_job");
-	check_writable("schedule_job");
+	schedlock_check_job_api("schedlock.schedule_job");
+	check_writable("schedlock.schedule_job");
 	memset(&def, 0, sizeof(def));
 	def.max_attempts = 1;
 	def.atomic = true;
@@ -850,8 +850,8 @@ schedlock_schedule_once(PG_FUNCTION_ARGS)
 	Oid			caller = GetUserId();
 	int64		job_id;
 
-	schedlock_check_job_api("schedule_once");
-	check_writable("schedule_once");
+	schedlock_check_job_api("schedlock.schedule_once");
+	check_writable("schedlock.schedule_once");
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -965,7 +965,7 @@ check_run_as_change(const char *job_name, Oid owner, const JobDef *old,
 			 errmsg("permission denied to change job \"%s\"", job_name),
 			 errdetail("A superuser made the job run as role \"%s\"; only a superuser may change the command, schedule, time zone, notify_channel, payload or atomic of a job that runs as another role.",
 					   run_as_name ? run_as_name : "?"),
-			 errhint("Ask a superuser to make the change, or first clear run_as with alter_job(job_name => %s, run_as => %s), after which the job runs as its owner.",
+			 errhint("Ask a superuser to make the change, or first clear run_as with schedlock.alter_job(job_name => %s, run_as => %s), after which the job runs as its owner.",
 					 quote_literal_cstr(job_name),
 					 quote_literal_cstr(GetUserNameFromId(owner, false)))));
 }
@@ -1005,8 +1005,8 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 	char	   *search_path = NULL;
 	char	   *record_runs = NULL;
 
-	schedlock_check_job_api("alter_job");
-	check_writable("alter_job");
+	schedlock_check_job_api("schedlock.alter_job");
+	check_writable("schedlock.alter_job");
 	if (PG_NARGS() > ARG_RECORD_RUNS && !PG_ARGISNULL(ARG_RECORD_RUNS))
 	{
 		record_runs = text_to_cstring(PG_GETARG_TEXT_PP(ARG_RECORD_RUNS));
@@ -1118,8 +1118,8 @@ schedlock_unschedule_job(PG_FUNCTION_ARGS)
 	int			save_nestlevel;
 	bool		deleted;
 
-	schedlock_check_job_api("unschedule_job");
-	check_writable("unschedule_job");
+	schedlock_check_job_api("schedlock.unschedule_job");
+	check_writable("schedlock.unschedule_job");
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
 	deleted = schedlock_delete_job(job_name, caller);
@@ -1154,7 +1154,7 @@ schedlock_unschedule_job(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("job \"%s\" does not exist", job_name),
-				 errhint("Jobs are visible only to the role that scheduled them; unschedule_job(%s, if_exists => true) returns false for a job that does not exist.",
+				 errhint("Jobs are visible only to the role that scheduled them; schedlock.unschedule_job(%s, if_exists => true) returns false for a job that does not exist.",
 						 quote_literal_cstr(job_name))));
 	PG_RETURN_BOOL(deleted);
 }
@@ -1183,8 +1183,8 @@ schedlock_unschedule_job_id(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("job_id must not be null")));
 	job_id = PG_GETARG_INT64(0);
-	schedlock_check_job_api("unschedule_job");
-	check_writable("unschedule_job");
+	schedlock_check_job_api("schedlock.unschedule_job");
+	check_writable("schedlock.unschedule_job");
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
 	deleted = schedlock_delete_job_by_id(job_id, caller,
@@ -1222,8 +1222,8 @@ schedlock_run_job(PG_FUNCTION_ARGS)
 	int64		run_id;
 	bool		isnull;
 
-	schedlock_check_job_api("run_job");
-	check_writable("run_job");
+	schedlock_check_job_api("schedlock.run_job");
+	check_writable("schedlock.run_job");
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
 	job_id = schedlock_find_job(job_name, caller, "enabled");
@@ -1231,7 +1231,7 @@ schedlock_run_job(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("job \"%s\" is disabled", job_name),
-				 errhint("Enable it with alter_job(job_name => '%s', enabled => true).",
+				 errhint("Enable it with schedlock.alter_job(job_name => '%s', enabled => true).",
 						 job_name)));
 	run_id = schedlock_queue_run(job_id, job_name, now);
 	schedlock_recompute_next_run(job_id, now);

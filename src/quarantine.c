@@ -195,7 +195,7 @@ charge_job(int64 job_id, ErrorData *error)
 							SCHEDLOCK_QUARANTINE_BREAKS)));
 			schedlock_save_dispatch_error(job_id, breaks, now, hold_until,
 										  held ? NULL :
-										  psprintf("quarantined: dispatch of the job failed %d times in a row; last error %s: %s. alter_job(..., enabled => true) releases it.",
+										  psprintf("quarantined: dispatch of the job failed %d times in a row; last error %s: %s. schedlock.alter_job(..., enabled => true) releases it.",
 												   breaks, state, message));
 			if (!held)
 				ereport(WARNING,
@@ -204,7 +204,7 @@ charge_job(int64 job_id, ErrorData *error)
 								job_name, role_name ? role_name : "?",
 								dbname ? dbname : "?", breaks),
 						 errdetail("Last error (SQLSTATE %s): %s", state, message),
-						 errhint("Fix the cause, then enable the job again with alter_job(job_name => %s, enabled => true).",
+						 errhint("Fix the cause, then enable the job again with schedlock.alter_job(job_name => %s, enabled => true).",
 								 quote_literal_cstr(job_name))));
 		}
 	}

@@ -688,7 +688,7 @@ check_drop_role(Oid roleid)
 			 errmsg("role \"%s\" cannot be dropped because some objects depend on it",
 					GetUserNameFromId(roleid, false)),
 			 errdetail_internal("%s", detail.data),
-			 errhint("In each database named, run REASSIGN OWNED BY or DROP OWNED BY for the role, or remove the jobs with unschedule_job().")));
+			 errhint("In each database named, run REASSIGN OWNED BY or DROP OWNED BY for the role, or remove the jobs with schedlock.unschedule_job().")));
 }
 
 /*

@@ -358,7 +358,7 @@ _PG_init(void)
 
 	DefineCustomEnumVariable("schedlock.record_runs",
 							 "Which ended job runs schedlock.job_runs keeps.",
-							 "all keeps every run; failures keeps failed, timed-out and lost runs only (the others are counted in the job's statistics). A job's record_runs (alter_job) overrides it.",
+							 "all keeps every run; failures keeps failed, timed-out and lost runs only (the others are counted in the job's statistics). A job's record_runs (schedlock.alter_job) overrides it.",
 							 &schedlock_record_runs,
 							 SCHEDLOCK_RECORD_RUNS_ALL,
 							 record_runs_options,

@@ -111,10 +111,10 @@ them (nobody may until granted):
 
     GRANT INSERT ON schedlock.jobs TO mailer;
 
-    SELECT schedule_job('heartbeat', '1 seconds',
+    SELECT schedlock.schedule_job('heartbeat', '1 seconds',
                         command => 'INSERT INTO heartbeat VALUES (clock_timestamp())');
     -- as mailer:
-    SELECT schedule_job('send_statistics', '2 seconds',
+    SELECT schedlock.schedule_job('send_statistics', '2 seconds',
                         notify_channel => 'stats_mail', timeout => '10 seconds',
                         payload => '{"to": "ops@example.com"}');
 
@@ -136,14 +136,14 @@ for n in 1 2; do
 		"app-server-$n" stats_mail 10 >"$DEMO/app-$n.out" 2>&1 &
 done
 sleep 0.5
-app demo "SELECT schedule_job('heartbeat', '1 seconds', command => 'INSERT INTO heartbeat VALUES (clock_timestamp())') > 0;" \
+app demo "SELECT schedlock.schedule_job('heartbeat', '1 seconds', command => 'INSERT INTO heartbeat VALUES (clock_timestamp())') > 0;" \
 	"SET ROLE mailer;" \
-	"SELECT schedule_job('send_statistics', '2 seconds', notify_channel => 'stats_mail', timeout => '10 seconds', payload => '{\"to\": \"ops@example.com\"}') > 0;" >/dev/null
+	"SELECT schedlock.schedule_job('send_statistics', '2 seconds', notify_channel => 'stats_mail', timeout => '10 seconds', payload => '{\"to\": \"ops@example.com\"}') > 0;" >/dev/null
 # 8 seconds of jobs; the servers go on listening a little longer
 sleep 8
-app demo "SELECT alter_job('heartbeat', enabled => false);" \
+app demo "SELECT schedlock.alter_job('heartbeat', enabled => false);" \
 	"SET ROLE mailer;" \
-	"SELECT alter_job('send_statistics', enabled => false);" >/dev/null
+	"SELECT schedlock.alter_job('send_statistics', enabled => false);" >/dev/null
 wait
 sort "$DEMO"/app-*.out
 cat <<'EOF'

@@ -30,7 +30,7 @@ sleep 3
 # schedule well before a minute boundary, measure from just before it
 s=$(q b -c "SELECT floor(extract(epoch FROM clock_timestamp()))::bigint % 60")
 [ $((60 - s)) -lt 20 ] && sleep $((62 - s))
-q b -c "SELECT count(schedule_job('c' || i, '* * * * *', 'SELECT 1')) FROM generate_series(1, $N) i" >/dev/null
+q b -c "SELECT count(schedlock.schedule_job('c' || i, '* * * * *', 'SELECT 1')) FROM generate_series(1, $N) i" >/dev/null
 s=$(q b -c "SELECT floor(extract(epoch FROM clock_timestamp()))::bigint % 60")
 sleep $((59 - s))
 c0=$(q b -c "SELECT xact_commit FROM pg_stat_database WHERE datname = 'b'")

@@ -185,9 +185,9 @@ fresh_db()
 warm_up()
 {
 	sq "$1" -c "CREATE TABLE warm_up (at timestamptz)" \
-		-c "SELECT count(schedule_job('warm' || i, '1 seconds', 'INSERT INTO warm_up VALUES (clock_timestamp())')) FROM generate_series(1, 50) i" >/dev/null
+		-c "SELECT count(schedlock.schedule_job('warm' || i, '1 seconds', 'INSERT INTO warm_up VALUES (clock_timestamp())')) FROM generate_series(1, 50) i" >/dev/null
 	sleep 2.5
-	sq "$1" -c "SELECT count(unschedule_job(job_name)) FROM schedlock.jobs WHERE job_name LIKE 'warm%'" \
+	sq "$1" -c "SELECT count(schedlock.unschedule_job(job_name)) FROM schedlock.jobs WHERE job_name LIKE 'warm%'" \
 		-c "DROP TABLE warm_up" >/dev/null
 }
 
@@ -298,9 +298,9 @@ bench_lag()
 	sl_log "lag: schedlock, a '1 seconds' job, $((LAG_SAMPLES + 1)) samples"
 	fresh_db lag || return 1
 	sq lag -c "CREATE TABLE lag (started timestamptz)"
-	sq lag -c "SELECT schedule_job('tick', '1 seconds', 'INSERT INTO lag VALUES (clock_timestamp())')" >/dev/null
+	sq lag -c "SELECT schedlock.schedule_job('tick', '1 seconds', 'INSERT INTO lag VALUES (clock_timestamp())')" >/dev/null
 	wait_for sq lag "SELECT count(*) FROM lag" $((LAG_SAMPLES + 2)) $((LAG_SAMPLES * 2 + 60))
-	sq lag -c "SELECT alter_job('tick', enabled => false)" >/dev/null
+	sq lag -c "SELECT schedlock.alter_job('tick', enabled => false)" >/dev/null
 	# the first slot can fall before the job's row was visible; drop it
 	put_spread lag.schedlock "$(spread "SELECT extract(epoch FROM started - date_trunc('second', started)) * 1000
 		FROM lag ORDER BY started OFFSET 1" sq lag)"
@@ -322,12 +322,12 @@ bench_lag()
 	sq lagm -c "CREATE TABLE lag (started timestamptz)"
 	cq postgres -c "DROP TABLE IF EXISTS lag" -c "CREATE TABLE lag (started timestamptz)"
 	before_minute 5
-	sq lagm -c "SELECT schedule_job('tick', '* * * * *', 'INSERT INTO lag VALUES (clock_timestamp())')" >/dev/null
+	sq lagm -c "SELECT schedlock.schedule_job('tick', '* * * * *', 'INSERT INTO lag VALUES (clock_timestamp())')" >/dev/null
 	cq postgres -c "SELECT cron.schedule('tick', '* * * * *', 'INSERT INTO lag VALUES (clock_timestamp())')" >/dev/null
 	wait_for cq postgres "SELECT count(*) FROM lag" "$LAG_MINUTES" $((LAG_MINUTES * 60 + 70))
 	wait_for sq lagm "SELECT count(*) FROM lag" "$LAG_MINUTES" 60
 	cq postgres -c "SELECT cron.unschedule('tick')" >/dev/null
-	sq lagm -c "SELECT alter_job('tick', enabled => false)" >/dev/null
+	sq lagm -c "SELECT schedlock.alter_job('tick', enabled => false)" >/dev/null
 	put_spread lag.pg_cron "$(spread "SELECT extract(epoch FROM started - date_trunc('minute', started)) * 1000 FROM lag" cq postgres)"
 	put_spread lag.schedlock_minute "$(spread "SELECT extract(epoch FROM started - date_trunc('minute', started)) * 1000 FROM lag ORDER BY started LIMIT $LAG_MINUTES" sq lagm)"
 	drop_db lagm
@@ -379,7 +379,7 @@ burst_schedlock()
 	warm_up "$db"
 	sq "$db" -c "CREATE TABLE b (job int, started timestamptz)"
 	before_minute 10
-	sq "$db" -c "SELECT count(schedule_job('b' || i, '* * * * *', $BURST_CMD)) FROM generate_series(1, $N_BURST) i" >/dev/null
+	sq "$db" -c "SELECT count(schedlock.schedule_job('b' || i, '* * * * *', $BURST_CMD)) FROM generate_series(1, $N_BURST) i" >/dev/null
 	s=$(sq "$db" -c "SELECT count(DISTINCT next_run_at) FROM schedlock.jobs")
 	[ "$s" = 1 ] || sl_log "burst: the jobs are not all due at one instant ($s)"
 	wait_for sq "$db" "SELECT count(*) FROM schedlock.job_runs WHERE finished_at IS NOT NULL" $N_BURST 120
@@ -506,7 +506,7 @@ tenant_script()
 		if [ "$1" = cron ]; then
 			echo "SELECT count(cron.schedule('t' || j, '$2', 'INSERT INTO public.tb VALUES (''tenant$i'', ' || j || ', clock_timestamp())')) FROM generate_series(1, $N_TENANT_JOBS) j;"
 		else
-			echo "SELECT count(schedule_job('t' || j, '* * * * *', 'INSERT INTO public.tb VALUES (''tenant$i'', ' || j || ', clock_timestamp())')) FROM generate_series(1, $N_TENANT_JOBS) j;"
+			echo "SELECT count(schedlock.schedule_job('t' || j, '* * * * *', 'INSERT INTO public.tb VALUES (''tenant$i'', ' || j || ', clock_timestamp())')) FROM generate_series(1, $N_TENANT_JOBS) j;"
 		fi
 		echo "RESET ROLE;"
 	done
@@ -622,7 +622,7 @@ bench_dbs()
 	for i in $(seq 1 $N_DBS); do
 		fresh_db "d$i" >/dev/null || return 1
 		sq "d$i" -c "CREATE TABLE lag (started timestamptz)" \
-			-c "SELECT schedule_job('tick', '1 seconds', 'INSERT INTO lag VALUES (clock_timestamp())')" >/dev/null
+			-c "SELECT schedlock.schedule_job('tick', '1 seconds', 'INSERT INTO lag VALUES (clock_timestamp())')" >/dev/null
 	done
 	put dbs.default.max_worker_processes "$(sq postgres -c "SHOW max_worker_processes")"
 	sleep 5
@@ -706,9 +706,9 @@ bench_lagburst()
 		-c "CREATE TABLE lag (started timestamptz)" -c "CREATE TABLE b (job int, started timestamptz)" \
 		-c "GRANT INSERT ON lag TO tick_b" -c "GRANT INSERT ON b TO burst_a" \
 		-c "GRANT INSERT ON schedlock.jobs TO burst_a, tick_b" >/dev/null
-	sq lagb -c "SET ROLE tick_b" -c "SELECT schedule_job('tick', '1 seconds', 'INSERT INTO public.lag VALUES (clock_timestamp())')" >/dev/null
+	sq lagb -c "SET ROLE tick_b" -c "SELECT schedlock.schedule_job('tick', '1 seconds', 'INSERT INTO public.lag VALUES (clock_timestamp())')" >/dev/null
 	before_minute 20
-	sq lagb -c "SET ROLE burst_a" -c "SELECT count(schedule_job('b' || i, '* * * * *', 'INSERT INTO public.b VALUES (' || i || ', clock_timestamp())')) FROM generate_series(1, $N_BURST) i" >/dev/null
+	sq lagb -c "SET ROLE burst_a" -c "SELECT count(schedlock.schedule_job('b' || i, '* * * * *', 'INSERT INTO public.b VALUES (' || i || ', clock_timestamp())')) FROM generate_series(1, $N_BURST) i" >/dev/null
 	sq lagb -c "TRUNCATE lag" >/dev/null
 	wait_for sq lagb "SELECT count(*) FROM b" $N_BURST 120
 	sleep 5
@@ -731,7 +731,7 @@ bench_notify()
 	fresh_db notify || return 1
 	warm_up notify
 	before_minute 15
-	sq notify -c "SELECT count(schedule_job('n' || i, '* * * * *', notify_channel => 'bench', payload => jsonb_build_object('n', i))) FROM generate_series(1, $N_NOTIFY) i" >/dev/null
+	sq notify -c "SELECT count(schedlock.schedule_job('n' || i, '* * * * *', notify_channel => 'bench', payload => jsonb_build_object('n', i))) FROM generate_series(1, $N_NOTIFY) i" >/dev/null
 	slot=$(sq notify -c "SELECT extract(epoch FROM min(next_run_at)) FROM schedlock.jobs")
 	out=$(sl_as_server "$B/listen" "host=$S_HOST port=$S_PORT user=postgres dbname=notify" bench $N_NOTIFY 120 | tail -n 1)
 	sq notify -c "UPDATE schedlock.jobs SET enabled = false"
@@ -767,7 +767,7 @@ bench_scale()
 	{
 		echo "SELECT extract(epoch FROM clock_timestamp());"
 		for i in $(seq 0 $((batches - 1))); do
-			echo "SELECT count(schedule_job('far' || i, $FAR, 'SELECT 1')) FROM generate_series($((i * 20000 + 1)), $((i * 20000 + 20000 < N_SCALE ? i * 20000 + 20000 : N_SCALE))) i;"
+			echo "SELECT count(schedlock.schedule_job('far' || i, $FAR, 'SELECT 1')) FROM generate_series($((i * 20000 + 1)), $((i * 20000 + 20000 < N_SCALE ? i * 20000 + 20000 : N_SCALE))) i;"
 		done
 		echo "SELECT extract(epoch FROM clock_timestamp());"
 	} >"$B/scale.sql"
@@ -776,14 +776,14 @@ bench_scale()
 	put scale.schedlock.jobs "$(sq scale -c "SELECT count(*) FROM schedlock.jobs")"
 	put scale.schedlock.insert_per_s "$(awk -v a="$t0" -v b="$t1" -v n=$N_SCALE 'BEGIN {printf "%.0f", n / (b - a)}')"
 	sq scale -c "VACUUM ANALYZE schedlock.jobs"
-	sq scale -c "SELECT schedule_job('tick', '1 seconds', 'INSERT INTO lag VALUES (clock_timestamp())')" >/dev/null
+	sq scale -c "SELECT schedlock.schedule_job('tick', '1 seconds', 'INSERT INTO lag VALUES (clock_timestamp())')" >/dev/null
 	sleep 3
 	pids=$(scheduler_pids sq 'schedlock%')
 	sq scale -c "TRUNCATE lag"
 	c0=$(cpu_ticks $pids) w0=$(now_s)
 	sleep "$SCALE_SECONDS"
 	c1=$(cpu_ticks $pids) w1=$(now_s)
-	sq scale -c "SELECT alter_job('tick', enabled => false)" >/dev/null
+	sq scale -c "SELECT schedlock.alter_job('tick', enabled => false)" >/dev/null
 	put scale.schedlock.cpu_pct "$(cpu_pct "$c0" "$c1" "$w0" "$w1")"
 	put scale.schedlock.processes "$(echo $pids | wc -w)"
 	put_spread scale.schedlock.lag "$(spread "SELECT extract(epoch FROM started - date_trunc('second', started)) * 1000 FROM lag" sq scale)"
@@ -821,7 +821,7 @@ bench_claim()
 		fresh_db "$db" || return 1
 		warm_up "$db"
 		before_minute 25
-		sq "$db" -c "SELECT count(schedule_job('c' || i, '* * * * *', 'SELECT 1')) FROM generate_series(1, $N_CLAIM) i" >/dev/null
+		sq "$db" -c "SELECT count(schedlock.schedule_job('c' || i, '* * * * *', 'SELECT 1')) FROM generate_series(1, $N_CLAIM) i" >/dev/null
 		wait_for sq "$db" "SELECT count(*) FROM schedlock.job_runs WHERE finished_at IS NOT NULL" $N_CLAIM 200
 		sq "$db" -c "UPDATE schedlock.jobs SET enabled = false"
 		put "claim.w$w.seconds" "$(sq "$db" -c "SELECT round(extract(epoch FROM max(finished_at) - min(scheduled_for))::numeric, 2) FROM schedlock.job_runs")"

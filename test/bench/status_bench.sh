@@ -68,7 +68,7 @@ echo "job_status, $ROWS runs, $JOBS jobs: 1.1 $before ms, 1.2 $after ms (mean of
 
 # pruning while a job runs every second
 q -c "CREATE TABLE ticks (at timestamptz)" \
-  -c "SELECT schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (clock_timestamp())')" >/dev/null
+  -c "SELECT schedlock.schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (clock_timestamp())')" >/dev/null
 sleep 5
 lsn0=$(q -c "SELECT pg_current_wal_lsn()")
 t0=$(date +%s.%N)

@@ -17,7 +17,7 @@ SET LOCAL TimeZone = 'UTC';
 SELECT plan(14);
 
 -- a NOTIFY job whose slots lie far ahead: nothing of it falls due
-SELECT schedule_job('stats_job', '0 3 1 1 *', notify_channel => 'stats_channel',
+SELECT schedlock.schedule_job('stats_job', '0 3 1 1 *', notify_channel => 'stats_channel',
 					timezone => 'UTC', max_attempts => 1) IS NOT NULL AS scheduled \gset
 
 -- run: a pending run of the job, claimed now, that was scheduled lag_s
@@ -83,13 +83,13 @@ INSERT INTO behaviour (step, expected, what) VALUES
 	($$SELECT schedlock_finish_run(max(run_id), true) FROM schedlock.job_runs
 	   WHERE job_id = (SELECT job_id FROM schedlock.jobs WHERE job_name = 'stats_job')$$, '3/1/2 cf=2 lag=00:00:00 success_at=last success durations=match average=total/runs', 'finishing a finished run again counts nothing'),
 	($$SELECT pg_temp.run(true, 7, 1)$$, '4/2/2 cf=0 lag=00:00:07 success_at=last success durations=match average=total/runs', 'a success resets the consecutive failures'),
-	($$SELECT schedule_job('stats_job', '0 4 1 1 *', notify_channel => 'stats_channel', timezone => 'UTC')$$, '4/2/2 cf=0 lag=00:00:07 success_at=last success durations=match average=total/runs', 'schedule_job replacing the definition keeps the counts'),
-	($$SELECT alter_job('stats_job', enabled => false)$$, '4/2/2 cf=0 lag=00:00:07 success_at=last success durations=match average=total/runs', 'alter_job keeps the counts'),
-	($$SELECT alter_job('stats_job', enabled => true)$$, '4/2/2 cf=0 lag=00:00:07 success_at=last success durations=match average=total/runs', 'enabling again keeps the counts'),
+	($$SELECT schedlock.schedule_job('stats_job', '0 4 1 1 *', notify_channel => 'stats_channel', timezone => 'UTC')$$, '4/2/2 cf=0 lag=00:00:07 success_at=last success durations=match average=total/runs', 'schedule_job replacing the definition keeps the counts'),
+	($$SELECT schedlock.alter_job('stats_job', enabled => false)$$, '4/2/2 cf=0 lag=00:00:07 success_at=last success durations=match average=total/runs', 'alter_job keeps the counts'),
+	($$SELECT schedlock.alter_job('stats_job', enabled => true)$$, '4/2/2 cf=0 lag=00:00:07 success_at=last success durations=match average=total/runs', 'enabling again keeps the counts'),
 	($$INSERT INTO schedlock.job_runs (job_id, owner, scheduled_for, status, finished_at, message)
 	   SELECT job_id, owner, now() - interval '1 day', 'skipped', now(), 'overlap' FROM schedlock.jobs WHERE job_name = 'stats_job'$$,
 	 '4/2/2 cf=0 lag=00:00:07 success_at=last success durations=match average=total/runs', 'a skipped slot is no run'),
-	($$SELECT unschedule_job('stats_job'); SELECT schedule_job('stats_job', '0 3 1 1 *', notify_channel => 'stats_channel', timezone => 'UTC')$$,
+	($$SELECT schedlock.unschedule_job('stats_job'); SELECT schedlock.schedule_job('stats_job', '0 3 1 1 *', notify_channel => 'stats_channel', timezone => 'UTC')$$,
 	 '0/0/0 cf=0 lag=NULL success_at=NULL durations=match average=total/runs', 'a job scheduled again after unschedule_job starts at 0'),
 	($$SELECT pg_temp.run(false, 1, 1)$$, '1/0/1 cf=1 lag=00:00:01 success_at=NULL durations=match average=total/runs', 'a failure first: no last success');
 

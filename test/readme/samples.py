@@ -105,7 +105,7 @@ with _connect("dbname=app", autocommit=True) as _s:
                "EXCEPTION WHEN duplicate_object THEN NULL; END $$")
     _s.execute("GRANT INSERT ON schedlock.jobs TO mailer")
 with _connect("dbname=app user=mailer", autocommit=True) as _m:
-    _m.execute("SELECT schedule_job('send_statistics', '1 seconds', "
+    _m.execute("SELECT schedlock.schedule_job('send_statistics', '1 seconds', "
                "notify_channel => 'stats_mail', payload => '{\"to\": \"ops@example.com\"}')")
     # a run notified while nobody listened
     for _i in range(150):
@@ -172,7 +172,7 @@ async function __prelude() {
   await __sql("DO $$ BEGIN CREATE ROLE mailer LOGIN; " +
               "EXCEPTION WHEN duplicate_object THEN NULL; END $$");
   await __sql("GRANT INSERT ON schedlock.jobs TO mailer");
-  await __sql("SELECT schedule_job('send_statistics', '1 seconds', " +
+  await __sql("SELECT schedlock.schedule_job('send_statistics', '1 seconds', " +
               "notify_channel => 'stats_mail', payload => '{\"to\": \"ops@example.com\"}')",
               [], "mailer");
   __state.first = await __pendingRun(0);    // a run notified while nobody listened

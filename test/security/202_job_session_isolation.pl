@@ -37,7 +37,7 @@ sub schedule
 	my ($role, $job, $command, $atomic) = @_;
 	$atomic //= 'true';
 	as_role($role, qq{
-		SELECT schedule_job('$job', '0 0 1 1 *', \$cmd\$$command\$cmd\$,
+		SELECT schedlock.schedule_job('$job', '0 0 1 1 *', \$cmd\$$command\$cmd\$,
 							atomic => $atomic)});
 }
 

@@ -17,7 +17,7 @@
 #  (d) run_as: after a superuser sets run_as on alice's job, alice cannot
 #      change what it runs (command, schedule, atomic, notify_channel:
 #      42501, nothing changed); she may disable it, clear run_as by naming
-#      herself, or replace the job with schedule_job (which clears run_as
+#      herself, or replace the job with schedlock.schedule_job (which clears run_as
 #      too).
 use strict;
 use warnings;
@@ -59,12 +59,12 @@ sub su_sql
 
 # --- (a) nothing until granted ---
 my ($state, $out, $err);
-($state, $out, $err) = as_role('carol', q{SELECT schedule_job('c', '@daily', 'SELECT 1')});
+($state, $out, $err) = as_role('carol', q{SELECT schedlock.schedule_job('c', '@daily', 'SELECT 1')});
 is($state, '42501', 'a role nobody granted anything cannot call schedule_job');
 like($err, qr/HINT:  A superuser grants them with one statement: GRANT INSERT ON schedlock.jobs TO carol;/,
 	'the hint is the statement that grants the job functions');
-for my $call (q{schedule_once('c', now(), 'SELECT 1')}, q{alter_job('c', enabled => false)},
-	q{unschedule_job('c')}, q{unschedule_job(1)}, q{run_job('c')})
+for my $call (q{schedlock.schedule_once('c', now(), 'SELECT 1')}, q{schedlock.alter_job('c', enabled => false)},
+	q{schedlock.unschedule_job('c')}, q{schedlock.unschedule_job(1)}, q{schedlock.run_job('c')})
 {
 	($state) = as_role('carol', "SELECT $call");
 	is($state, '42501', "nor $call");
@@ -85,11 +85,11 @@ is(su_sql(q{SELECT count(*) FROM schedlock.jobs}), '0', 'carol wrote no job');
 
 # what the README tells a DBA to grant
 su_sql(q{GRANT INSERT ON schedlock.jobs TO alice, bob, carol});
-($state, $out) = as_role('carol', q{SELECT schedule_job('c', '@daily', 'SELECT 1') > 0});
+($state, $out) = as_role('carol', q{SELECT schedlock.schedule_job('c', '@daily', 'SELECT 1') > 0});
 is($out, 't', 'once granted, carol may schedule a job');
 ($state, $out, $err) = as_role('carol', q{INSERT INTO schedlock.jobs (job_name, owner, schedule, command) VALUES ('x', 'carol', '@daily', 'SELECT 1')});
 is($state, '42501', 'the grant writes no row of the jobs table directly (row-level security)');
-as_role('carol', q{SELECT unschedule_job('c')});
+as_role('carol', q{SELECT schedlock.unschedule_job('c')});
 # nor for a role that bypasses row-level security: a job row written by
 # hand could name any run_as
 # (with a job id and this database's home id, which the columns' defaults
@@ -108,9 +108,9 @@ $node->safe_psql('app', 'GRANT CREATE ON DATABASE app TO alice, bob', extra_para
 
 # bob's jobs and runs are rows a look-alike operator would be called on
 $node->safe_psql('app', q{
-	SELECT schedule_job('b_job', '0 0 1 1 *', 'SELECT 1');
-	SELECT schedule_job('b_mail', '0 0 1 1 *', notify_channel => 'bob_due');
-	SELECT run_job('b_mail');
+	SELECT schedlock.schedule_job('b_job', '0 0 1 1 *', 'SELECT 1');
+	SELECT schedlock.schedule_job('b_mail', '0 0 1 1 *', notify_channel => 'bob_due');
+	SELECT schedlock.run_job('b_mail');
 }, extra_params => [ '-U', 'bob' ]);
 
 my @ops = (
@@ -167,8 +167,8 @@ $node->safe_psql('app', $hostile, extra_params => [ '-U', 'alice' ]);
 
 # alice's own jobs, made with an ordinary search_path
 $node->safe_psql('app', q{
-	SELECT schedule_job('a_job', '0 0 1 1 *', 'SELECT 1');
-	SELECT schedule_job('a_mail', '0 0 1 1 *', notify_channel => 'alice_due',
+	SELECT schedlock.schedule_job('a_job', '0 0 1 1 *', 'SELECT 1');
+	SELECT schedlock.schedule_job('a_mail', '0 0 1 1 *', notify_channel => 'alice_due',
 						payload => '{"smtp_password": "s3cr3t"}', timeout => '1 minute');
 }, extra_params => [ '-U', 'alice' ]);
 
@@ -215,7 +215,7 @@ is(hostile_call('schedlock_claim_run', "SELECT public.schedlock_claim_run($run, 
 	't', 'and claimed it');
 is(hostile_call('schedlock_finish_run (failure)', "SELECT public.schedlock_finish_run($run, false, 'no')"),
 	't', 'and reported the failure');
-$run = $node->safe_psql('app', q{SELECT run_job('a_mail')}, extra_params => [ '-U', 'alice' ]);
+$run = $node->safe_psql('app', q{SELECT schedlock.run_job('a_mail')}, extra_params => [ '-U', 'alice' ]);
 wait_pending($run);
 like(hostile_call('schedlock_claim_run_payload', "SELECT claimed, payload FROM public.schedlock_claim_run_payload($run, 'a')"),
 	qr/^t\|\{"smtp_password": "s3cr3t"\}$/, 'and claimed it with its payload');
@@ -230,9 +230,9 @@ my $alice = $node->background_psql('app', extra_params => [ '-U', 'alice' ]);
 $bob->query_safe('LISTEN alice_due');
 $alice->query_safe('LISTEN alice_due');
 $run = $node->safe_psql('app', q{
-	SELECT schedule_job('a_secret', '0 0 1 1 *', notify_channel => 'alice_due',
+	SELECT schedlock.schedule_job('a_secret', '0 0 1 1 *', notify_channel => 'alice_due',
 						payload => '{"smtp_password": "s3cr3t"}');
-	SELECT run_job('a_secret');
+	SELECT schedlock.run_job('a_secret');
 }, extra_params => [ '-U', 'alice' ]);
 $run = (split /\n/, $run)[-1];
 wait_pending($run);
@@ -265,41 +265,41 @@ $alice->quit;
 $node->safe_psql('app', q{
 	CREATE TABLE m.a_log (who name, at timestamptz DEFAULT clock_timestamp());
 	GRANT INSERT ON m.a_log TO PUBLIC;
-	SELECT schedule_job('a_runas', '0 0 1 1 *', 'INSERT INTO m.a_log (who) VALUES (current_user)');
+	SELECT schedlock.schedule_job('a_runas', '0 0 1 1 *', 'INSERT INTO m.a_log (who) VALUES (current_user)');
 }, extra_params => [ '-U', 'alice' ]);
-su_sql(qq{SELECT alter_job('a_runas', run_as => '$su')});
+su_sql(qq{SELECT schedlock.alter_job('a_runas', run_as => '$su')});
 is(su_sql(q{SELECT run_as::text FROM schedlock.jobs WHERE job_name = 'a_runas'}), $su,
 	'a superuser made alice\'s job run as a superuser');
 my $approved = su_sql(q{SELECT row(schedule, command, notify_channel, payload, atomic, run_as)::text FROM schedlock.jobs WHERE job_name = 'a_runas'});
 for my $change (q{command => 'ALTER ROLE alice SUPERUSER'}, q{schedule => '@hourly'},
 	q{atomic => false}, q{notify_channel => 'alice_due'})
 {
-	($state, $out, $err) = as_role('alice', "SELECT alter_job('a_runas', $change)");
-	is($state, '42501', "alice may not alter_job($change) of a job that runs as another role");
+	($state, $out, $err) = as_role('alice', "SELECT schedlock.alter_job('a_runas', $change)");
+	is($state, '42501', "alice may not schedlock.alter_job($change) of a job that runs as another role");
 }
 like($err, qr/HINT:.*run_as/, 'the refusal says how to go on');
 is(su_sql(q{SELECT row(schedule, command, notify_channel, payload, atomic, run_as)::text FROM schedlock.jobs WHERE job_name = 'a_runas'}),
 	$approved, 'the refused calls changed nothing');
 # what the superuser approved still runs, as approved
-$run = $node->safe_psql('app', q{SELECT run_job('a_runas')}, extra_params => [ '-U', 'alice' ]);
+$run = $node->safe_psql('app', q{SELECT schedlock.run_job('a_runas')}, extra_params => [ '-U', 'alice' ]);
 $node->poll_query_until('app', qq{SELECT status NOT IN ('queued', 'running') FROM schedlock.job_runs WHERE run_id = $run})
   or die 'a_runas did not run';
 is(su_sql(q{SELECT string_agg(who::text, ',') FROM m.a_log}), $su, 'the approved command ran as run_as');
 is(su_sql(q{SELECT rolsuper FROM pg_roles WHERE rolname = 'alice'}), 'f', 'alice is still no superuser');
 # settings that do not change what runs stay the owner's
-($state) = as_role('alice', q{SELECT alter_job('a_runas', enabled => false, max_attempts => 3)});
+($state) = as_role('alice', q{SELECT schedlock.alter_job('a_runas', enabled => false, max_attempts => 3)});
 is($state, '', 'alice may still disable the job and change its retries');
 # clearing run_as: name the owner; then everything is the owner's again
-($state) = as_role('alice', q{SELECT alter_job('a_runas', run_as => 'alice')});
+($state) = as_role('alice', q{SELECT schedlock.alter_job('a_runas', run_as => 'alice')});
 is($state, '', 'alice may clear run_as by naming herself');
 is(su_sql(q{SELECT run_as IS NULL FROM schedlock.jobs WHERE job_name = 'a_runas'}), 't', 'run_as is cleared');
-($state) = as_role('alice', q{SELECT alter_job('a_runas', command => 'SELECT 3')});
+($state) = as_role('alice', q{SELECT schedlock.alter_job('a_runas', command => 'SELECT 3')});
 is($state, '', 'and may then change the command (it runs as alice)');
-($state) = as_role('alice', q{SELECT alter_job('a_runas', run_as => 'bob')});
+($state) = as_role('alice', q{SELECT schedlock.alter_job('a_runas', run_as => 'bob')});
 is($state, '42501', 'but may not name another role');
 # schedule_job by the owner replaces the definition, run_as included
-su_sql(q{SELECT alter_job('a_runas', run_as => 'bob')});
-($state) = as_role('alice', q{SELECT schedule_job('a_runas', '0 0 1 1 *', 'SELECT 4')});
+su_sql(q{SELECT schedlock.alter_job('a_runas', run_as => 'bob')});
+($state) = as_role('alice', q{SELECT schedlock.schedule_job('a_runas', '0 0 1 1 *', 'SELECT 4')});
 is($state, '', 'alice may replace her job with schedule_job');
 is(su_sql(q{SELECT command || ' ' || coalesce(run_as::text, 'owner') FROM schedlock.jobs WHERE job_name = 'a_runas'}),
 	'SELECT 4 owner', 'which clears run_as');

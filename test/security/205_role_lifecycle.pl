@@ -90,13 +90,13 @@ sub as
 
 # --- (a) DROP ROLE of a job owner fails, in any database ---
 as('app', 'alice', q{
-	SELECT schedule_job('a1', '0 0 1 1 *', 'SELECT 1');
-	SELECT schedule_job('a2', '0 0 1 1 *', 'SELECT 1');
-	SELECT schedule_job('tick', '1 second', $$INSERT INTO public.log VALUES ('tick', current_user)$$);
+	SELECT schedlock.schedule_job('a1', '0 0 1 1 *', 'SELECT 1');
+	SELECT schedlock.schedule_job('a2', '0 0 1 1 *', 'SELECT 1');
+	SELECT schedlock.schedule_job('tick', '1 second', $$INSERT INTO public.log VALUES ('tick', current_user)$$);
 });
-as('other', 'alice', q{SELECT schedule_job('a_other', '0 0 1 1 *', 'SELECT 1')});
+as('other', 'alice', q{SELECT schedlock.schedule_job('a_other', '0 0 1 1 *', 'SELECT 1')});
 $node->safe_psql('app', q{
-	SELECT schedule_job('su_as_bob', '0 0 1 1 *', 'SELECT 1', run_as => 'bob')});
+	SELECT schedlock.schedule_job('su_as_bob', '0 0 1 1 *', 'SELECT 1', run_as => 'bob')});
 $node->poll_query_until('app', q{SELECT count(*) > 0 FROM public.log WHERE job = 'tick'})
   or die 'alice\'s job did not run';
 
@@ -127,11 +127,11 @@ for my $db (qw(app other))
 	$node->safe_psql($db, 'GRANT INSERT ON schedlock.jobs TO rosa');
 }
 as('app', 'rosa', q{
-	SELECT schedule_job('r1', '0 0 1 1 *', 'SELECT 1');
-	SELECT schedule_job('r2', '0 0 1 1 *', 'SELECT 1');
-	SELECT schedule_job('r3', '0 0 1 1 *', 'SELECT 1');
+	SELECT schedlock.schedule_job('r1', '0 0 1 1 *', 'SELECT 1');
+	SELECT schedlock.schedule_job('r2', '0 0 1 1 *', 'SELECT 1');
+	SELECT schedlock.schedule_job('r3', '0 0 1 1 *', 'SELECT 1');
 });
-as('other', 'rosa', q{SELECT schedule_job('r_other', '0 0 1 1 *', 'SELECT 1')});
+as('other', 'rosa', q{SELECT schedlock.schedule_job('r_other', '0 0 1 1 *', 'SELECT 1')});
 $r = $node->safe_psql('app', q{SET ROLE admin; SELECT try('DROP ROLE rosa')});
 ($state, undef, $detail) = split /\|/, $r, 4;
 is("$state " . ($detail // ''), "2BP01 owner of 3 jobs in database app\nowner of 1 job in database other",
@@ -202,7 +202,7 @@ is($node->safe_psql('app', q{SELECT try('DROP ROLE alice')}), 'ok',
 	'after DROP OWNED in both databases DROP ROLE succeeds');
 
 # a role may DROP OWNED BY itself; the job that runs as it goes too
-as('app', 'bob', q{SELECT schedule_job('b1', '0 0 1 1 *', 'SELECT 1')});
+as('app', 'bob', q{SELECT schedlock.schedule_job('b1', '0 0 1 1 *', 'SELECT 1')});
 as('app', 'bob', q{DROP OWNED BY bob});
 is($node->safe_psql('app', q{
 	SELECT count(*) FROM schedlock.jobs WHERE owner::text = 'bob' OR run_as::text = 'bob'}),
@@ -214,12 +214,12 @@ is($node->safe_psql('app', q{SELECT try('DROP ROLE bob')}), 'ok', 'and bob can b
 # --- (c) REASSIGN OWNED BY hands the jobs over ---
 as('app', 'carol', q{
 	CREATE TABLE carol_t (x int);
-	SELECT schedule_job('clash', '0 0 1 1 *', 'SELECT 1');
-	SELECT schedule_job('report', '1 second', $$INSERT INTO public.log VALUES ('report', current_user)$$);
+	SELECT schedlock.schedule_job('clash', '0 0 1 1 *', 'SELECT 1');
+	SELECT schedlock.schedule_job('report', '1 second', $$INSERT INTO public.log VALUES ('report', current_user)$$);
 });
-as('app', 'dave', q{SELECT schedule_job('clash', '0 0 1 1 *', 'SELECT 2')});
+as('app', 'dave', q{SELECT schedlock.schedule_job('clash', '0 0 1 1 *', 'SELECT 2')});
 $node->safe_psql('app', q{
-	SELECT schedule_job('su_as_carol', '0 0 1 1 *', 'SELECT 1', run_as => 'carol')});
+	SELECT schedlock.schedule_job('su_as_carol', '0 0 1 1 *', 'SELECT 1', run_as => 'carol')});
 $node->poll_query_until('app', q{SELECT count(*) > 0 FROM public.log WHERE job = 'report' AND who = 'carol'})
   or die 'carol\'s report did not run';
 
@@ -238,7 +238,7 @@ is($node->safe_psql('app', q{
 is($node->safe_psql('app', q{SELECT tableowner FROM pg_tables WHERE tablename = 'carol_t'}),
 	'carol', '... nor any other object');
 
-as('app', 'dave', q{SELECT unschedule_job('clash')});
+as('app', 'dave', q{SELECT schedlock.unschedule_job('clash')});
 $node->safe_psql('app', q{REASSIGN OWNED BY carol TO dave});
 is($node->safe_psql('app', q{
 	SELECT string_agg(job_name || ':' || owner::text, ',' ORDER BY job_name)
@@ -262,11 +262,11 @@ is(as('app', 'dave', q{SELECT count(*) FROM schedlock.job_status WHERE job_name 
 $node->safe_psql('app', q{DROP OWNED BY carol});
 is($node->safe_psql('app', q{SELECT try('DROP ROLE carol')}), 'ok',
 	'carol can be dropped after REASSIGN OWNED and DROP OWNED');
-as('app', 'dave', q{SELECT unschedule_job('report')});
+as('app', 'dave', q{SELECT schedlock.unschedule_job('report')});
 
 # --- (d) DROP EXTENSION and DROP DATABASE release the roles ---
-as('third', 'lena', q{SELECT schedule_job('l1', '0 0 1 1 *', 'SELECT 1')});
-as('fourth', 'mona', q{SELECT schedule_job('m1', '0 0 1 1 *', 'SELECT 1')});
+as('third', 'lena', q{SELECT schedlock.schedule_job('l1', '0 0 1 1 *', 'SELECT 1')});
+as('fourth', 'mona', q{SELECT schedlock.schedule_job('m1', '0 0 1 1 *', 'SELECT 1')});
 $r = $node->safe_psql('app', q{SELECT try('DROP ROLE lena')});
 like($r, qr/^2BP01\|.*\|owner of 1 job in database third\|/, 'lena owns a job in third');
 $node->safe_psql('third', q{DROP EXTENSION schedlock});
@@ -297,21 +297,21 @@ $node->safe_psql('app', q{
 	GRANT CONNECT ON DATABASE app TO okay, gina, hank, jack, ghost;
 });
 as('app', 'okay', q{
-	SELECT schedule_job('beat', '1 second', $$INSERT INTO public.log VALUES ('beat', current_user)$$)});
+	SELECT schedlock.schedule_job('beat', '1 second', $$INSERT INTO public.log VALUES ('beat', current_user)$$)});
 as('app', 'gina', q{
-	SELECT schedule_job('g_sql', '1 second', $$INSERT INTO public.log VALUES ('g_sql', current_user)$$);
-	SELECT schedule_job('g_notify', '1 second', notify_channel => 'g_due', timeout => '1 second');
+	SELECT schedlock.schedule_job('g_sql', '1 second', $$INSERT INTO public.log VALUES ('g_sql', current_user)$$);
+	SELECT schedlock.schedule_job('g_notify', '1 second', notify_channel => 'g_due', timeout => '1 second');
 });
 as('app', 'hank', q{
-	SELECT schedule_job('h_toplevel', '1 second', $$INSERT INTO public.log VALUES ('h_toplevel', current_user)$$,
+	SELECT schedlock.schedule_job('h_toplevel', '1 second', $$INSERT INTO public.log VALUES ('h_toplevel', current_user)$$,
 						atomic => false)});
 as('app', 'ivan', q{
-	SELECT schedule_job('i_sql', '1 second', $$INSERT INTO public.log VALUES ('i_sql', current_user)$$)});
+	SELECT schedlock.schedule_job('i_sql', '1 second', $$INSERT INTO public.log VALUES ('i_sql', current_user)$$)});
 $node->safe_psql('app', q{
-	SELECT schedule_job('su_as_jack', '1 second', $$INSERT INTO public.log VALUES ('su_as_jack', current_user)$$,
+	SELECT schedlock.schedule_job('su_as_jack', '1 second', $$INSERT INTO public.log VALUES ('su_as_jack', current_user)$$,
 						run_as => 'jack')});
 as('app', 'ghost', q{
-	SELECT schedule_job('ghost_sql', '1 second', $$INSERT INTO public.log (job) VALUES ('ghost_sql')$$)});
+	SELECT schedlock.schedule_job('ghost_sql', '1 second', $$INSERT INTO public.log (job) VALUES ('ghost_sql')$$)});
 # a job whose owner no longer exists, as a restore with triggers disabled (or
 # release 1.0) can leave behind: its owner is pointed at a role without jobs,
 # which is then dropped

@@ -27,7 +27,7 @@ admin(q{
 	GRANT INSERT ON schedlock.jobs TO alice, bob;
 });
 # alice's backend lives on between the runs below
-as_role('alice', q{SELECT schedule_job('keepalive', '1 seconds', 'SELECT 1')});
+as_role('alice', q{SELECT schedlock.schedule_job('keepalive', '1 seconds', 'SELECT 1')});
 
 my %worker;
 foreach my $atomic ('true', 'false')
@@ -35,7 +35,7 @@ foreach my $atomic ('true', 'false')
 	my $lease = "job_lease_$atomic";
 	my $job = "lease_$atomic";
 	as_role('alice', qq{
-		SELECT schedule_job('$job', '0 0 1 1 *',
+		SELECT schedlock.schedule_job('$job', '0 0 1 1 *',
 			\$cmd\$SELECT schedlock_acquire('$lease', '1 hour', session_bound => true)\$cmd\$,
 			atomic => $atomic)});
 	my ($status, undef, $pid) = split /\|/, run_and_wait('alice', $job);
@@ -61,7 +61,7 @@ is(scalar(keys %worker), 1, 'both jobs ran in alice\'s one job backend');
 
 # lock_at_least_for is honoured as schedlock_release honours it
 as_role('alice', q{
-	SELECT schedule_job('lease_least', '0 0 1 1 *',
+	SELECT schedlock.schedule_job('lease_least', '0 0 1 1 *',
 		$cmd$SELECT schedlock_acquire('job_lease_least', '1 hour', '1 hour',
 									  session_bound => true)$cmd$)});
 is((split /\|/, run_and_wait('alice', 'lease_least'))[0],
@@ -74,7 +74,7 @@ is( admin(q{
 is(as_role('bob', q{SELECT schedlock_acquire('job_lease_least', '1 minute')}),
 	'', 'the lock_at_least_for window still keeps others out');
 
-as_role('alice', q{SELECT alter_job('keepalive', enabled => false)});
+as_role('alice', q{SELECT schedlock.alter_job('keepalive', enabled => false)});
 $node->stop;
 my $log = slurp_file($node->logfile);
 unlike($log, qr/terminated by signal|PANIC|TRAP:|XX000/, 'server log clean');

@@ -34,9 +34,9 @@ sub run_nonatomic
 {
 	my ($job, $command) = @_;
 	as_role('alice', qq{
-		SELECT schedule_job('$job', '0 0 1 1 *', \$cmd\$$command\$cmd\$,
+		SELECT schedlock.schedule_job('$job', '0 0 1 1 *', \$cmd\$$command\$cmd\$,
 							atomic => false)});
-	return wait_run(as_role('alice', "SELECT run_job('$job')"));
+	return wait_run(as_role('alice', "SELECT schedlock.run_job('$job')"));
 }
 
 my $super = admin('SELECT current_user');
@@ -127,8 +127,8 @@ is(admin(q{SELECT rolsuper FROM pg_roles WHERE rolname = 'alice'}), 'f',
 
 # --- (c) cancel and termination --------------------------------------------
 as_role('alice', q{
-	SELECT schedule_job('sleeper', '0 0 1 1 *', 'SELECT pg_sleep(60)', atomic => false)});
-my $run = as_role('alice', q{SELECT run_job('sleeper')});
+	SELECT schedlock.schedule_job('sleeper', '0 0 1 1 *', 'SELECT pg_sleep(60)', atomic => false)});
+my $run = as_role('alice', q{SELECT schedlock.run_job('sleeper')});
 my $child = '';
 for (1 .. 300)
 {
@@ -144,7 +144,7 @@ admin("SELECT pg_cancel_backend($wpid)");
 like(wait_run($run), qr/^failed\|57014\|/,
 	'pg_cancel_backend of the run\'s worker cancels the job (57014)');
 
-$run = as_role('alice', q{SELECT run_job('sleeper')});
+$run = as_role('alice', q{SELECT schedlock.run_job('sleeper')});
 $child = '';
 for (1 .. 300)
 {
@@ -169,8 +169,8 @@ admin(q{
 	GRANT INSERT ON schedlock.jobs TO carol;
 });
 $node->safe_psql('app', q{SET ROLE carol;
-	SELECT schedule_job('limited', '0 0 1 1 *', 'SELECT 1', atomic => false)});
-$run = $node->safe_psql('app', q{SET ROLE carol; SELECT run_job('limited')});
+	SELECT schedlock.schedule_job('limited', '0 0 1 1 *', 'SELECT 1', atomic => false)});
+$run = $node->safe_psql('app', q{SET ROLE carol; SELECT schedlock.run_job('limited')});
 like(wait_run($run), qr/^succeeded\|\|/,
 	'a job of a role at CONNECTION LIMIT 0 runs: background workers do not count');
 

@@ -84,7 +84,7 @@ admin(q{TRUNCATE mallory.seen});
 
 # mallory's atomic one-off job sets it off
 as_role('mallory', q{
-	SELECT schedule_once('plant', now(), 'INSERT INTO mallory.first VALUES (1)')});
+	SELECT schedlock.schedule_once('plant', now(), 'INSERT INTO mallory.first VALUES (1)')});
 my $run = wait_job_run('plant');
 my ($status) = split /\|/, $run;
 isnt($run, 'timeout', "mallory's one-off job ran ($run)");

@@ -43,7 +43,7 @@ admin(q{
 # the superuser's maintenance job: opens "maint", then fails before it
 # could call dblink_disconnect
 admin(qq{
-	SELECT schedule_job('maintenance', '0 0 1 1 *',
+	SELECT schedlock.schedule_job('maintenance', '0 0 1 1 *',
 		\$cmd\$SELECT dblink_connect('maint', '$connstr');
 			   SELECT 1/0;
 			   SELECT dblink_disconnect('maint')\$cmd\$)});
@@ -53,7 +53,7 @@ my ($super_pid) = $r =~ /\|(\d*)$/;
 
 # eve's job uses the connection by name
 as_role('eve', q{
-	SELECT schedule_job('borrow', '0 0 1 1 *',
+	SELECT schedlock.schedule_job('borrow', '0 0 1 1 *',
 		$cmd$SELECT dblink_exec('maint', 'ALTER ROLE eve SUPERUSER')$cmd$)});
 $r = run_and_wait('eve', 'borrow');
 note("eve's run: $r (the superuser's ran in worker $super_pid)");

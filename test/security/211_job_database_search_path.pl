@@ -46,8 +46,8 @@ sub schedule_cleanup
 	my ($when) = @_;
 	$node->safe_psql('app', qq{
 		SET search_path = "\$user", public;
-		SELECT schedule_job('cleanup_atomic_$when', '0 0 1 1 *', \$cmd\$$cleanup\$cmd\$);
-		SELECT schedule_job('cleanup_toplevel_$when', '0 0 1 1 *', \$cmd\$$cleanup\$cmd\$,
+		SELECT schedlock.schedule_job('cleanup_atomic_$when', '0 0 1 1 *', \$cmd\$$cleanup\$cmd\$);
+		SELECT schedlock.schedule_job('cleanup_toplevel_$when', '0 0 1 1 *', \$cmd\$$cleanup\$cmd\$,
 							atomic => false);
 	});
 }

@@ -36,10 +36,10 @@ admin(q{
 # T, a few seconds ahead: time to schedule everything before it
 my $t = admin(q{SELECT now() + interval '6 seconds'});
 as_role('a', qq{
-	SELECT count(schedule_once('burst_' || g, '$t', 'SELECT pg_sleep(0.05)'))
+	SELECT count(schedlock.schedule_once('burst_' || g, '$t', 'SELECT pg_sleep(0.05)'))
 	  FROM generate_series(1, 200) g});
 as_role('b', qq{
-	SELECT schedule_once('punctual', '$t',
+	SELECT schedlock.schedule_once('punctual', '$t',
 						 'INSERT INTO public.b_started SELECT clock_timestamp()')});
 is(admin(qq{SELECT count(*) FILTER (WHERE created_at < '$t')
 			  FROM schedlock.jobs}), '201',

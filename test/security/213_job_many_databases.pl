@@ -37,7 +37,7 @@ for my $db (@dbs)
 	$node->safe_psql($db, q{
 		CREATE EXTENSION schedlock SCHEMA public;
 		CREATE TABLE public.ticks (ts timestamptz);
-		SELECT schedule_job('tick', '1 seconds',
+		SELECT schedlock.schedule_job('tick', '1 seconds',
 							'INSERT INTO public.ticks SELECT clock_timestamp()');
 	});
 }

@@ -55,7 +55,7 @@ for my $j (@jobs)
 	my $command = sprintf($record, $tag);
 	my $as = defined $run_as ? ", run_as => '$run_as'" : '';
 	as_role($role, qq{
-		SELECT schedule_job('$tag', '0 0 1 1 *', \$cmd\$$command\$cmd\$,
+		SELECT schedlock.schedule_job('$tag', '0 0 1 1 *', \$cmd\$$command\$cmd\$,
 							atomic => $atomic$as)});
 	my $r = run_and_wait($role, $tag);
 	like($r, qr/^succeeded\|\|/, "job $tag succeeds ($r)");

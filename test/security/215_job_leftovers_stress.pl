@@ -211,13 +211,13 @@ for my $key (sort keys %jobs)
 		my ($name, $kind) = @$j;
 		if ($kind eq 'notify')
 		{
-			$schedule .= qq{SELECT schedule_job('$name', '1 seconds', notify_channel => 'ch_$role',
+			$schedule .= qq{SELECT schedlock.schedule_job('$name', '1 seconds', notify_channel => 'ch_$role',
 						payload => '{"from": "$role"}', timeout => '2 seconds');\n};
 			next;
 		}
 		my $command = $role eq 'dirty' ? $leave : sprintf($record, $name, $kind);
 		my $atomic = $kind eq 'atomic' ? 'true' : 'false';
-		$schedule .= qq{SELECT schedule_job('$name', '1 seconds', \$cmd\$$command\$cmd\$,
+		$schedule .= qq{SELECT schedlock.schedule_job('$name', '1 seconds', \$cmd\$$command\$cmd\$,
 						atomic => $atomic, misfire => 'run_all');\n};
 	}
 	sql($db, $schedule, $role);
@@ -234,7 +234,7 @@ while (time() - $t0 < $stress_seconds)
 for my $key (sort keys %jobs)
 {
 	my ($db, $role) = split / /, $key;
-	sql($db, q{SELECT alter_job(job_name, enabled => false) FROM schedlock.jobs
+	sql($db, q{SELECT schedlock.alter_job(job_name, enabled => false) FROM schedlock.jobs
 				WHERE owner = current_user::regrole}, $role);
 }
 my $settled = 0;

@@ -1,20 +1,24 @@
-# 006_upgrade.pl: ALTER EXTENSION schedlock UPDATE from 1.0 to the current
-# version, while the scheduler runs, keeps every lock, token, job and run of
-# history, and the upgraded schema is the same as a fresh installation's.
+# 006_upgrade.pl: ALTER EXTENSION schedlock UPDATE from 1.0 to 1.1 and then
+# to the current version, while the scheduler runs, keeps every lock, token,
+# job and run of history, and the upgraded schema is the same as a fresh
+# installation's, which its own install script makes.
 #
 # Database "upgraded": CREATE EXTENSION schedlock VERSION '1.0', a lease
 # lock, an every-second SQL job running, a claimed NOTIFY run, a disabled
-# job; then ALTER EXTENSION schedlock UPDATE with the workers busy.
-# Database "fresh": CREATE EXTENSION schedlock (the default version).
+# job; then ALTER EXTENSION schedlock UPDATE TO '1.1' and UPDATE with the
+# workers busy.  Database "from11": VERSION '1.1', then UPDATE.  Database
+# "fresh": CREATE EXTENSION schedlock (the default version).  Database
+# "crowded": the application already has functions named like the job
+# functions in public; CREATE EXTENSION leaves them alone.
 #
 # The schemas are compared as pg_dump --schema-only --binary-upgrade prints
 # them: binary-upgrade mode dumps every member object of an extension
 # (table, index, function, view, policy, grant, comment) one by one, where
 # an ordinary dump has only CREATE EXTENSION.  Normalised, because they must
 # differ between two databases: object OIDs, frozen xids, the random
-# \restrict key, and where the sequences stand (that is data).  \dx+ schedlock is compared as psql prints it.  The test
-# reads whatever sql/schedlock--1.0--1.1.sql holds; it names no object of
-# the upgrade script.
+# \restrict key, and where the sequences stand (that is data).  \dx+
+# schedlock is compared as psql prints it.  The test names no object of the
+# scripts it compares.
 use strict;
 use warnings;
 use Time::HiRes qw(usleep);
@@ -129,6 +133,11 @@ my $busy = $node->safe_psql('upgraded', q{
 	 WHERE backend_type = 'schedlock job' AND datname = 'upgraded'});
 cmp_ok($busy, '>=', 1, "$busy job backends of the database are running");
 
+$node->safe_psql('upgraded', q{ALTER EXTENSION schedlock UPDATE TO '1.1'});
+my $at_1_1 = $node->safe_psql('upgraded', 'SELECT clock_timestamp()');
+$ok = $node->poll_query_until('upgraded', qq{
+	SELECT count(*) >= 2 FROM app.ticks WHERE at > '$at_1_1'});
+ok($ok, '1.1: the scheduler runs the job');
 $node->safe_psql('upgraded', 'ALTER EXTENSION schedlock UPDATE');
 my $upgraded_at = $node->safe_psql('upgraded', 'SELECT clock_timestamp()');
 is($node->safe_psql('upgraded',
@@ -167,7 +176,7 @@ is($node->safe_psql('upgraded',
 $ok = $node->poll_query_until('upgraded', qq{
 	SELECT count(*) >= 3 FROM app.ticks WHERE at > '$upgraded_at'});
 ok($ok, 'the scheduler goes on running the job after the upgrade');
-$node->safe_psql('upgraded', q{SELECT alter_job('tick', enabled => false)});
+$node->safe_psql('upgraded', q{SELECT schedlock.alter_job('tick', enabled => false)});
 sleep 1;
 is($node->safe_psql('upgraded', q{
 	SELECT string_agg(DISTINCT status, ',') FROM schedlock.job_runs r
@@ -185,6 +194,9 @@ is($node->safe_psql('upgraded', q{
 # --- the same schema as a fresh installation --------------------------------
 
 $node->safe_psql('fresh', 'CREATE EXTENSION schedlock');
+$node->safe_psql('postgres', 'CREATE DATABASE from11');
+$node->safe_psql('from11', q{CREATE EXTENSION schedlock VERSION '1.1'});
+$node->safe_psql('from11', 'ALTER EXTENSION schedlock UPDATE');
 
 # schema_dump DB : the extension's objects, normalised
 sub schema_dump
@@ -209,6 +221,10 @@ sub schema_dump
 	$out =~ s/(pg_catalog\.setval\('[^']+'), \d+, (true|false)\)/$1, N, B)/g;
 	# extconfig as OIDs (compared by name below)
 	$out =~ s/(binary_upgrade_create_empty_extension\([^)]*?), '\{[\d,]*\}'/$1, '{OIDS}'/g;
+	# an ACL that grants no more and no less than the default (left by the
+	# update's REVOKE from PUBLIC and later GRANT to PUBLIC, where the
+	# install script grants nothing) has a section with no statement in it
+	$out =~ s/^--\n-- Name: [^\n]*; Type: ACL; [^\n]*\n--\n\n(SELECT pg_catalog\.binary_upgrade_set_record_init_privs\(true\);\n)(SELECT pg_catalog\.binary_upgrade_set_record_init_privs\(false\);\n)\n\n//mg;
 	return $out;
 }
 
@@ -218,6 +234,8 @@ like($dump_fresh, qr/ALTER EXTENSION schedlock ADD TABLE schedlock\.jobs;/,
 	'the dump lists the extension\'s member objects');
 ok($dump_upgraded eq $dump_fresh,
 	'pg_dump --schema-only of the upgraded database equals a fresh installation\'s');
+ok(schema_dump('from11') eq $dump_fresh,
+	'pg_dump --schema-only of a database updated from 1.1 equals a fresh installation\'s');
 if ($dump_upgraded ne $dump_fresh)
 {
 	my $dir = PostgreSQL::Test::Utils::tempdir();
@@ -245,6 +263,30 @@ my $dx_fresh = $node->safe_psql('fresh', '\dx+ schedlock');
 cmp_ok(scalar(split /\n/, $dx_fresh), '>', 20,
 	'\dx+ schedlock lists the member objects');
 is($dx_upgraded, $dx_fresh, '\dx+ schedlock: the same objects');
+is($node->safe_psql('from11', '\dx+ schedlock'), $dx_fresh,
+	'\dx+ schedlock: the same objects after the update from 1.1');
+
+# --- an application's own functions of the job functions' names ------------
+
+$node->safe_psql('postgres', 'CREATE DATABASE crowded');
+$node->safe_psql('crowded', q{
+	CREATE FUNCTION public.run_job(text) RETURNS text
+		LANGUAGE sql AS $$SELECT 'the application''s run_job ' || $1$$;
+	CREATE FUNCTION public.schedule_job(text, text, text) RETURNS int
+		LANGUAGE sql AS $$SELECT 7$$;
+	CREATE FUNCTION public.alter_job(text) RETURNS void LANGUAGE sql AS '';
+	CREATE FUNCTION public.unschedule_job(text) RETURNS int LANGUAGE sql AS $$SELECT 0$$;
+	CREATE FUNCTION public.schedule_once(text) RETURNS int LANGUAGE sql AS $$SELECT 0$$;
+});
+my ($rc, $out, $err) = $node->psql('crowded', 'CREATE EXTENSION schedlock');
+is($rc, 0, 'CREATE EXTENSION succeeds beside public.run_job(text) and the like')
+  or diag($err);
+is($node->safe_psql('crowded', q{SELECT run_job('nightly')}),
+	'the application\'s run_job nightly', 'the application\'s run_job is untouched');
+is($node->safe_psql('crowded', q{
+	SELECT schedlock.schedule_job('nightly', '0 3 * * *', 'SELECT 1') > 0,
+		   schedlock.unschedule_job('nightly')}),
+	't|t', 'the job functions are called as schedlock.<name>');
 
 $node->stop;
 done_testing();

@@ -115,4 +115,10 @@ while ($v ne $default_version && exists $next{$v} && @path < 100)
 is($v, $default_version,
 	'upgrade scripts lead from 1.0 to the default version (' . join(' -> ', @path) . ')');
 
+# a fresh installation of the default version runs its own install script
+ok(-f "$src/sql/schedlock--$default_version.sql",
+	"sql/schedlock--$default_version.sql installs the default version");
+is($meta->{provides}{schedlock}{file}, "sql/schedlock--$default_version.sql",
+	'META.json names the install script of the default version');
+
 done_testing();

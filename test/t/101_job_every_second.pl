@@ -19,7 +19,7 @@ $node->safe_psql('app', 'CREATE EXTENSION schedlock');
 $node->safe_psql('app', 'CREATE TABLE ticks (at timestamptz)');
 
 $node->safe_psql('app', q{
-	SELECT schedule_job('tick', '1 second',
+	SELECT schedlock.schedule_job('tick', '1 second',
 						'INSERT INTO ticks VALUES (clock_timestamp())',
 						misfire => 'run_all')});
 
@@ -28,7 +28,7 @@ sleep 20;
 my $processes = $node->safe_psql('app', q{
 	SELECT string_agg(backend_type || ':' || coalesce(datname, '-'), ',' ORDER BY backend_type, datname)
 	  FROM pg_stat_activity WHERE backend_type LIKE 'schedlock%'});
-$node->safe_psql('app', q{SELECT alter_job('tick', enabled => false)});
+$node->safe_psql('app', q{SELECT schedlock.alter_job('tick', enabled => false)});
 # let a run in flight finish
 sleep 1;
 

@@ -19,8 +19,8 @@ $node->safe_psql('postgres', 'CREATE DATABASE app');
 $node->safe_psql('app', 'CREATE EXTENSION schedlock');
 $node->safe_psql('app', 'CREATE TABLE ticks (at timestamptz)');
 $node->safe_psql('app', q{
-	SELECT schedule_job('sleepy', '2 seconds', 'SELECT pg_sleep(60)', atomic => false);
-	SELECT schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (clock_timestamp())');
+	SELECT schedlock.schedule_job('sleepy', '2 seconds', 'SELECT pg_sleep(60)', atomic => false);
+	SELECT schedlock.schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (clock_timestamp())');
 });
 
 $node->poll_query_until('app', q{
@@ -65,7 +65,7 @@ is($node->safe_psql('app', q{
 	SELECT count(*) FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 	 WHERE j.job_name = 'sleepy' AND r.status = 'running'}),
 	'1', 'and only one run of it is in progress (the others are skipped as overlap)');
-$node->safe_psql('app', q{SELECT unschedule_job('sleepy')});
+$node->safe_psql('app', q{SELECT schedlock.unschedule_job('sleepy')});
 
 $node->stop('immediate');
 done_testing();

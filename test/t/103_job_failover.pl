@@ -20,9 +20,9 @@ $primary->safe_psql('postgres', 'CREATE DATABASE app');
 $primary->safe_psql('app', 'CREATE EXTENSION schedlock');
 $primary->safe_psql('app', 'CREATE TABLE boots (at timestamptz)');
 $primary->safe_psql('app', q{
-	SELECT schedule_job('once', '1 second', 'SELECT 1');
-	SELECT schedule_job('skipper', '1 second', 'SELECT 1', misfire => 'skip');
-	SELECT schedule_job('boot', '@reboot', 'INSERT INTO boots VALUES (now())');
+	SELECT schedlock.schedule_job('once', '1 second', 'SELECT 1');
+	SELECT schedlock.schedule_job('skipper', '1 second', 'SELECT 1', misfire => 'skip');
+	SELECT schedlock.schedule_job('boot', '@reboot', 'INSERT INTO boots VALUES (now())');
 });
 
 $primary->backup('base');
@@ -41,7 +41,7 @@ is($standby->safe_psql('app', q{
 	'0', 'the standby runs no schedlock launcher or worker');
 is($standby->safe_psql('app', 'SELECT count(*) FROM boots'), '0',
 	'@reboot jobs scheduled after the primary started have not fired');
-my ($ret, $stdout, $stderr) = $standby->psql('app', q{SELECT schedule_job('x', '@daily', 'SELECT 1')});
+my ($ret, $stdout, $stderr) = $standby->psql('app', q{SELECT schedlock.schedule_job('x', '@daily', 'SELECT 1')});
 like($stderr, qr/cannot execute schedule_job\(\) during recovery/,
 	'schedule_job on the standby is refused');
 

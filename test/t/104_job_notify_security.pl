@@ -21,7 +21,7 @@ $node->safe_psql('app', 'CREATE EXTENSION schedlock');
 my @apps = map { $node->background_psql('app') } 1 .. 3;
 $_->query_safe('LISTEN mail_due') for @apps;
 $node->safe_psql('app', q{
-	SELECT schedule_job('mail', '2 seconds', notify_channel => 'mail_due',
+	SELECT schedlock.schedule_job('mail', '2 seconds', notify_channel => 'mail_due',
 						payload => '{"to": "ops"}', timeout => '30 seconds')});
 $node->poll_query_until('app', q{
 	SELECT count(*) > 0 FROM schedlock.job_runs WHERE status = 'pending'})
@@ -52,7 +52,7 @@ is($apps[$winner]->query_safe("SELECT schedlock_finish_run($first_run, true, 'ma
 is($node->safe_psql('app', "SELECT status, claimed_by, message FROM schedlock.job_runs WHERE run_id = $first_run"),
 	"succeeded|app-$winner|mail sent", 'the run is closed with who did it');
 $_->quit for @apps;
-$node->safe_psql('app', q{SELECT unschedule_job('mail')});
+$node->safe_psql('app', q{SELECT schedlock.unschedule_job('mail')});
 
 # --- non-atomic job: VACUUM and a procedure that commits ---
 $node->safe_psql('app', q{
@@ -62,13 +62,13 @@ $node->safe_psql('app', q{
 		INSERT INTO t VALUES (1); COMMIT;
 		INSERT INTO t VALUES (2); COMMIT;
 	END $$;
-	SELECT schedule_job('maintenance', '1 second', 'VACUUM t; CALL fill()', atomic => false);
+	SELECT schedlock.schedule_job('maintenance', '1 second', 'VACUUM t; CALL fill()', atomic => false);
 });
 $node->poll_query_until('app', q{
 	SELECT count(*) > 0 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 	 WHERE j.job_name = 'maintenance' AND r.status IN ('succeeded', 'failed')})
   or die 'the maintenance job did not run';
-$node->safe_psql('app', q{SELECT alter_job('maintenance', enabled => false)});
+$node->safe_psql('app', q{SELECT schedlock.alter_job('maintenance', enabled => false)});
 is($node->safe_psql('app', q{
 	SELECT r.status, coalesce(r.sqlstate, '') FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 	 WHERE j.job_name = 'maintenance' ORDER BY run_id LIMIT 1}),
@@ -80,7 +80,7 @@ ok($node->safe_psql('app', q{SELECT last_vacuum IS NOT NULL FROM pg_stat_user_ta
 # the same command scheduled without atomic => false: the job is made
 # non-atomic (a NOTICE says so) and its runs succeed
 my ($vrc, $vout, $verr) = $node->psql('app',
-	q{SELECT schedule_job('maint_atomic', '1 second', 'VACUUM t')});
+	q{SELECT schedlock.schedule_job('maint_atomic', '1 second', 'VACUUM t')});
 like($verr, qr/NOTICE:  job "maint_atomic" runs with atomic => false/,
 	'VACUUM scheduled as atomic: a NOTICE says the job is non-atomic');
 $node->poll_query_until('app', q{
@@ -92,7 +92,7 @@ is($node->safe_psql('app', q{
 	  FROM schedlock.jobs j LEFT JOIN schedlock.job_runs r USING (job_id)
 	 WHERE j.job_name = 'maint_atomic' GROUP BY atomic}),
 	'f|0', 'and its runs succeed');
-$node->safe_psql('app', q{SELECT unschedule_job('maint_atomic')});
+$node->safe_psql('app', q{SELECT schedlock.unschedule_job('maint_atomic')});
 
 # --- security: A's job runs as A ---
 $node->safe_psql('app', q{
@@ -103,12 +103,12 @@ $node->safe_psql('app', q{
 	SET ROLE bob;
 	CREATE TABLE bob_secret (s text);
 	INSERT INTO bob_secret VALUES ('bob''s');
-	SELECT schedule_job('bob_job', '0 0 1 1 *', 'SELECT 1');
+	SELECT schedlock.schedule_job('bob_job', '0 0 1 1 *', 'SELECT 1');
 	RESET ROLE;
 	SET ROLE alice;
 	CREATE TABLE alice_log (n bigint);
-	SELECT schedule_job('peek', '1 second', 'INSERT INTO alice_log SELECT count(*) FROM bob_secret');
-	SELECT schedule_job('whoami', '1 second', 'INSERT INTO alice_log SELECT CASE WHEN current_user = ''alice'' THEN -1 ELSE -2 END');
+	SELECT schedlock.schedule_job('peek', '1 second', 'INSERT INTO alice_log SELECT count(*) FROM bob_secret');
+	SELECT schedlock.schedule_job('whoami', '1 second', 'INSERT INTO alice_log SELECT CASE WHEN current_user = ''alice'' THEN -1 ELSE -2 END');
 	RESET ROLE;
 });
 $node->poll_query_until('app', q{
@@ -132,16 +132,16 @@ is($node->safe_psql('app', q{SET ROLE alice; SELECT count(*) FROM schedlock.jobs
 	'0', 'alice cannot see bob\'s job');
 is($node->safe_psql('app', q{SET ROLE alice; SELECT count(*) FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id) WHERE j.owner = 'bob'::regrole}),
 	'0', 'nor its runs');
-my ($rc, $out, $err) = $node->psql('app', q{SET ROLE alice; SELECT alter_job('bob_job', command => 'DELETE FROM bob_secret')});
+my ($rc, $out, $err) = $node->psql('app', q{SET ROLE alice; SELECT schedlock.alter_job('bob_job', command => 'DELETE FROM bob_secret')});
 like($err, qr/job "bob_job" does not exist/, 'alice cannot alter bob\'s job');
-($rc, $out, $err) = $node->psql('app', q{SET ROLE alice; SELECT run_job('bob_job')});
+($rc, $out, $err) = $node->psql('app', q{SET ROLE alice; SELECT schedlock.run_job('bob_job')});
 like($err, qr/job "bob_job" does not exist/, 'alice cannot run bob\'s job');
-($rc, $out, $err) = $node->psql('app', q{SET ROLE alice; SELECT unschedule_job('bob_job')});
+($rc, $out, $err) = $node->psql('app', q{SET ROLE alice; SELECT schedlock.unschedule_job('bob_job')});
 like($err, qr/job "bob_job" does not exist/, 'alice cannot unschedule bob\'s job');
-is($node->safe_psql('app', q{SET ROLE alice; SELECT unschedule_job('bob_job', if_exists => true)}), 'f',
+is($node->safe_psql('app', q{SET ROLE alice; SELECT schedlock.unschedule_job('bob_job', if_exists => true)}), 'f',
 	'nor with if_exists');
 my $bob_job_id = $node->safe_psql('app', q{SELECT job_id FROM schedlock.jobs WHERE job_name = 'bob_job'});
-($rc, $out, $err) = $node->psql('app', "SET ROLE alice; SELECT unschedule_job($bob_job_id)");
+($rc, $out, $err) = $node->psql('app', "SET ROLE alice; SELECT schedlock.unschedule_job($bob_job_id)");
 like($err, qr/job $bob_job_id does not exist/, 'nor by its id');
 ($rc, $out, $err) = $node->psql('app', q{SET ROLE alice; UPDATE schedlock.jobs SET command = 'SELECT 2'});
 like($err, qr/permission denied for table jobs/, 'alice cannot write the jobs table');

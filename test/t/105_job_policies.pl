@@ -44,7 +44,7 @@ $node->safe_psql('app', 'CREATE EXTENSION schedlock');
 $node->safe_psql('app', q{
 	CREATE TABLE hits (n bigserial PRIMARY KEY, run_id bigint, slot timestamptz);
 	BEGIN;
-	SELECT schedule_job('catchup', '0 0 * * *',
+	SELECT schedlock.schedule_job('catchup', '0 0 * * *',
 		$$INSERT INTO hits (run_id, slot)
 		  SELECT run_id, scheduled_for FROM schedlock.job_runs
 		   WHERE status = 'running'
@@ -122,7 +122,7 @@ my $listener = $node->background_psql('app');
 $listener->query_safe('LISTEN c1_due');
 $node->safe_psql('app', q{
 	BEGIN;
-	SELECT schedule_job('c1', '0 0 1 1 *', notify_channel => 'c1_due',
+	SELECT schedlock.schedule_job('c1', '0 0 1 1 *', notify_channel => 'c1_due',
 						timezone => 'UTC', timeout => '2 seconds',
 						max_attempts => 2, retry_delay => '1 second');
 	UPDATE schedlock.jobs SET next_slot = date_trunc('second', now()),
@@ -162,9 +162,9 @@ is($node->safe_psql('app', qq{
 
 # --- (c2) a claimed NOTIFY run not finished in time is closed ---
 $node->safe_psql('app', q{
-	SELECT schedule_job('c2', '0 0 1 1 *', notify_channel => 'c2_due',
+	SELECT schedlock.schedule_job('c2', '0 0 1 1 *', notify_channel => 'c2_due',
 						timezone => 'UTC', timeout => '8 seconds')});
-my $run = $node->safe_psql('app', q{SELECT run_job('c2')});
+my $run = $node->safe_psql('app', q{SELECT schedlock.run_job('c2')});
 $node->poll_query_until('app', qq{
 	SELECT status = 'pending' FROM schedlock.job_runs WHERE run_id = $run})
   or die 'run_job did not notify';
@@ -226,7 +226,7 @@ $listener->quit;
 # loaded machine), and they would close the runs too early.
 $node->safe_psql('app', q{
 	BEGIN;
-	SELECT count(schedule_job('burst' || i, '0 0 1 1 *', notify_channel => 'burst_due',
+	SELECT count(schedlock.schedule_job('burst' || i, '0 0 1 1 *', notify_channel => 'burst_due',
 							  timezone => 'UTC', timeout => '1 hour'))
 	  FROM generate_series(1, 250) i;
 	UPDATE schedlock.jobs SET next_slot = date_trunc('second', now()),
@@ -283,7 +283,7 @@ sub wait_housekeeping
 #   new   50 finished runs, 6 days 23 hours old, and 50 one hour old
 #   open  queued, pending (no deadline) and claimed runs started 30 days ago
 $node->safe_psql('app', q{
-	SELECT schedule_job('hist', '0 0 1 1 *', 'SELECT 1', timezone => 'UTC', enabled => false);
+	SELECT schedlock.schedule_job('hist', '0 0 1 1 *', 'SELECT 1', timezone => 'UTC', enabled => false);
 	CREATE TABLE hist_old AS
 	SELECT i, now() - interval '7 days 1 hour' - i * interval '1 second' AS finished_at
 	  FROM generate_series(1, 12000) i;

@@ -48,8 +48,8 @@ ok($node->poll_query_until('app', q{
 # bob's long non-atomic run: its run row says running while it sleeps
 $node->safe_psql('app', q{
 	SET ROLE bob;
-	SELECT schedule_job('long', '@daily', 'SELECT pg_sleep(8)', atomic => false);
-	SELECT run_job('long');
+	SELECT schedlock.schedule_job('long', '@daily', 'SELECT pg_sleep(8)', atomic => false);
+	SELECT schedlock.run_job('long');
 });
 $node->poll_query_until('app', q{
 	SELECT count(*) = 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
@@ -76,8 +76,8 @@ is($node->safe_psql('app', qq{SELECT status FROM schedlock.job_runs WHERE run_id
 # A DROP EXTENSION that waits for a lock and is terminated meanwhile
 $node->safe_psql('app', q{
 	SET ROLE bob;
-	SELECT unschedule_job('long');
-	SELECT schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (now())');
+	SELECT schedlock.unschedule_job('long');
+	SELECT schedlock.schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (now())');
 });
 $node->poll_query_until('app', 'SELECT count(*) > 0 FROM ticks')
   or die 'the every-second job does not run';

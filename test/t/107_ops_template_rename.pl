@@ -26,7 +26,7 @@ $node->safe_psql('app', q{
 	CREATE TABLE ticks (at timestamptz);
 	GRANT INSERT ON ticks TO dbowner;
 	SET ROLE dbowner;
-	SELECT schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (now())');
+	SELECT schedlock.schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (now())');
 });
 
 # pids of a database's job backends, sorted

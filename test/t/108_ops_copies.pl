@@ -33,8 +33,8 @@ $node->safe_psql('app', q{
 	CREATE TABLE ticks (at timestamptz);
 	ALTER TABLE ticks OWNER TO dbowner;
 	SET ROLE dbowner;
-	SELECT schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (now())');
-	SELECT schedule_job('nightly', '0 3 * * *', 'SELECT 1');
+	SELECT schedlock.schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (now())');
+	SELECT schedlock.schedule_job('nightly', '0 3 * * *', 'SELECT 1');
 });
 
 # wait until the job has run twice more in database $db
@@ -123,7 +123,7 @@ $node->poll_query_until('nojobs_copy', q{
   or die 'the copy without jobs did not take a home of its own';
 $node->safe_psql('nojobs_copy', q{
 	CREATE TABLE ticks (at timestamptz);
-	SELECT schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (now())');
+	SELECT schedlock.schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (now())');
 });
 ok(ticks_go_on($node, 'nojobs_copy'),
 	'a copy of a database without jobs runs the jobs scheduled in it');
@@ -143,7 +143,7 @@ is($node->safe_psql('rcopy', q{
 	'the database owner adopts the 2 jobs of rcopy');
 ok(ticks_go_on($node, 'rcopy'), 'after adoption the jobs run in rcopy');
 my $jobs = $node->safe_psql('rcopy', q{
-	SELECT schedule_job('local', '@daily', 'SELECT 1')});
+	SELECT schedlock.schedule_job('local', '@daily', 'SELECT 1')});
 ok($jobs > 0, 'a job scheduled in the adopted copy is accepted');
 is($node->safe_psql('rcopy', 'SELECT count(*) FROM schedlock.job_status WHERE paused_reason IS NOT NULL'),
 	'0', 'rcopy: nothing paused');

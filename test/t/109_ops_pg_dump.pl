@@ -30,17 +30,17 @@ $node->safe_psql('app', q{
 	SET ROLE dbowner;
 	CREATE TABLE orders (id int PRIMARY KEY, item text);
 	INSERT INTO orders VALUES (1, 'owner-data-row');
-	SELECT schedule_job('owner_job', '@daily', 'SELECT 1');
+	SELECT schedlock.schedule_job('owner_job', '@daily', 'SELECT 1');
 	SELECT schedlock_acquire('owner-lock', '1 hour');
 });
 $node->safe_psql('app', q{
 	SET ROLE alice;
-	SELECT schedule_job('alice_job', '@hourly', notify_channel => 'mail',
+	SELECT schedlock.schedule_job('alice_job', '@hourly', notify_channel => 'mail',
 						payload => '{"smtp_password": "alice-secret"}');
 	SELECT schedlock_acquire('alice-lock', '1 hour');
 });
 # some run history, so that the run id sequence has moved
-$node->safe_psql('app', q{SET ROLE dbowner; SELECT run_job('owner_job')});
+$node->safe_psql('app', q{SET ROLE dbowner; SELECT schedlock.run_job('owner_job')});
 $node->poll_query_until('app', q{
 	SELECT count(*) = 1 FROM schedlock.job_runs WHERE status = 'succeeded'})
   or die 'the run did not happen';

@@ -22,8 +22,8 @@ $node->safe_psql('postgres', 'CREATE DATABASE app');
 $node->safe_psql('app', 'CREATE EXTENSION schedlock');
 $node->safe_psql('app', 'CREATE TABLE boots (at timestamptz)');
 $node->safe_psql('app', q{
-	SELECT schedule_job('boot', '@reboot', 'INSERT INTO boots VALUES (now())');
-	SELECT schedule_job('tick', '1 second', 'SELECT 1')});
+	SELECT schedlock.schedule_job('boot', '@reboot', 'INSERT INTO boots VALUES (now())');
+	SELECT schedlock.schedule_job('tick', '1 second', 'SELECT 1')});
 
 # poll: wait until the query returns the expected value
 sub wait_for

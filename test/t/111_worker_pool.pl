@@ -60,12 +60,12 @@ sub ticks_between
 is(wait_for($workers_q, '0', 30), '0', 'no job backend before there is a job');
 
 $node->safe_psql('app', q{
-	SELECT schedule_job('tick', '1 second',
+	SELECT schedlock.schedule_job('tick', '1 second',
 						'INSERT INTO ticks VALUES (clock_timestamp())');
-	SELECT schedule_job('long1', '0 0 1 1 *', 'SELECT pg_sleep(25)');
-	SELECT schedule_job('long2', '0 0 1 1 *', 'SELECT pg_sleep(25)')});
+	SELECT schedlock.schedule_job('long1', '0 0 1 1 *', 'SELECT pg_sleep(25)');
+	SELECT schedlock.schedule_job('long2', '0 0 1 1 *', 'SELECT pg_sleep(25)')});
 sleep 2;
-$node->safe_psql('app', q{SELECT run_job('long1'); SELECT run_job('long2')});
+$node->safe_psql('app', q{SELECT schedlock.run_job('long1'); SELECT schedlock.run_job('long2')});
 # an atomic run's row commits with it: see the runs in pg_stat_activity
 my $long_q = q{SELECT count(*) FROM pg_stat_activity
 	WHERE backend_type = 'schedlock job' AND query LIKE '/* schedlock job: % */ SELECT pg_sleep(25)'};
@@ -96,7 +96,7 @@ is(wait_for(q{SELECT count(*) FROM schedlock.job_runs WHERE status = 'succeeded'
 	AND job_id IN (SELECT job_id FROM schedlock.jobs WHERE job_name LIKE 'long%')}, '2', 30),
 	'2', 'both long runs finished');
 is(wait_for($workers_q, '1', 60), '1', 'the extra job backends left; one serves the every-second job');
-$node->safe_psql('app', q{SELECT alter_job('tick', enabled => false)});
+$node->safe_psql('app', q{SELECT schedlock.alter_job('tick', enabled => false)});
 
 # per-role cap: alice's five long jobs run at most two at a time
 $node->append_conf('postgresql.conf', "schedlock.max_runs_per_role = 2");
@@ -109,16 +109,16 @@ $node->safe_psql('app', q{
 	GRANT INSERT ON schedlock.jobs TO alice, bob});
 $node->safe_psql('app', q{
 	SET ROLE bob;
-	SELECT schedule_job('bob_tick', '1 second',
+	SELECT schedlock.schedule_job('bob_tick', '1 second',
 						'INSERT INTO bob_ticks VALUES (clock_timestamp())')});
 $node->safe_psql('app', q{
 	SET ROLE alice;
-	SELECT schedule_job('a' || i, '0 0 1 1 *', 'SELECT pg_sleep(15)')
+	SELECT schedlock.schedule_job('a' || i, '0 0 1 1 *', 'SELECT pg_sleep(15)')
 	  FROM generate_series(1, 5) i});
 sleep 2;
 $node->safe_psql('app', q{
 	SET ROLE alice;
-	SELECT run_job('a' || i) FROM generate_series(1, 5) i});
+	SELECT schedlock.run_job('a' || i) FROM generate_series(1, 5) i});
 my $alice_q = q{SELECT count(*) FROM pg_stat_activity
 	WHERE backend_type = 'schedlock job' AND query LIKE '/* schedlock job: % */ SELECT pg_sleep(15)'};
 is(wait_for($alice_q, '2', 10), '2', "two of alice's runs are in progress");

@@ -2,7 +2,7 @@
 # (not in the job's command) does not end the worker.  The worker aborts the
 # transaction, logs the error with its SQLSTATE and goes on with the other
 # jobs; a job that breaks dispatch 3 times in a row is quarantined: disabled,
-# with the reason in schedlock.job_status.paused_reason, until alter_job(...,
+# with the reason in schedlock.job_status.paused_reason, until schedlock.alter_job(...,
 # enabled => true).  Meanwhile an every-second job runs on time, every slot,
 # and the workers keep their pids.
 #
@@ -52,7 +52,7 @@ sub still_alive
 }
 
 $node->safe_psql('app', q{
-	SELECT schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (clock_timestamp())')});
+	SELECT schedlock.schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (clock_timestamp())')});
 $node->poll_query_until('app', q{SELECT count(*) >= 2 FROM ticks})
   or die 'the good job does not run';
 my $pids = $node->safe_psql('app', $workers_sql);
@@ -75,17 +75,17 @@ $node->safe_psql('app', q{
 	CREATE TRIGGER refuse_run BEFORE INSERT OR UPDATE ON schedlock.job_runs
 		FOR EACH ROW EXECUTE FUNCTION refuse_run();
 	BEGIN;
-	SELECT schedule_job('bad_trigger', '1 second', 'SELECT 1');
-	SELECT schedule_job('bad_row', '1 second', 'SELECT 1');
+	SELECT schedlock.schedule_job('bad_trigger', '1 second', 'SELECT 1');
+	SELECT schedlock.schedule_job('bad_row', '1 second', 'SELECT 1');
 	UPDATE schedlock.jobs SET schedule = 'not a schedule' WHERE job_name = 'bad_row';
-	SELECT schedule_job('bad_outcome', '1 second', 'SELECT 1', atomic => false);
-	SELECT schedule_job('huge_retry', '0 0 1 1 *', 'SELECT 1/0', max_attempts => 3);
+	SELECT schedlock.schedule_job('bad_outcome', '1 second', 'SELECT 1', atomic => false);
+	SELECT schedlock.schedule_job('huge_retry', '0 0 1 1 *', 'SELECT 1/0', max_attempts => 3);
 	UPDATE schedlock.jobs SET retry_delay = '1000000 years', next_slot = now(), next_run_at = now()
 	 WHERE job_name = 'huge_retry';
-	SELECT schedule_job('storm', '0 0 1 1 *', 'SELECT 1/0', max_attempts => 1000000,
+	SELECT schedlock.schedule_job('storm', '0 0 1 1 *', 'SELECT 1/0', max_attempts => 1000000,
 						retry_delay => '0');
 	UPDATE schedlock.jobs SET next_slot = now(), next_run_at = now() WHERE job_name = 'storm';
-	SELECT schedule_job(repeat(chr(1), 255), '1 second', notify_channel => 'wide',
+	SELECT schedlock.schedule_job(repeat(chr(1), 255), '1 second', notify_channel => 'wide',
 						payload => jsonb_build_object('x', repeat('x', 7200)));
 	COMMIT;
 });
@@ -176,8 +176,8 @@ is($node->safe_psql('app', q{
 # re-enabling releases the quarantine; the job runs again
 $node->safe_psql('app', q{
 	DROP TRIGGER refuse_run ON schedlock.job_runs;
-	SELECT alter_job('bad_trigger', enabled => true);
-	SELECT alter_job('bad_row', schedule => '1 second', enabled => true)});
+	SELECT schedlock.alter_job('bad_trigger', enabled => true);
+	SELECT schedlock.alter_job('bad_row', schedule => '1 second', enabled => true)});
 is($node->safe_psql('app', q{
 	SELECT string_agg(job_name || ' ' || enabled || ' ' || coalesce(paused_reason, '-'), ', ' ORDER BY job_name)
 	  FROM schedlock.job_status WHERE job_name IN ('bad_trigger', 'bad_row')}),

@@ -26,8 +26,8 @@ $node->safe_psql('postgres', 'CREATE DATABASE app');
 $node->safe_psql('app', 'CREATE EXTENSION schedlock');
 $node->safe_psql('app', q{
 	CREATE TABLE ticks (at timestamptz);
-	SELECT schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (clock_timestamp())');
-	SELECT schedule_job('hist', '0 0 1 1 *', 'SELECT 1', timezone => 'UTC', enabled => false);
+	SELECT schedlock.schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (clock_timestamp())');
+	SELECT schedlock.schedule_job('hist', '0 0 1 1 *', 'SELECT 1', timezone => 'UTC', enabled => false);
 });
 $node->poll_query_until('app', 'SELECT count(*) >= 2 FROM ticks')
   or die 'the every-second job does not run';

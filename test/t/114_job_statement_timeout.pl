@@ -34,7 +34,7 @@ admin(q{
 sub sleeper
 {
 	my ($role, $name, $extra) = @_;
-	as_role($role, qq{SELECT schedule_job('$name', '0 0 1 1 *',
+	as_role($role, qq{SELECT schedlock.schedule_job('$name', '0 0 1 1 *',
 		'SELECT pg_sleep(2.5)' $extra)});
 }
 sleeper('fast', 'atomic', '');
@@ -43,7 +43,7 @@ sleeper('fast', 'own_timeout', q{, timeout => '5 seconds'});
 sleeper('fast', 'own_timeout_toplevel', q{, timeout => '5 seconds', atomic => false});
 sleeper('slow', 'slow_atomic', '');
 sleeper('slow', 'slow_toplevel', ', atomic => false');
-as_role('fast', q{SELECT schedule_job('self_set', '0 0 1 1 *',
+as_role('fast', q{SELECT schedlock.schedule_job('self_set', '0 0 1 1 *',
 	'SET statement_timeout = 0; SELECT pg_sleep(2.5)', atomic => false)});
 admin(q{ALTER ROLE slow RESET statement_timeout; ALTER ROLE fast RESET statement_timeout});
 

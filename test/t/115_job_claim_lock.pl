@@ -24,7 +24,7 @@ admin(q{
 	GRANT INSERT, SELECT ON public.ticks TO ticker;
 	CREATE TABLE public.job_notes (job_id bigint REFERENCES schedlock.jobs (job_id), note text);
 });
-as_role('ticker', q{SELECT schedule_job('tick', '1 second',
+as_role('ticker', q{SELECT schedlock.schedule_job('tick', '1 second',
 	'INSERT INTO public.ticks VALUES (clock_timestamp())')});
 $node->poll_query_until('app', 'SELECT count(*) >= 2 FROM public.ticks')
   or die 'the job does not run';

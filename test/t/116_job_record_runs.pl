@@ -17,12 +17,12 @@ admin(q{
 	CREATE EXTENSION schedlock SCHEMA public;
 	CREATE TABLE public.flip (fail boolean);
 	INSERT INTO public.flip VALUES (false);
-	SELECT schedule_job('quiet', '0 0 1 1 *', 'SELECT 1');
-	SELECT schedule_job('loud', '0 0 1 1 *', 'SELECT 1');
-	SELECT schedule_job('flaky', '0 0 1 1 *',
+	SELECT schedlock.schedule_job('quiet', '0 0 1 1 *', 'SELECT 1');
+	SELECT schedlock.schedule_job('loud', '0 0 1 1 *', 'SELECT 1');
+	SELECT schedlock.schedule_job('flaky', '0 0 1 1 *',
 		$$SELECT 1 / CASE WHEN fail THEN 0 ELSE 1 END FROM public.flip$$);
-	SELECT alter_job('quiet', record_runs => 'failures');
-	SELECT alter_job('flaky', record_runs => 'failures');
+	SELECT schedlock.alter_job('quiet', record_runs => 'failures');
+	SELECT schedlock.alter_job('flaky', record_runs => 'failures');
 });
 
 # runs of JOB: "rows|total_runs|succeeded_runs|failed_runs"
@@ -35,12 +35,12 @@ sub rows_and_counts
 		  FROM schedlock.jobs j WHERE j.job_name = '$job'});
 }
 
-# run JOB once by run_job() and wait until it is counted
+# run JOB once by schedlock.run_job() and wait until it is counted
 sub run_once
 {
 	my ($job) = @_;
 	my $before = admin(qq{SELECT total_runs FROM schedlock.jobs WHERE job_name = '$job'});
-	admin(qq{SELECT run_job('$job')});
+	admin(qq{SELECT schedlock.run_job('$job')});
 	wait_for(qq{SELECT total_runs > $before FROM schedlock.jobs WHERE job_name = '$job'})
 	  or die "job $job did not run";
 }
@@ -75,10 +75,10 @@ wait_for(q{SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'sched
 run_once('loud');
 is(rows_and_counts('loud'), '2|3|3|0',
 	'schedlock.record_runs = failures: a job without its own record_runs keeps no new row');
-admin(q{SELECT alter_job('loud', record_runs => 'all')});
+admin(q{SELECT schedlock.alter_job('loud', record_runs => 'all')});
 run_once('loud');
 is(rows_and_counts('loud'), '3|4|4|0', "record_runs => 'all' keeps the job's rows whatever the setting");
-admin(q{SELECT alter_job('loud', record_runs => 'default')});
+admin(q{SELECT schedlock.alter_job('loud', record_runs => 'default')});
 is(admin(q{SELECT record_runs IS NULL FROM schedlock.jobs WHERE job_name = 'loud'}),
 	't', "record_runs => 'default' follows the setting again");
 run_once('loud');

@@ -55,8 +55,8 @@ $node->safe_psql('app', q{
 		  FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 		 WHERE j.job_name = job AND r.status = 'running'
 	$$;
-	SELECT schedule_job('at', '1 seconds', $$SELECT record_run('at', 1)$$);
-	SELECT schedule_job('na', '1 seconds',
+	SELECT schedlock.schedule_job('at', '1 seconds', $$SELECT record_run('at', 1)$$);
+	SELECT schedlock.schedule_job('na', '1 seconds',
 		$$SELECT record_run('na', 1); SELECT pg_sleep(0.02); SELECT record_run('na', 2)$$,
 		atomic => false);
 });
@@ -64,8 +64,8 @@ ok(wait_true(q{SELECT count(DISTINCT scheduled_for) >= 8 FROM seen WHERE job = '
 	  && wait_true(q{SELECT count(DISTINCT scheduled_for) >= 8 FROM seen WHERE job = 'na' AND stmt = 2}, 60),
 	'both jobs ran at least 8 times');
 $node->safe_psql('app', q{
-	SELECT alter_job('at', enabled => false);
-	SELECT alter_job('na', enabled => false)});
+	SELECT schedlock.alter_job('at', enabled => false);
+	SELECT schedlock.alter_job('na', enabled => false)});
 sleep 1;
 
 diag('start lag in ms (job, runs, median, max): ',
@@ -99,8 +99,8 @@ $node->safe_psql('app', q{
 	CREATE TABLE filled (x int);
 	CREATE TABLE filled_na (x int);
 	SELECT pg_stat_reset();
-	SELECT schedule_job('fill', '1 seconds', 'INSERT INTO filled SELECT generate_series(1, 10)');
-	SELECT schedule_job('fill_na', '1 seconds', 'INSERT INTO filled_na VALUES (1); INSERT INTO filled_na VALUES (2)',
+	SELECT schedlock.schedule_job('fill', '1 seconds', 'INSERT INTO filled SELECT generate_series(1, 10)');
+	SELECT schedlock.schedule_job('fill_na', '1 seconds', 'INSERT INTO filled_na VALUES (1); INSERT INTO filled_na VALUES (2)',
 						atomic => false)});
 ok(wait_true(q{SELECT n_tup_ins >= 10 FROM pg_stat_user_tables WHERE relname = 'filled'}, 20),
 	'an atomic job\'s inserts show in pg_stat_user_tables within seconds');
@@ -113,12 +113,12 @@ ok(wait_true(q{SELECT n_tup_upd > 0 FROM pg_stat_user_tables
 			   WHERE relid = 'schedlock.jobs'::regclass}, 20),
 	'and to schedlock.jobs');
 $node->safe_psql('app', q{
-	SELECT alter_job('fill', enabled => false);
-	SELECT alter_job('fill_na', enabled => false)});
+	SELECT schedlock.alter_job('fill', enabled => false);
+	SELECT schedlock.alter_job('fill_na', enabled => false)});
 
 # --- memory ----------------------------------------------------------------
 # the workers' pids, and a field of /proc/PID/status in kB
-$node->safe_psql('app', q{SELECT schedule_job('keepalive', '1 seconds', 'SELECT 1')});
+$node->safe_psql('app', q{SELECT schedlock.schedule_job('keepalive', '1 seconds', 'SELECT 1')});
 wait_true(q{SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'schedlock job'}, 30);
 my @pids = split /\n/, $node->safe_psql('app', q{
 	SELECT pid FROM pg_stat_activity WHERE backend_type = 'schedlock job' ORDER BY pid});
@@ -157,8 +157,8 @@ sub runs_done
 
 my %hwm_before = map { $_ => status_kb($_, 'VmHWM') } @pids;
 $node->safe_psql('app', q{
-	SELECT schedule_job('big', '0 0 1 1 *', 'SELECT g FROM generate_series(1, 3000000) g');
-	SELECT run_job('big')});
+	SELECT schedlock.schedule_job('big', '0 0 1 1 *', 'SELECT g FROM generate_series(1, 3000000) g');
+	SELECT schedlock.run_job('big')});
 ok(wait_true(q{SELECT count(*) = 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 			   WHERE j.job_name = 'big' AND r.status = 'succeeded'}, 120),
 	'the 3,000,000-row SELECT job succeeded');
@@ -176,9 +176,9 @@ cmp_ok($growth, '<', 40 * 1024,
 # returning rows: the workers' private memory (RssAnon) after the first
 # 2,000 and after all of them
 $node->safe_psql('app', q{
-	SELECT schedule_job('q_at', '0 0 1 1 *', 'SELECT g, repeat(''x'', 100) FROM generate_series(1, 200) g');
-	SELECT schedule_job('q_na', '0 0 1 1 *', 'SELECT g FROM generate_series(1, 200) g; SELECT 1', atomic => false);
-	SELECT schedule_job('q_fail', '0 0 1 1 *', 'SELECT 1/0')});
+	SELECT schedlock.schedule_job('q_at', '0 0 1 1 *', 'SELECT g, repeat(''x'', 100) FROM generate_series(1, 200) g');
+	SELECT schedlock.schedule_job('q_na', '0 0 1 1 *', 'SELECT g FROM generate_series(1, 200) g; SELECT 1', atomic => false);
+	SELECT schedlock.schedule_job('q_fail', '0 0 1 1 *', 'SELECT 1/0')});
 
 # queue $n runs of each quick job and wait until they are done
 my $queued = 0;
@@ -188,7 +188,7 @@ sub quick_runs
 	$queued += $n;
 	for my $job ('q_at', 'q_na', 'q_fail')
 	{
-		$node->safe_psql('app', qq{SELECT count(run_job('$job')) FROM generate_series(1, $n)});
+		$node->safe_psql('app', qq{SELECT count(schedlock.run_job('$job')) FROM generate_series(1, $n)});
 	}
 	for my $job ('q_at', 'q_na', 'q_fail')
 	{

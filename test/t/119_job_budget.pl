@@ -51,9 +51,9 @@ sub wait_true
 my $logstart = -s $node->logfile;
 $node->safe_psql('app', q{
 	SET ROLE alice;
-	SELECT schedule_job('alice_long', '@reboot',
+	SELECT schedlock.schedule_job('alice_long', '@reboot',
 		$$SELECT pg_sleep(14); INSERT INTO public.done (who) VALUES ('alice')$$);
-	SELECT run_job('alice_long');
+	SELECT schedlock.run_job('alice_long');
 });
 wait_true(q{SELECT count(*) = 1 FROM pg_stat_activity
 	WHERE backend_type = 'schedlock job' AND usename = 'alice' AND state = 'active'
@@ -61,8 +61,8 @@ wait_true(q{SELECT count(*) = 1 FROM pg_stat_activity
   or die "alice's job did not start";
 $node->safe_psql('app', q{
 	SET ROLE bob;
-	SELECT schedule_job('bob_job', '0 0 1 1 *', $$INSERT INTO public.done (who) VALUES ('bob')$$);
-	SELECT run_job('bob_job');
+	SELECT schedlock.schedule_job('bob_job', '0 0 1 1 *', $$INSERT INTO public.done (who) VALUES ('bob')$$);
+	SELECT schedlock.run_job('bob_job');
 });
 ok(wait_true(q{SELECT waiting_reason LIKE 'waiting since % for a job backend: all schedlock.max_job_backends (1) are in use'
 	FROM schedlock.job_status WHERE job_name = 'bob_job'}, 10),
@@ -85,7 +85,7 @@ is($node->safe_psql('app', q{SELECT waiting_reason IS NULL FROM schedlock.job_st
 # max_worker_processes = 2: the launcher takes one, and the other is held
 # by a background worker that is not schedlock's (a parallel query, here
 # one that sleeps).
-$node->safe_psql('app', q{SELECT unschedule_job('alice_long')});
+$node->safe_psql('app', q{SELECT schedlock.unschedule_job('alice_long')});
 $node->append_conf('postgresql.conf', qq{
 max_worker_processes = 2
 max_parallel_workers = 2
@@ -124,7 +124,7 @@ for my $try (1 .. 3)
 }
 ok($holding, 'a parallel worker holds the last slot (about 15 s)');
 $logstart = -s $node->logfile;
-$node->safe_psql('app', q{SET ROLE bob; SELECT run_job('bob_job')});
+$node->safe_psql('app', q{SET ROLE bob; SELECT schedlock.run_job('bob_job')});
 ok(wait_true(q{SELECT waiting_reason LIKE 'waiting since % for a job backend: no max_worker_processes slot is free'
 	FROM schedlock.job_status WHERE job_name = 'bob_job'}, 10),
 	'a due job without a worker slot says it waits for one')

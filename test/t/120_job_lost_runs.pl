@@ -43,7 +43,7 @@ sub wait_true
 # --- (a) the job backend terminated under a running non-atomic job --------
 
 $node->safe_psql('app', q{
-	SELECT schedule_job('sleepy', '1 second', 'SELECT pg_sleep(60)', atomic => false);
+	SELECT schedlock.schedule_job('sleepy', '1 second', 'SELECT pg_sleep(60)', atomic => false);
 });
 wait_true(q{
 	SELECT count(*) = 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
@@ -61,7 +61,7 @@ is($node->safe_psql('app', "SELECT status FROM schedlock.job_runs WHERE run_id =
 	'running', 'the run of a live job backend stays running');
 
 $node->safe_psql('app', qq{
-	SELECT alter_job('sleepy', command => 'SELECT 1');
+	SELECT schedlock.alter_job('sleepy', command => 'SELECT 1');
 	SELECT pg_terminate_backend($pid)});
 wait_true("SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $pid)", 30)
   or die "job backend $pid did not stop";
@@ -78,12 +78,12 @@ ok(wait_true(qq{
 	SELECT count(*) >= 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 	 WHERE j.job_name = 'sleepy' AND r.status = 'succeeded' AND r.run_id > $run_id}, 20),
 	'a later slot of the job runs (in a new job backend)');
-$node->safe_psql('app', q{SELECT unschedule_job('sleepy')});
+$node->safe_psql('app', q{SELECT schedlock.unschedule_job('sleepy')});
 
 # --- (b) a run row naming a pid that now belongs to another backend -------
 
 $node->safe_psql('app', q{
-	SELECT schedule_job('victim', '1 second',
+	SELECT schedlock.schedule_job('victim', '1 second',
 						'INSERT INTO ticks VALUES (clock_timestamp())', atomic => false);
 });
 wait_true(q{

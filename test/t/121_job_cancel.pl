@@ -54,7 +54,7 @@ sub ticks_after
 # --- (a) an idle job backend -------------------------------------------------
 
 $node->safe_psql('app', q{
-	SELECT schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (clock_timestamp())');
+	SELECT schedlock.schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (clock_timestamp())');
 });
 wait_true('SELECT count(*) >= 1 FROM ticks', 20) or die 'the tick job did not run';
 wait_true(q{SELECT count(*) = 1 FROM pg_stat_activity
@@ -86,8 +86,8 @@ foreach my $atomic ('true', 'false')
 {
 	my $name = $atomic eq 'true' ? 'long_atomic' : 'long_toplevel';
 	$node->safe_psql('app', qq{
-		SELECT schedule_job('$name', '\@reboot', 'SELECT pg_sleep(60)', atomic => $atomic);
-		SELECT run_job('$name');
+		SELECT schedlock.schedule_job('$name', '\@reboot', 'SELECT pg_sleep(60)', atomic => $atomic);
+		SELECT schedlock.run_job('$name');
 	});
 	wait_true(qq{SELECT count(*) = 1 FROM pg_stat_activity
 				  WHERE pid = $pid AND query LIKE '/* schedlock job: % */ SELECT pg_sleep(60)'}, 20)
@@ -100,7 +100,7 @@ foreach my $atomic ('true', 'false')
 	is(worker_pid(), $pid, "$name: the job backend is still there, pid $pid");
 	my $after = $node->safe_psql('app', 'SELECT clock_timestamp()');
 	ok(ticks_after($after), "$name: and runs the next jobs");
-	$node->safe_psql('app', "SELECT unschedule_job('$name')");
+	$node->safe_psql('app', "SELECT schedlock.unschedule_job('$name')");
 }
 
 $node->stop;

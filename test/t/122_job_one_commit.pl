@@ -22,7 +22,7 @@ $node->safe_psql('app', 'CREATE TABLE seen (job text, xid xid8, at timestamptz)'
 # 50 jobs due long ago (a slot a minute back, the next one months ahead):
 # each is due when a worker claims it
 $node->safe_psql('app', q{
-	SELECT count(schedule_job('due' || i, '0 0 1 1 *',
+	SELECT count(schedlock.schedule_job('due' || i, '0 0 1 1 *',
 		format('INSERT INTO seen VALUES (%L, pg_current_xact_id(), now())', 'due' || i)))
 	  FROM generate_series(1, 50) i});
 $node->safe_psql('app', q{
@@ -53,12 +53,12 @@ is( $node->safe_psql('app', q{
 # an every-second job: the worker claims it before each instant, and the
 # command's transaction starts on the instant
 $node->safe_psql('app', q{
-	SELECT schedule_job('tick', '1 seconds',
+	SELECT schedlock.schedule_job('tick', '1 seconds',
 		$$INSERT INTO seen VALUES ('tick', pg_current_xact_id(), now())$$)});
 ok( $node->poll_query_until('app',
 		q{SELECT count(*) >= 4 FROM seen WHERE job = 'tick'}),
 	'the every-second job ran');
-$node->safe_psql('app', q{SELECT alter_job('tick', enabled => false)});
+$node->safe_psql('app', q{SELECT schedlock.alter_job('tick', enabled => false)});
 is( $node->safe_psql('app', q{
 		SELECT count(*) FROM seen s
 		  JOIN schedlock.jobs j ON j.job_name = s.job

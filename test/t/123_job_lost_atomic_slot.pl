@@ -31,7 +31,7 @@ foreach my $case ([ 'atom', 'true' ], [ 'plain', 'false' ])
 
 	# the command records itself, then waits while the gate holds
 	$node->safe_psql('app', qq{
-		SELECT schedule_job('$job', '5 seconds',
+		SELECT schedlock.schedule_job('$job', '5 seconds',
 			\$\$INSERT INTO done VALUES ('$job', clock_timestamp());
 			   SELECT pg_sleep(0.1) FROM gate, generate_series(1, 600)
 			    WHERE job = '$job' AND hold\$\$,
@@ -77,7 +77,7 @@ foreach my $case ([ 'atom', 'true' ], [ 'plain', 'false' ])
 			 WHERE j.job_name = '$job' AND r.scheduled_for = '$slot'}),
 			'lost', "$job: a non-atomic job's lost slot is not run again (max_attempts 1)");
 	}
-	$node->safe_psql('app', "SELECT alter_job('$job', enabled => false)");
+	$node->safe_psql('app', "SELECT schedlock.alter_job('$job', enabled => false)");
 	$node->poll_query_until('app', qq{
 		SELECT count(*) = 0 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 		 WHERE j.job_name = '$job' AND r.status = 'running'})

@@ -100,7 +100,7 @@ cmp_ok($njobs, '>=', 20, "pg_cron has $njobs jobs to import");
 $node->safe_psql('app', q{
 	GRANT INSERT ON schedlock.jobs TO reporter;
 	SET ROLE reporter;
-	SELECT schedule_job('reporter-dup', '0 20 * * *', 'SELECT 33', timezone => 'UTC');
+	SELECT schedlock.schedule_job('reporter-dup', '0 20 * * *', 'SELECT 33', timezone => 'UTC');
 });
 
 my $zone = ($major == 1 && $minor < 5) ? 'GMT' : $node->safe_psql('app', "SHOW cron.timezone");
@@ -234,7 +234,7 @@ is($node->safe_psql('app', "SELECT action || '|' || job_id FROM schedlock_import
 	'second import: the job is found, with its id');
 
 # --- (d) deactivate, atomically with the import ---
-$node->safe_psql('app', "SELECT unschedule_job('weekday-report')");
+$node->safe_psql('app', "SELECT schedlock.unschedule_job('weekday-report')");
 my ($rc, $out, $err) = $node->psql('app', qq{
 	BEGIN;
 	SELECT action FROM schedlock_import_pg_cron(dry_run => false, deactivate => true, jobids => ARRAY[$id{weekday}]);
@@ -269,7 +269,7 @@ $node->safe_psql('app', q{
 ($rc, $out, $err) = $node->psql('app', 'SET ROLE importer; SELECT * FROM schedlock_import_pg_cron()');
 like($err, qr/ERROR:  permission denied to import pg_cron jobs/,
 	'a role that may not call schedule_job may not import (42501)');
-$node->safe_psql('app', "SELECT unschedule_job(job_name => 'reporter-daily')");
+$node->safe_psql('app', "SELECT schedlock.unschedule_job(job_name => 'reporter-daily')");
 is($node->safe_psql('app', q{
 	SET ROLE reporter;
 	SELECT string_agg(action || ':' || job_name, ',' ORDER BY cron_jobid) FROM schedlock_import_pg_cron(dry_run => false)}),
@@ -279,7 +279,7 @@ is($node->safe_psql('app', "SELECT owner FROM schedlock.jobs WHERE job_name = 'r
 
 # deactivating goes through cron.alter_job for a role that is not a
 # superuser; pg_cron grants it to nobody
-$node->safe_psql('app', "SELECT unschedule_job(job_name => 'reporter-daily')");
+$node->safe_psql('app', "SELECT schedlock.unschedule_job(job_name => 'reporter-daily')");
 is($node->safe_psql('app', qq{
 	SET ROLE reporter;
 	SELECT action || '|' || detail FROM schedlock_import_pg_cron(dry_run => false, deactivate => true, jobids => ARRAY[$id{reporter}])}),

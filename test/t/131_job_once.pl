@@ -3,7 +3,7 @@
 # server was down runs once after the start; a failing one-off job is
 # retried per max_attempts and then ends; a copy of the database does not
 # run it, and adopting the copy after the instant does not either.
-# alter_job(..., next_run_at) moves a real run, after which the schedule
+# schedlock.alter_job(..., next_run_at) moves a real run, after which the schedule
 # goes on.  ALTER EXTENSION UPDATE from 1.0 keeps the grants of alter_job.
 use strict;
 use warnings;
@@ -25,7 +25,7 @@ $node->safe_psql('app', 'CREATE TABLE ticks (job text, at timestamptz)');
 my $at = $node->safe_psql('app', q{
 	SELECT date_trunc('second', now()) + interval '4 seconds'});
 $node->safe_psql('app', qq{
-	SELECT schedule_once('once', '$at',
+	SELECT schedlock.schedule_once('once', '$at',
 						 \$\$INSERT INTO ticks VALUES ('once', clock_timestamp())\$\$)});
 is($node->safe_psql('app', q{
 	SELECT schedule, next_run_at = next_slot FROM schedlock.jobs WHERE job_name = 'once'}),
@@ -63,7 +63,7 @@ is($node->safe_psql('app', q{
 $at = $node->safe_psql('app', q{
 	SELECT date_trunc('second', now()) + interval '3 seconds'});
 $node->safe_psql('app', qq{
-	SELECT schedule_once('missed', '$at',
+	SELECT schedlock.schedule_once('missed', '$at',
 						 \$\$INSERT INTO ticks VALUES ('missed', clock_timestamp())\$\$)});
 $node->stop;
 sleep 5;
@@ -81,7 +81,7 @@ is($node->safe_psql('app', q{SELECT count(*) FROM ticks WHERE job = 'missed'}),
 
 # --- a failing one-off job: retried per max_attempts, then it ends
 $node->safe_psql('app', q{
-	SELECT schedule_once('failing', now(), 'SELECT 1/0', max_attempts => 2,
+	SELECT schedlock.schedule_once('failing', now(), 'SELECT 1/0', max_attempts => 2,
 						 retry_delay => '1 second')});
 $node->poll_query_until('app', q{
 	SELECT count(*) = 2 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
@@ -99,7 +99,7 @@ is($node->safe_psql('app', q{
 
 # --- a one-off NOTIFY job notifies once
 $node->safe_psql('app', q{
-	SELECT schedule_once('remind', now(), notify_channel => 'reminders', timeout => '1 hour')});
+	SELECT schedlock.schedule_once('remind', now(), notify_channel => 'reminders', timeout => '1 hour')});
 $node->poll_query_until('app', q{
 	SELECT count(*) = 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 	 WHERE j.job_name = 'remind' AND r.status = 'pending'})
@@ -114,7 +114,7 @@ is($node->safe_psql('app', q{
 $at = $node->safe_psql('app', q{
 	SELECT date_trunc('second', now()) + interval '3 seconds'});
 $node->safe_psql('app', qq{
-	SELECT schedule_once('once', '$at',
+	SELECT schedlock.schedule_once('once', '$at',
 						 \$\$INSERT INTO ticks VALUES ('once', clock_timestamp())\$\$)});
 $node->poll_query_until('app', q{SELECT count(*) = 2 FROM ticks WHERE job = 'once'})
   or die 'the re-scheduled one-off job did not run';
@@ -123,13 +123,13 @@ is($node->safe_psql('app', qq{
 	  FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id) WHERE j.job_name = 'once'}),
 	'1|2', 'schedule_once again under the same name runs it once more, keeping its history');
 
-# --- alter_job(next_run_at) moves a real run; then the schedule goes on
+# --- schedlock.alter_job(next_run_at) moves a real run; then the schedule goes on
 $node->safe_psql('app', q{
-	SELECT schedule_job('yearly', '0 0 1 1 *',
+	SELECT schedlock.schedule_job('yearly', '0 0 1 1 *',
 						$$INSERT INTO ticks VALUES ('yearly', clock_timestamp())$$)});
 $at = $node->safe_psql('app', q{
 	SELECT date_trunc('second', now()) + interval '3 seconds'});
-$node->safe_psql('app', qq{SELECT alter_job('yearly', next_run_at => '$at')});
+$node->safe_psql('app', qq{SELECT schedlock.alter_job('yearly', next_run_at => '$at')});
 is($node->safe_psql('app', qq{
 	SELECT next_run_at = '$at' FROM schedlock.job_status WHERE job_name = 'yearly'}),
 	't', 'job_status shows the moved next run');
@@ -145,7 +145,7 @@ is($node->safe_psql('app', qq{
 $at = $node->safe_psql('app', q{
 	SELECT date_trunc('second', now()) + interval '6 seconds'});
 $node->safe_psql('app', qq{
-	SELECT schedule_once('copied', '$at',
+	SELECT schedlock.schedule_once('copied', '$at',
 						 \$\$INSERT INTO ticks VALUES ('copied', clock_timestamp())\$\$)});
 $node->safe_psql('postgres', 'CREATE DATABASE app_copy TEMPLATE app');
 $node->poll_query_until('app', q{SELECT count(*) = 1 FROM ticks WHERE job = 'copied'})
@@ -186,7 +186,7 @@ is($node->safe_psql('old10', q{
 		   (SELECT count(*) FROM pg_proc WHERE proname = 'alter_job')}),
 	't|f|0|1', 'the update turns the grant of alter_job into the job API\'s one grant (with grant option), and revokes the per-function grant');
 $node->safe_psql('old10', q{
-	SELECT alter_job('old_job', enabled => true, next_run_at => '2030-01-01 00:00+00')});
+	SELECT schedlock.alter_job('old_job', enabled => true, next_run_at => '2030-01-01 00:00+00')});
 is($node->safe_psql('old10', q{SELECT next_run_at FROM schedlock.jobs WHERE job_name = 'old_job'}),
 	'2030-01-01 00:00:00+00', 'after the update alter_job takes next_run_at');
 

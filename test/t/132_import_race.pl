@@ -1,4 +1,4 @@
-# 132_import_race.pl: schedlock_import_pg_cron() racing schedule_job() of
+# 132_import_race.pl: schedlock_import_pg_cron() racing schedlock.schedule_job() of
 # the same name.  The import looks for a schedlock job of the pg_cron job's
 # name and, finding none, creates it through schedule_job's upsert.  When
 # another session has scheduled a job of that name and not yet committed,
@@ -46,7 +46,7 @@ sub wait_for_lock
 
 # --- schedule_job of the same name, not yet committed, then the import
 my $other = $node->background_psql('app');
-$other->query_safe(q{BEGIN; SELECT schedule_job('nightly', '0 4 * * *', 'SELECT 42');});
+$other->query_safe(q{BEGIN; SELECT schedlock.schedule_job('nightly', '0 4 * * *', 'SELECT 42');});
 my $import = $node->background_psql('app');
 $import->query_until(qr/start/, q{\echo start
 SELECT string_agg(action || ':' || cron_jobname, ',' ORDER BY cron_jobid)
@@ -66,7 +66,7 @@ is($node->safe_psql('app', q{SELECT count(*) FROM schedlock.jobs}),
 	'2', 'one job per name');
 
 # --- two imports at once
-$node->safe_psql('app', q{SELECT unschedule_job('nightly'), unschedule_job('hourly')});
+$node->safe_psql('app', q{SELECT schedlock.unschedule_job('nightly'), schedlock.unschedule_job('hourly')});
 my $first = $node->background_psql('app');
 $first->query_safe(q{BEGIN;
 SELECT string_agg(action || ':' || cron_jobname, ',' ORDER BY cron_jobid)

@@ -17,7 +17,7 @@ $node->start;
 $node->safe_psql('postgres', 'CREATE DATABASE app');
 $node->safe_psql('app', 'CREATE EXTENSION schedlock');
 
-$node->safe_psql('app', q{SELECT schedule_job('quick job', '1 second', 'SELECT 1')});
+$node->safe_psql('app', q{SELECT schedlock.schedule_job('quick job', '1 second', 'SELECT 1')});
 ok($node->poll_query_until('app', q{
 	SELECT count(*) = 1 FROM pg_stat_activity
 	 WHERE backend_type = 'schedlock job' AND datname = 'app'}),
@@ -37,10 +37,10 @@ ok($node->poll_query_until('app', qq{
 	 WHERE backend_type = 'schedlock job' AND wait_event_type = 'Extension'
 	   AND wait_event = '$event'}),
 	"an idle job backend waits on wait event $event");
-$node->safe_psql('app', q{SELECT alter_job('quick job', enabled => false)});
+$node->safe_psql('app', q{SELECT schedlock.alter_job('quick job', enabled => false)});
 
 $node->safe_psql('app', q{
-	SELECT schedule_job('slow job', '1 second', 'SELECT pg_sleep(30)')});
+	SELECT schedlock.schedule_job('slow job', '1 second', 'SELECT pg_sleep(30)')});
 ok($node->poll_query_until('app', q{
 	SELECT count(*) = 1 FROM pg_stat_activity
 	 WHERE backend_type = 'schedlock job' AND state = 'active'
@@ -52,6 +52,6 @@ like($node->safe_psql('app', q{
 	 WHERE backend_type = 'schedlock job' AND state = 'active'}),
 	qr/^\/\* schedlock job: slow job \*\//, 'no other activity text while it runs');
 
-$node->safe_psql('app', q{SELECT alter_job('slow job', enabled => false)});
+$node->safe_psql('app', q{SELECT schedlock.alter_job('slow job', enabled => false)});
 $node->stop;
 done_testing();

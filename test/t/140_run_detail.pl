@@ -86,17 +86,17 @@ sub wait_run_after
 my $log_start = -s $node->logfile;
 my $t0 = $node->safe_psql('app', 'SELECT clock_timestamp()');
 $node->safe_psql('app', q{
-	SELECT schedule_job('ins', '1 seconds',
+	SELECT schedlock.schedule_job('ins', '1 seconds',
 		$$SELECT chat(); INSERT INTO t SELECT generate_series(1, 5)$$);
-	SELECT schedule_job('fail', '1 seconds', 'SELECT fail()');
-	SELECT schedule_job('chatty', '1 seconds', 'SELECT chatty()');
-	SELECT schedule_job('definer', '1 seconds', 'SELECT as_owner()', run_as => 'tenant');
-	SELECT schedule_job('na', '1 seconds', 'SELECT chat(); VACUUM t', atomic => false);
-	SELECT schedule_job('na_fail', '1 seconds', 'SELECT 1; SELECT fail()', atomic => false);
+	SELECT schedlock.schedule_job('fail', '1 seconds', 'SELECT fail()');
+	SELECT schedlock.schedule_job('chatty', '1 seconds', 'SELECT chatty()');
+	SELECT schedlock.schedule_job('definer', '1 seconds', 'SELECT as_owner()', run_as => 'tenant');
+	SELECT schedlock.schedule_job('na', '1 seconds', 'SELECT chat(); VACUUM t', atomic => false);
+	SELECT schedlock.schedule_job('na_fail', '1 seconds', 'SELECT 1; SELECT fail()', atomic => false);
 	-- a superuser's job that sets log_min_messages: the worker's setting
 	-- is back to what it was after the run (else the NOTICEs of later runs
 	-- would reach the log)
-	SELECT schedule_job('setter', '1 seconds', $$SET log_min_messages = 'notice'; SELECT 1$$);
+	SELECT schedlock.schedule_job('setter', '1 seconds', $$SET log_min_messages = 'notice'; SELECT 1$$);
 });
 wait_run_after($_, $t0) for qw(ins fail chatty definer na na_fail setter);
 my $t0b = $node->safe_psql('app', 'SELECT clock_timestamp()');
@@ -146,8 +146,8 @@ is($node->safe_psql('app', q{
 
 # a NOTIFY run finished by the application
 $node->safe_psql('app', q{
-	SELECT schedule_job('nt', '0 0 1 1 *', notify_channel => 'nt_due', timezone => 'UTC')});
-my $run = $node->safe_psql('app', q{SELECT run_job('nt')});
+	SELECT schedlock.schedule_job('nt', '0 0 1 1 *', notify_channel => 'nt_due', timezone => 'UTC')});
+my $run = $node->safe_psql('app', q{SELECT schedlock.run_job('nt')});
 $node->poll_query_until('app', qq{
 	SELECT status = 'pending' FROM schedlock.job_runs WHERE run_id = $run})
   or die 'run_job did not notify';
@@ -178,8 +178,8 @@ unlike($log, qr/schedlock job "\w+" .*run \d+ (?:succeeded|statement)/,
 # a lost run: its worker is terminated while the job sleeps (non-atomic:
 # an atomic run shows as running only once it has ended)
 $node->safe_psql('app', q{
-	SELECT schedule_job('stuck', '0 0 1 1 *', 'SELECT pg_sleep(60)', timezone => 'UTC', atomic => false)});
-my $stuck = $node->safe_psql('app', q{SELECT run_job('stuck')});
+	SELECT schedlock.schedule_job('stuck', '0 0 1 1 *', 'SELECT pg_sleep(60)', timezone => 'UTC', atomic => false)});
+my $stuck = $node->safe_psql('app', q{SELECT schedlock.run_job('stuck')});
 $node->poll_query_until('app', qq{
 	SELECT status = 'running' FROM schedlock.job_runs WHERE run_id = $stuck})
   or die 'the stuck job did not start';
@@ -241,7 +241,7 @@ is(last_run('na', q{result_status, notices IS NULL}), 'VACUUM|t',
 like(last_run('fail', 'sqlstate, detail'), qr/^P0001\|the detail of it$/,
 	'the run is still recorded in full');
 
-$node->safe_psql('app', q{SELECT unschedule_job(j) FROM unnest('{ins,fail,chatty,definer,na,na_fail,stuck,nt,setter}'::text[]) j});
+$node->safe_psql('app', q{SELECT schedlock.unschedule_job(j) FROM unnest('{ins,fail,chatty,definer,na,na_fail,stuck,nt,setter}'::text[]) j});
 $node->stop;
 unlike(slurp_file($node->logfile), qr/TRAP:|PANIC|terminated by signal|XX000/, 'server log clean');
 

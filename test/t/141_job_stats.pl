@@ -47,9 +47,9 @@ sub counts
 
 # --- worker outcomes: atomic and non-atomic successes, a failure retried
 $node->safe_psql('app', q{
-	SELECT schedule_once('ok', now(), 'SELECT pg_sleep(0.3)');
-	SELECT schedule_once('ok_na', now(), 'SELECT pg_sleep(0.3)', atomic => false);
-	SELECT schedule_once('bad', now(), 'SELECT 1/0', max_attempts => 2,
+	SELECT schedlock.schedule_once('ok', now(), 'SELECT pg_sleep(0.3)');
+	SELECT schedlock.schedule_once('ok_na', now(), 'SELECT pg_sleep(0.3)', atomic => false);
+	SELECT schedlock.schedule_once('bad', now(), 'SELECT 1/0', max_attempts => 2,
 						 retry_delay => '1 second');
 });
 wait_true('app', q{
@@ -78,13 +78,13 @@ is($node->safe_psql('app', q{
 is($node->safe_psql('app', q{
 	SELECT last_success_at IS NULL, consecutive_failures, stopped_reason
 	  FROM schedlock.job_status WHERE job_name = 'bad'}),
-	't|2|ended: the one-off job has run; alter_job(..., next_run_at => ...) runs it again',
+	't|2|ended: the one-off job has run; schedlock.alter_job(..., next_run_at => ...) runs it again',
 	'a job that never succeeded has no last success; the ended one-off job says so');
 
 # --- NOTIFY runs: one finished by an application, one nobody claims
 $node->safe_psql('app', q{
-	SELECT schedule_once('told', now(), notify_channel => 'told_channel', timeout => '1 minute');
-	SELECT schedule_once('unheard', now(), notify_channel => 'unheard_channel', timeout => '1 second');
+	SELECT schedlock.schedule_once('told', now(), notify_channel => 'told_channel', timeout => '1 minute');
+	SELECT schedlock.schedule_once('unheard', now(), notify_channel => 'unheard_channel', timeout => '1 second');
 });
 wait_true('app', q{
 	SELECT count(*) = 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
@@ -105,7 +105,7 @@ is(counts('app', 'unheard'), '1/0/1', 'an expired NOTIFY run counts as a failed 
 # non-atomic job: a lost atomic run has its slot run again at once
 # (123_job_lost_atomic_slot.pl), and that run would be the job's last.
 $node->safe_psql('app', q{
-	SELECT schedule_once('lost', '2030-01-01 00:00+00', 'SELECT 1', atomic => false);
+	SELECT schedlock.schedule_once('lost', '2030-01-01 00:00+00', 'SELECT 1', atomic => false);
 	INSERT INTO schedlock.job_runs (job_id, owner, scheduled_for, status,
 									started_at, worker_pid, timeline)
 	SELECT job_id, owner, now() - interval '1 minute 3 seconds', 'running',
@@ -174,7 +174,7 @@ is($node->safe_psql('old', q{
 	  FROM schedlock.job_status ORDER BY job_name}),
 	"off|t|0|f\ntick|f|0|t",
 	'after the update: the disabled job has no next run, the counts start at 0');
-$node->safe_psql('old', q{SELECT run_job('tick')});
+$node->safe_psql('old', q{SELECT schedlock.run_job('tick')});
 ok(wait_true('old', q{
 	SELECT total_runs = 1 AND succeeded_runs = 1 FROM schedlock.jobs WHERE job_name = 'tick'}, 30),
 	'a run after the update counts');

@@ -28,7 +28,7 @@ $node->safe_psql('app', q{
 # --- (a) catching up
 $node->safe_psql('app', q{
 	SET ROLE mailer;
-	SELECT schedule_once('report', now(), notify_channel => 'mail',
+	SELECT schedlock.schedule_once('report', now(), notify_channel => 'mail',
 						 payload => '{"to": "ops@example.com"}', timeout => '5 minutes');
 });
 ok(wait_for(q{SELECT count(*) = 1 FROM schedlock.job_runs WHERE status = 'pending'}, 30),
@@ -63,7 +63,7 @@ is($node->safe_psql('app', "SELECT status, claimed_by FROM schedlock.job_runs WH
 my $log_offset = -s $node->logfile;
 $node->safe_psql('app', q{
 	SET ROLE mailer;
-	SELECT schedule_job('unheard', '1 seconds', notify_channel => 'nobody_listens',
+	SELECT schedlock.schedule_job('unheard', '1 seconds', notify_channel => 'nobody_listens',
 						timeout => '300 milliseconds');
 });
 ok(wait_for(q{
@@ -81,7 +81,7 @@ my @logged = $log =~ /schedlock job "unheard" of role "mailer" in database "app"
 is(scalar @logged, 3, 'the first 3 unclaimed runs are logged, the later ones are not');
 
 # --- (c) a claimed run ends the streak
-$node->safe_psql('app', q{SET ROLE mailer; SELECT alter_job('unheard', timeout => '1 minute')});
+$node->safe_psql('app', q{SET ROLE mailer; SELECT schedlock.alter_job('unheard', timeout => '1 minute')});
 # (a run notified before the change keeps its 300 ms deadline)
 ok(wait_for(q{
 	SELECT count(*) >= 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
@@ -104,7 +104,7 @@ is($node->safe_psql('app', q{
 $log_offset = -s $node->logfile;
 $node->safe_psql('app', q{
 	SET ROLE mailer;
-	SELECT alter_job('unheard', timeout => '300 milliseconds');
+	SELECT schedlock.alter_job('unheard', timeout => '300 milliseconds');
 	SELECT c.claimed AND schedlock_finish_run(p.run_id, true)
 	  FROM schedlock_pending_runs('nobody_listens') p,
 		   LATERAL schedlock_claim_run_payload(p.run_id, 'late') c;
@@ -116,6 +116,6 @@ $log = slurp_file($node->logfile, $log_offset);
 @warnings = $log =~ /WARNING:  schedlock NOTIFY job "unheard" of role "mailer" in database "app": no application claimed its last 3 runs/g;
 is(scalar @warnings, 1, 'warns once again');
 
-$node->safe_psql('app', q{SET ROLE mailer; SELECT unschedule_job('unheard')});
+$node->safe_psql('app', q{SET ROLE mailer; SELECT schedlock.unschedule_job('unheard')});
 $node->stop;
 done_testing();

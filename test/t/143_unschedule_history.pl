@@ -30,12 +30,12 @@ $node->safe_psql('app', q{
 $node->safe_psql('app', q{
 	SET ROLE mailer;
 	CREATE TABLE done (job text);
-	SELECT schedule_once('slow', now(), 'SELECT pg_sleep(2); INSERT INTO done VALUES (''slow'')',
+	SELECT schedlock.schedule_once('slow', now(), 'SELECT pg_sleep(2); INSERT INTO done VALUES (''slow'')',
 						 atomic => false);
 });
 ok(wait_for(q{SELECT count(*) = 1 FROM schedlock.job_runs WHERE job_name = 'slow' AND status = 'running'}, 30),
 	'the non-atomic run is running');
-is($node->safe_psql('app', q{SET ROLE mailer; SELECT unschedule_job('slow')}), 't',
+is($node->safe_psql('app', q{SET ROLE mailer; SELECT schedlock.unschedule_job('slow')}), 't',
 	'the job is unscheduled meanwhile');
 ok(wait_for(q{SELECT count(*) = 1 FROM schedlock.job_runs WHERE job_name = 'slow' AND status <> 'running'}, 30),
 	'the run ends');
@@ -46,11 +46,11 @@ is($node->safe_psql('app', q{
 
 $node->safe_psql('app', q{
 	SET ROLE mailer;
-	SELECT schedule_once('slow_atomic', now(), 'SELECT pg_sleep(2.5); INSERT INTO done VALUES (''slow_atomic'')');
+	SELECT schedlock.schedule_once('slow_atomic', now(), 'SELECT pg_sleep(2.5); INSERT INTO done VALUES (''slow_atomic'')');
 });
 ok(wait_for(q{SELECT count(*) = 1 FROM pg_stat_activity WHERE query LIKE '%pg_sleep(2.5)%' AND pid <> pg_backend_pid()}, 30),
 	'the atomic run is running');
-is($node->safe_psql('app', q{SET ROLE mailer; SELECT unschedule_job('slow_atomic')}), 't',
+is($node->safe_psql('app', q{SET ROLE mailer; SELECT schedlock.unschedule_job('slow_atomic')}), 't',
 	'the job is unscheduled meanwhile');
 ok(wait_for(q{SELECT count(*) = 1 FROM schedlock.job_runs WHERE job_name = 'slow_atomic' AND status <> 'running'}, 30),
 	'the run ends');
@@ -63,14 +63,14 @@ is($node->safe_psql('app', q{SELECT string_agg(job, ',' ORDER BY job) FROM done}
 # --- (b) a claimed NOTIFY run
 $node->safe_psql('app', q{
 	SET ROLE mailer;
-	SELECT schedule_once('told', now(), notify_channel => 'mail', timeout => '5 minutes');
+	SELECT schedlock.schedule_once('told', now(), notify_channel => 'mail', timeout => '5 minutes');
 });
 ok(wait_for(q{SELECT count(*) = 1 FROM schedlock.job_runs WHERE job_name = 'told' AND status = 'pending'}, 30),
 	'the NOTIFY run is notified');
 my $run = $node->safe_psql('app', q{SELECT run_id FROM schedlock.job_runs WHERE job_name = 'told'});
 is($node->safe_psql('app', qq{SET ROLE mailer; SELECT claimed FROM schedlock_claim_run_payload($run, 'app-1')}),
 	't', 'an application claims it');
-is($node->safe_psql('app', q{SET ROLE mailer; SELECT unschedule_job('told')}), 't',
+is($node->safe_psql('app', q{SET ROLE mailer; SELECT schedlock.unschedule_job('told')}), 't',
 	'the job is unscheduled meanwhile');
 my ($rc, $out, $err) = $node->psql('app',
 	qq{SET ROLE mailer; SELECT schedlock_finish_run($run, true, 'sent')});

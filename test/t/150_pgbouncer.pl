@@ -405,18 +405,18 @@ INSERT INTO misses_$mode VALUES ($c);
 	# ------------------------------------------------------------------
 	$through->(qq{
 		CREATE TABLE job_log_$mode (v text);
-		SELECT schedule_job('log_$mode', '0 0 1 1 *', \$\$INSERT INTO job_log_$mode VALUES ('v1')\$\$);
+		SELECT schedlock.schedule_job('log_$mode', '0 0 1 1 *', \$\$INSERT INTO job_log_$mode VALUES ('v1')\$\$);
 	});
-	my $run = $through->("SELECT run_job('log_$mode')");
+	my $run = $through->("SELECT schedlock.run_job('log_$mode')");
 	ok(poll("SELECT status = 'succeeded' FROM schedlock.job_runs WHERE run_id = $run"),
 		"$mode: schedule_job and run_job through the pooler: the run succeeded");
-	$through->(qq{SELECT alter_job('log_$mode', command => \$\$INSERT INTO job_log_$mode VALUES ('v2')\$\$)});
-	$run = $through->("SELECT run_job('log_$mode')");
+	$through->(qq{SELECT schedlock.alter_job('log_$mode', command => \$\$INSERT INTO job_log_$mode VALUES ('v2')\$\$)});
+	$run = $through->("SELECT schedlock.run_job('log_$mode')");
 	ok(poll("SELECT status = 'succeeded' FROM schedlock.job_runs WHERE run_id = $run"),
 		"$mode: alter_job and run_job through the pooler: the run succeeded");
 	is(direct("SELECT string_agg(v, ',' ORDER BY v) FROM job_log_$mode"),
 		'v1,v2', "$mode: each run wrote what its command said");
-	is($through->("SELECT unschedule_job('log_$mode')"),
+	is($through->("SELECT schedlock.unschedule_job('log_$mode')"),
 		't', "$mode: unschedule_job through the pooler");
 	is(direct("SELECT count(*) FROM schedlock.jobs WHERE job_name = 'log_$mode'"),
 		'0', "$mode: the job is gone");
@@ -429,9 +429,9 @@ INSERT INTO misses_$mode VALUES ($c);
 	my $pooled = $client->('app1');
 	my $pooled_server = $pooled->query_safe('LISTEN mail_due; SELECT pg_backend_pid()');
 	$through->(qq{
-		SELECT schedule_job('mail_$mode', '0 0 1 1 *', notify_channel => 'mail_due',
+		SELECT schedlock.schedule_job('mail_$mode', '0 0 1 1 *', notify_channel => 'mail_due',
 							payload => '{"to": "ops"}', timeout => '1 minute')});
-	$run = $through->("SELECT run_job('mail_$mode')");
+	$run = $through->("SELECT schedlock.run_job('mail_$mode')");
 	ok(poll("SELECT status = 'pending' FROM schedlock.job_runs WHERE run_id = $run"),
 		"$mode: run_job of a NOTIFY job: the run was notified");
 	my $heard = hear($listener, qr/"run_id" : $run\b/);
@@ -483,7 +483,7 @@ INSERT INTO misses_$mode VALUES ($c);
 		't', "$mode: schedlock_finish_run through the pooler");
 	is(direct("SELECT status, claimed_by, message FROM schedlock.job_runs WHERE run_id = $run"),
 		'succeeded|pooled-1|sent', "$mode: the run is closed as succeeded");
-	is($through->("SELECT unschedule_job('mail_$mode')"), 't',
+	is($through->("SELECT schedlock.unschedule_job('mail_$mode')"), 't',
 		"$mode: the NOTIFY job unscheduled through the pooler");
 	$listener->quit;
 	$pooled->quit;

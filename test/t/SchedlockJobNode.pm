@@ -11,7 +11,7 @@
 #                         pinned search_path whatever the test created
 #   as_role(ROLE, SQL)    run SQL in app logged in as ROLE
 #   run_and_wait(ROLE, JOB)
-#                         run_job(JOB) as ROLE, then wait_run of that run
+#                         schedlock.run_job(JOB) as ROLE, then wait_run of that run
 #   wait_run(RUN)         wait (at most 60 s) until run RUN finished; its
 #                         "status|sqlstate|worker_pid", or "timeout"
 #
@@ -125,7 +125,7 @@ sub wait_for
 sub run_and_wait
 {
 	my ($role, $job) = @_;
-	return wait_run(as_role($role, "SELECT run_job('$job')"));
+	return wait_run(as_role($role, "SELECT schedlock.run_job('$job')"));
 }
 
 1;
