@@ -13,7 +13,10 @@
 
 EXTENSION = schedlock
 MODULE_big = schedlock
-OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+# src/schedlock.c is the module's entry; src/lock, src/cron and src/sched
+# are its three parts, src/common what they share
+SUBDIRS = common lock cron sched
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c $(foreach d,$(SUBDIRS),src/$(d)/*.c))))
 DATA = $(wildcard sql/schedlock--*.sql)
 PGFILEDESC = "schedlock - scheduler locks and job scheduling"
 
@@ -27,7 +30,7 @@ REGRESS_PREP = tmp_check.conf
 endif
 EXTRA_CLEAN = tmp_check.conf
 
-PG_CPPFLAGS = -I$(srcdir)/src
+PG_CPPFLAGS = -I$(srcdir)/src $(foreach d,$(SUBDIRS),-I$(srcdir)/src/$(d))
 PG_CFLAGS = -Wall -Wmissing-prototypes -Wpointer-arith -Werror=vla
 
 PG_CONFIG ?= pg_config
@@ -37,7 +40,7 @@ include $(PGXS)
 # PGXS tracks no header dependencies unless PostgreSQL was configured with
 # --enable-depend: rebuild every object when a header of ours changes, so
 # that no object keeps an old layout of a shared struct.
-$(OBJS): $(wildcard $(srcdir)/src/*.h)
+$(OBJS): $(wildcard $(srcdir)/src/*.h $(foreach d,$(SUBDIRS),$(srcdir)/src/$(d)/*.h))
 
 # The release's version as PGXN wants it: default_version of the control
 # file as a semantic version (1.1 -> 1.1.0); test/t/007_release_files.pl

@@ -16,7 +16,7 @@
 set -eu
 tree=$1
 cc=${CC:-cc}
-header="$tree/src/claim_sql.h"
+header="$tree/src/sched/claim_sql.h"
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 

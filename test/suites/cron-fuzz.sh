@@ -14,8 +14,8 @@ OUT=${SUITE_TMP:-$(mktemp -d)}
 SECS=${SL_FUZZ_SECONDS:-60}
 
 echo "building test/fuzz/fuzz_cron.c"
-clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Isrc \
-	-o "$OUT/fuzz_cron" test/fuzz/fuzz_cron.c src/cron.c
+clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Isrc/cron \
+	-o "$OUT/fuzz_cron" test/fuzz/fuzz_cron.c src/cron/cron.c
 mkdir -p "$OUT/corpus" "$OUT/artifacts"
 cp test/fuzz/corpus/* "$OUT/corpus/"
 
