@@ -176,10 +176,10 @@ call_prev_utility(PlannedStmt *pstmt, const char *queryString,
  * statement neither fails with "database is being accessed by other users"
  * nor deadlocks with a worker; they come back when the statement fails or
  * its transaction ends.  Workers are stopped only for a statement that
- * PostgreSQL will let the current user run (stepaside.c checks the same
+ * PostgreSQL will let the current user run (database_ddl.c checks the same
  * rights first); any other runs with every worker in place and fails as
  * usual.  DROP OWNED and REASSIGN OWNED also act on the jobs of the roles
- * (roles.c), after PostgreSQL has checked the caller's rights.  Once DROP
+ * (job_roles.c), after PostgreSQL has checked the caller's rights.  Once DROP
  * DATABASE has succeeded, what lock_shmem.c keeps for the database goes.
  */
 static void

@@ -2,10 +2,10 @@
  *
  * args.c
  *	  Checks of SQL function arguments shared by the lock functions
- *	  (lock.c) and the job API (job.c): names and the sign of intervals.
+ *	  (lock.c) and the job API (job_api.c): names and the sign of intervals.
  *
  * IDENTIFICATION
- *	  src/args.c
+ *	  src/common/args.c
  *
  *-------------------------------------------------------------------------
  */

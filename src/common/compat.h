@@ -14,7 +14,7 @@
  * that declare the functions it wraps.
  *
  * IDENTIFICATION
- *	  src/compat.h
+ *	  src/common/compat.h
  *
  *-------------------------------------------------------------------------
  */

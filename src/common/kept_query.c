@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * query.c
+ * kept_query.c
  *	  Prepared statements of the scheduler: planned once per backend,
  *	  kept across transactions, and always executed with a generic plan.
  *
@@ -32,7 +32,7 @@
  * statements also qualify their operators, as a second line of defence.
  *
  * IDENTIFICATION
- *	  src/query.c
+ *	  src/common/kept_query.c
  *
  *-------------------------------------------------------------------------
  */

@@ -20,7 +20,7 @@
  * the database in their text either way.
  *
  * IDENTIFICATION
- *	  src/logident.c
+ *	  src/common/logident.c
  *
  *-------------------------------------------------------------------------
  */

@@ -16,7 +16,7 @@
  * Nothing here knows about time zones or PostgreSQL; see cron_sql.c.
  *
  * IDENTIFICATION
- *	  src/cron.c
+ *	  src/cron/cron.c
  *
  *-------------------------------------------------------------------------
  */

@@ -17,7 +17,7 @@
  *	  - the interval form "N seconds" / "N second" with N from 1 to 59.
  *
  * IDENTIFICATION
- *	  src/cron.h
+ *	  src/cron/cron.h
  *
  *-------------------------------------------------------------------------
  */

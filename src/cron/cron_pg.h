@@ -8,7 +8,7 @@
  * cron_next_runs() in cron_sql.c are built on them too.
  *
  * IDENTIFICATION
- *	  src/cron_pg.h
+ *	  src/cron/cron_pg.h
  *
  *-------------------------------------------------------------------------
  */

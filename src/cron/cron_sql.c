@@ -29,7 +29,7 @@
  * last few distinct arguments in fn_extra.
  *
  * IDENTIFICATION
- *	  src/cron_sql.c
+ *	  src/cron/cron_sql.c
  *
  *-------------------------------------------------------------------------
  */

@@ -98,7 +98,7 @@
  * release and extend are writes: they are refused in read-only transactions.
  *
  * IDENTIFICATION
- *	  src/lock.c
+ *	  src/lock/lock.c
  *
  *-------------------------------------------------------------------------
  */

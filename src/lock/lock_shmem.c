@@ -90,7 +90,7 @@
  * generation moved on).
  *
  * IDENTIFICATION
- *	  src/lock_shmem.c
+ *	  src/lock/lock_shmem.c
  *
  *-------------------------------------------------------------------------
  */

@@ -5,7 +5,7 @@
  *	  with lock.c.
  *
  * IDENTIFICATION
- *	  src/lock_shmem.h
+ *	  src/lock/lock_shmem.h
  *
  *-------------------------------------------------------------------------
  */

@@ -30,7 +30,7 @@
  * table the statement writes through.
  *
  * IDENTIFICATION
- *	  src/lock_watch.c
+ *	  src/lock/lock_watch.c
  *
  *-------------------------------------------------------------------------
  */

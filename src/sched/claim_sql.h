@@ -34,7 +34,7 @@
  * because another transaction held them then.
  *
  * IDENTIFICATION
- *	  src/claim_sql.h
+ *	  src/sched/claim_sql.h
  *
  *-------------------------------------------------------------------------
  */

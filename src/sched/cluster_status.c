@@ -20,7 +20,7 @@
  * others): it tells every database's activity.
  *
  * IDENTIFICATION
- *	  src/cluster_status.c
+ *	  src/sched/cluster_status.c
  *
  *-------------------------------------------------------------------------
  */

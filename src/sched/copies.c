@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * home.c
+ * copies.c
  *	  Where a database's jobs belong: copies of a database do not run them
  *	  until they are adopted.
  *
@@ -32,7 +32,7 @@
  * and this database's OID, each job going on from its next slot after now.
  *
  * IDENTIFICATION
- *	  src/home.c
+ *	  src/sched/copies.c
  *
  *-------------------------------------------------------------------------
  */

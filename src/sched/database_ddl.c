@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * stepaside.c
+ * database_ddl.c
  *	  Which utility statements need a database's workers out of the way,
  *	  decided only after the rights PostgreSQL will check.
  *
@@ -8,7 +8,7 @@
  * fail while anybody is connected to the database, and DROP EXTENSION
  * schedlock would wait for a worker that holds its tables.  For these the
  * ProcessUtility hook (schedlock.c) has the database's workers step aside
- * (shmem.c) and lets them come back when the statement is over, the way
+ * (sched_shmem.c) and lets them come back when the statement is over, the way
  * autovacuum makes room.  Stopping workers ends the runs in progress of
  * every role of the database, so it happens only for a statement that
  * PostgreSQL will let the current user run: the functions here repeat the
@@ -18,7 +18,7 @@
  * worker stopped and PostgreSQL reports the error itself.
  *
  * IDENTIFICATION
- *	  src/stepaside.c
+ *	  src/sched/database_ddl.c
  *
  *-------------------------------------------------------------------------
  */

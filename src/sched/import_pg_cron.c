@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * import.c
+ * import_pg_cron.c
  *	  schedlock_import_pg_cron(): pg_cron's jobs become schedlock jobs.
  *
  * The function reads cron.job of the pg_cron extension installed in the
@@ -39,7 +39,7 @@
  * OPERATOR(pg_catalog.x).  It never runs a job's command.
  *
  * IDENTIFICATION
- *	  src/import.c
+ *	  src/sched/import_pg_cron.c
  *
  *-------------------------------------------------------------------------
  */

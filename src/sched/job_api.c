@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * job.c
+ * job_api.c
  *	  The job API: schedule_job, schedule_once, alter_job, unschedule_job
  *	  and run_job.
  *
@@ -41,7 +41,7 @@
  * next_run_at" below.
  *
  * IDENTIFICATION
- *	  src/job.c
+ *	  src/sched/job_api.c
  *
  *-------------------------------------------------------------------------
  */
@@ -323,7 +323,7 @@ resolve_run_as(const char *rolename, Oid owner)
 /*
  * interval_seconds
  *		An interval's length in seconds as EXTRACT(epoch FROM ...) counts it
- *		(a month is 30 days), the measure the workers and run.c apply to
+ *		(a month is 30 days), the measure the workers and notify_api.c apply to
  *		timeout and retry_delay.
  */
 static double

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * roles.c
+ * job_roles.c
  *	  The roles of a job: a job ties its owner and its run_as role the way
  *	  an object ties its owner (DROP ROLE refuses, DROP OWNED removes,
  *	  REASSIGN OWNED hands over), and a job whose role cannot log in does
@@ -53,7 +53,7 @@
  * or "N objects in database d"; no statement fails on them otherwise.
  *
  * IDENTIFICATION
- *	  src/roles.c
+ *	  src/sched/job_roles.c
  *
  *-------------------------------------------------------------------------
  */

@@ -5,7 +5,7 @@
  *	  schedlock.job_runs: claiming a due job and advancing it, recording
  *	  runs and their outcome, failures and retries, lost and overdue runs,
  *	  history pruning, the next wakeup, and the run bookkeeping of the SQL
- *	  API (run.c).
+ *	  API (notify_api.c).
  *
  * Every statement that ends runs also counts them in their jobs' run
  * statistics (release 1.1: SCHEDLOCK_RUN_STATS_CTE in jobstore.h), in the
@@ -19,12 +19,12 @@
  *
  * Every function expects to be called in a transaction, connected to SPI,
  * as a role that may write the scheduler's tables (a worker's bootstrap
- * superuser, or the extension owner in the SQL API: see run.c).  Every
+ * superuser, or the extension owner in the SQL API: see notify_api.c).  Every
  * statement names its tables with their schema and its operators as
  * OPERATOR(pg_catalog.x).
  *
  * IDENTIFICATION
- *	  src/jobstore.c
+ *	  src/sched/jobstore.c
  *
  *-------------------------------------------------------------------------
  */
@@ -57,7 +57,7 @@
  * Whether the job backend that ran a SQL run marked running (job_runs row
  * r) is gone.  Its backend publishes the job it runs in shared memory from
  * before the run's row can commit until after its outcome has
- * (schedlock.job_worker_pid, shmem.c), so a run whose recorded pid is not
+ * (schedlock.job_worker_pid, sched_shmem.c), so a run whose recorded pid is not
  * the one running its job now is lost: the backend ended, or the server
  * restarted (shared memory starts empty).  A run recorded on another
  * timeline ($4) ran on the server before a failover.  $2 and $3 are not

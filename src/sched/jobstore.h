@@ -5,7 +5,7 @@
  *	  scheduler runs (jobstore.c), and the claimed job they pass around.
  *
  * IDENTIFICATION
- *	  src/jobstore.h
+ *	  src/sched/jobstore.h
  *
  *-------------------------------------------------------------------------
  */
@@ -243,7 +243,7 @@ extern bool schedlock_jobs_have_stats(void);
 extern bool schedlock_runs_have_job_name(void);
 extern void schedlock_recompute_next_run(int64 job_id, TimestampTz now);
 
-/* runs of NOTIFY jobs claimed and finished by applications (run.c) */
+/* runs of NOTIFY jobs claimed and finished by applications (notify_api.c) */
 extern Oid	schedlock_run_owner(int64 run_id);
 extern bool schedlock_claim_pending_run(int64 run_id, const char *claimed_by,
 										TimestampTz now, Datum *payload,
@@ -265,7 +265,7 @@ extern void schedlock_save_dispatch_error(int64 job_id, int breaks,
 										  TimestampTz hold_until,
 										  const char *reason);
 
-/* the job API (job.c), as the extension owner */
+/* the job API (job_api.c), as the extension owner */
 extern int64 schedlock_upsert_job(const char *job_name, Oid owner,
 								  const JobDef *def, bool reboot,
 								  bool has_slot, TimestampTz slot,

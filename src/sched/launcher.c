@@ -7,7 +7,7 @@
  *
  * The launcher connects to no database; it reads pg_database to learn
  * which databases exist.  It knows each database's queues from shared
- * memory (shmem.c): a queue is a role with jobs in a database, and its due
+ * memory (sched_shmem.c): a queue is a role with jobs in a database, and its due
  * time is the earliest next run of those jobs.  A database's housekeeper
  * (worker.c) publishes every queue's due time; after that, each job
  * backend publishes its own queue's, and the SQL API moves a queue's due
@@ -58,7 +58,7 @@
  * generation gone and exits.
  *
  * IDENTIFICATION
- *	  src/launcher.c
+ *	  src/sched/launcher.c
  *
  *-------------------------------------------------------------------------
  */

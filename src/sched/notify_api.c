@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * run.c
+ * notify_api.c
  *	  The SQL functions applications use for NOTIFY jobs:
  *	  schedlock_claim_run, schedlock_claim_run_payload and
  *	  schedlock_finish_run; and the switch to the extension owner the SQL
@@ -30,7 +30,7 @@
  * all OPERATOR(...) forms share one precedence: parenthesise arithmetic.
  *
  * IDENTIFICATION
- *	  src/run.c
+ *	  src/sched/notify_api.c
  *
  *-------------------------------------------------------------------------
  */
@@ -137,8 +137,8 @@ run_id_arg(FunctionCallInfo fcinfo)
  *		and back.  In between, search_path is "pg_catalog, pg_temp" (a GUC
  *		nest level of schedlock_trusted_path_begin), whatever the caller
  *		set: the caller chooses nothing but argument values.  An error in
- *		between is undone by the (sub)transaction abort.  Used by run.c and
- *		job.c.
+ *		between is undone by the (sub)transaction abort.  Used by notify_api.c and
+ *		job_api.c.
  */
 void
 schedlock_begin_as_owner(Oid *save_uid, int *save_sec, int *save_nestlevel)

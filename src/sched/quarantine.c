@@ -4,7 +4,7 @@
  *	  A job backend's recovery from errors in its own bookkeeping, and the
  *	  quarantine of jobs that keep breaking it.
  *
- * A job's command runs under its own error handling (exec.c): its errors
+ * A job's command runs under its own error handling (run_command.c): its errors
  * fail the run, nothing more.  Everything else the job backend does for a
  * job -- claiming it, working out its next slot, recording its run and
  * outcome, scheduling its retry -- runs in the backend's own transactions,
@@ -48,7 +48,7 @@
  * the database's housekeeping again a little later.
  *
  * IDENTIFICATION
- *	  src/quarantine.c
+ *	  src/sched/quarantine.c
  *
  *-------------------------------------------------------------------------
  */

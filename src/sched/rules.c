@@ -4,7 +4,7 @@
  *	  The scheduling rules, in plain C: misfire, overlap, next_run_at,
  *	  retry and backoff, and the dispatch hold before quarantine.
  *
- * Nothing here touches PostgreSQL: the callers (worker.c, run.c, job.c,
+ * Nothing here touches PostgreSQL: the callers (worker.c, notify_api.c, job_api.c,
  * quarantine.c) read a job's row, ask a rule, and write the answer.  Each
  * rule is written once, here; test/unit/test_rules.c checks them.
  *
@@ -25,7 +25,7 @@
  * An @reboot job's slot runs and the job has no next slot.
  *
  * IDENTIFICATION
- *	  src/rules.c
+ *	  src/sched/rules.c
  *
  *-------------------------------------------------------------------------
  */

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * exec.c
+ * run_command.c
  *	  Running a job's SQL command in its job backend: a process connected
  *	  as the job's role (worker.c), so the command runs with that role as
  *	  session and current user, as after a login.
@@ -44,7 +44,7 @@
  * cannot change what an unqualified name in the job means.
  *
  * IDENTIFICATION
- *	  src/exec.c
+ *	  src/sched/run_command.c
  *
  *-------------------------------------------------------------------------
  */

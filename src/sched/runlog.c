@@ -37,7 +37,7 @@
  * database's lines.
  *
  * IDENTIFICATION
- *	  src/runlog.c
+ *	  src/sched/runlog.c
  *
  *-------------------------------------------------------------------------
  */

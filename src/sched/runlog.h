@@ -6,7 +6,7 @@
  *	  server log lines per run (schedlock.log_runs, schedlock.log_statement).
  *
  * IDENTIFICATION
- *	  src/runlog.h
+ *	  src/sched/runlog.h
  *
  *-------------------------------------------------------------------------
  */

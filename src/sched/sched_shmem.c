@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * shmem.c
+ * sched_shmem.c
  *	  The job scheduler's shared memory: the databases the launcher serves,
  *	  their queues (one per role with jobs in a database), the slots of the
  *	  job backends and housekeepers, and the wakeups that replace polling.
@@ -36,7 +36,7 @@
  * its jobs.
  *
  * IDENTIFICATION
- *	  src/shmem.c
+ *	  src/sched/sched_shmem.c
  *
  *-------------------------------------------------------------------------
  */

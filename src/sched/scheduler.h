@@ -2,15 +2,15 @@
  *
  * scheduler.h
  *	  Declarations shared by the files of the job scheduler: the shared
- *	  memory state (shmem.c), the launcher (launcher.c), the per-database
- *	  workers (worker.c), command execution (exec.c), the SQL API (job.c),
- *	  run bookkeeping (run.c), workers stepping aside for DBA statements
- *	  (stepaside.c) and copies of a database (home.c).  The scheduling
+ *	  memory state (sched_shmem.c), the launcher (launcher.c), the per-database
+ *	  workers (worker.c), command execution (run_command.c), the SQL API (job_api.c),
+ *	  run bookkeeping (notify_api.c), workers stepping aside for DBA statements
+ *	  (database_ddl.c) and copies of a database (copies.c).  The scheduling
  *	  rules have their own header (rules.h, plain C), and so have the
  *	  statements on the scheduler's tables (jobstore.h).
  *
  * IDENTIFICATION
- *	  src/scheduler.h
+ *	  src/sched/scheduler.h
  *
  *-------------------------------------------------------------------------
  */
@@ -87,7 +87,7 @@
 #define SCHEDLOCK_MAX_TIMEOUT_SECS		2073600	/* 24 days */
 
 /*
- * One-off jobs (job.c): the schedule they are stored with, which the cron
+ * One-off jobs (job_api.c): the schedule they are stored with, which the cron
  * engine does not accept, and how far ahead an instant (schedule_once's
  * run_at, alter_job's next_run_at) may lie, in days (100 years).
  */
@@ -95,7 +95,7 @@
 #define SCHEDLOCK_MAX_AHEAD_DAYS	36525
 
 /*
- * Tables of shared memory (shmem.c) and their sizes: every database the
+ * Tables of shared memory (sched_shmem.c) and their sizes: every database the
  * launcher knows, and every queue -- a (database, role) whose jobs run in
  * backends connected as that role.
  */
@@ -160,7 +160,7 @@ typedef struct SchedlockQueue
 	Oid			role;
 	TimestampTz due_at;			/* its earliest job due, DT_NOEND: none */
 	uint64		noted;			/* note_count of the last commit that moved
-								 * due_at earlier (shmem.c) */
+								 * due_at earlier (sched_shmem.c) */
 	bool		backlog;		/* its backends have more due than they run */
 	int			nbackends;		/* its backends, starting ones included */
 	SchedlockWait wait;			/* why due jobs wait for a backend */
@@ -221,7 +221,7 @@ typedef struct SchedlockShared
 	SchedlockBackendSlot slots[FLEXIBLE_ARRAY_MEMBER];
 } SchedlockShared;
 
-/* shmem.c */
+/* sched_shmem.c */
 extern SchedlockShared *schedlock_shared;
 extern void schedlock_shmem_request(void);
 extern void schedlock_shmem_startup(void);
@@ -252,10 +252,10 @@ extern int	schedlock_running_pid(Oid dboid, int64 job_id);
 extern SchedlockWait schedlock_queue_wait(Oid dboid, Oid role,
 										  TimestampTz *since, char *error);
 
-/* stepaside.c */
+/* database_ddl.c */
 extern Oid	schedlock_step_aside_for(Node *parsetree, bool isTopLevel);
 
-/* home.c */
+/* copies.c */
 extern bool schedlock_jobs_paused(bool at_start, bool warn);
 
 /* launcher.c */
@@ -270,7 +270,7 @@ extern void schedlock_dispatch_blame(int64 job_id);
 extern bool schedlock_jobs_have_quarantine(void);
 extern void schedlock_worker_recover(MemoryContext cxt);
 
-/* exec.c */
+/* run_command.c */
 extern bool schedlock_exec_atomic(const char *command, int timeout_ms,
 								  ErrorData **error, char *result_status,
 								  char **notices);
@@ -280,7 +280,7 @@ extern bool schedlock_exec_toplevel(const char *command, int timeout_ms,
 extern void schedlock_exec_set_search_path(const char *search_path);
 extern void schedlock_exec_after_run(bool toplevel);
 
-/* job.c */
+/* job_api.c */
 extern void schedlock_check_command(const char *command);
 extern bool schedlock_job_api_allowed(Oid role);
 extern void schedlock_check_job_api(const char *fname);
@@ -288,18 +288,18 @@ extern const char *schedlock_top_level_reason(const char *command,
 											  bool with_commits);
 extern bool schedlock_schedule_is_once(const char *schedule);
 
-/* roles.c */
+/* job_roles.c */
 extern void schedlock_roles_init(void);
 extern void schedlock_owned_jobs(Node *parsetree);
 extern int64 schedlock_sync_job_roles(void);
 extern ErrorData *schedlock_check_job_role(Oid owner, Oid run_as,
 										   MemoryContext cxt);
 
-/* run.c */
+/* notify_api.c */
 extern Oid	schedlock_extension_owner(void);
 
 /*
- * run.c: switch to the extension owner, with search_path pinned to
+ * notify_api.c: switch to the extension owner, with search_path pinned to
  * "pg_catalog, pg_temp", around table writes, and back
  */
 extern void schedlock_begin_as_owner(Oid *save_uid, int *save_sec,
@@ -307,10 +307,10 @@ extern void schedlock_begin_as_owner(Oid *save_uid, int *save_sec,
 extern void schedlock_end_as_owner(Oid save_uid, int save_sec,
 								   int save_nestlevel);
 
-/* query.c */
+/* kept_query.c */
 #define SCHEDLOCK_QUERY_MAX_ARGS	12
 
-/* A statement run through a kept, generic plan (see query.c). */
+/* A statement run through a kept, generic plan (see kept_query.c). */
 typedef struct SchedlockQuery
 {
 	const char *sql;

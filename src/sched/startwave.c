@@ -25,7 +25,7 @@
  * its instant lies WAVE_STALE_MS in the past.
  *
  * IDENTIFICATION
- *	  src/startwave.c
+ *	  src/sched/startwave.c
  *
  *-------------------------------------------------------------------------
  */

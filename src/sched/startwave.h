@@ -5,7 +5,7 @@
  *	  backends that have started their command wait for the others.
  *
  * IDENTIFICATION
- *	  src/startwave.h
+ *	  src/sched/startwave.h
  *
  *-------------------------------------------------------------------------
  */

@@ -19,13 +19,13 @@
  * claim and the next-time queries follow an index on (role, next_run_at),
  * so their cost does not grow with other roles' jobs.  schedule_job(),
  * alter_job(), run_job() and a failed schedlock_finish_run() set its latch
- * at commit (shmem.c).
+ * at commit (sched_shmem.c).
  *
  * Claiming a job: in one transaction, lock the earliest due row of the
  * role's jobs that no other backend holds, decide what to do (a queued
  * run_job() call, a due retry, or the next slot under the misfire policy),
  * advance the job, insert the run, and then:
- *	- atomic SQL job: run the command in a subtransaction (exec.c), record
+ *	- atomic SQL job: run the command in a subtransaction (run_command.c), record
  *	  the outcome, and commit everything together;
  *	- NOTIFY job: pg_notify() the run, marked pending with a deadline, and
  *	  the same for the role's NOTIFY jobs due with it, then commit:
@@ -41,7 +41,7 @@
  * tables, in a security-restricted operation (SetUserIdAndSecContext with
  * SECURITY_RESTRICTED_OPERATION), only around the backend's own statements
  * (begin_bookkeeping / end_bookkeeping): each of them pins search_path to
- * pg_catalog (query.c) and names every table, operator and cast with its
+ * pg_catalog (kept_query.c) and names every table, operator and cast with its
  * schema.  The job's command, and everything its transaction does at
  * commit, runs as the role.
  *
@@ -69,7 +69,7 @@
  * statements of jobstore.c on the scheduler's tables; it holds neither.
  *
  * IDENTIFICATION
- *	  src/worker.c
+ *	  src/sched/worker.c
  *
  *-------------------------------------------------------------------------
  */
@@ -207,7 +207,7 @@ static emit_log_hook_type prev_emit_log_hook = NULL;
  *		before_shmem_exit callback: clear this process's pid and latch so
  *		that DROP DATABASE and the wakeups stop looking at it.  A backend
  *		that ends in the middle of a run has the database's housekeeping
- *		close it as lost (shmem.c).
+ *		close it as lost (sched_shmem.c).
  */
 static void
 worker_detach(int code, Datum arg)
@@ -455,7 +455,7 @@ plan_slot(ClaimedJob *job, TimestampTz now, ClaimPlan *plan)
 	plan->scheduled_for = job->next_slot;
 	plan->attempt = 1;
 
-	/* a one-off job (job.c): its one slot runs, however late, and it ends */
+	/* a one-off job (job_api.c): its one slot runs, however late, and it ends */
 	if (schedlock_schedule_is_once(job->schedule))
 	{
 		plan->kind = PLAN_RUN;
@@ -1330,7 +1330,7 @@ housekeep(void)
 	LWLockRelease(schedlock_shared->lock);
 
 	/*
-	 * In a copy of the database nothing is touched until adoption (home.c).
+	 * In a copy of the database nothing is touched until adoption (copies.c).
 	 * Housekeepers come and go: the WARNING is logged by the one that finds
 	 * the pause first, not by every one after it.
 	 */
@@ -1462,7 +1462,7 @@ schedlock_worker_main(Datum arg)
 	/* an error in the loop is logged and the loop goes on (quarantine.c) */
 	if (sigsetjmp(local_sigjmp_buf, 1) != 0)
 	{
-		/* a capture is never left on (exec.c ends it on every way out) */
+		/* a capture is never left on (run_command.c ends it on every way out) */
 		schedlock_capture_abort();
 		schedlock_wave_leave();
 		schedlock_worker_recover(run_cxt);

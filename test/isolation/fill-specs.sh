@@ -5,7 +5,7 @@
 #   bash test/isolation/fill-specs.sh TREE
 #
 # A spec may name a statement of the C source as @NAME@, where NAME is a
-# macro of src/claim_sql.h (e.g. @SCHEDLOCK_CLAIM_SQL@).  For every
+# macro of src/sched/claim_sql.h (e.g. @SCHEDLOCK_CLAIM_SQL@).  For every
 # TREE/test/isolation/specs/*.spec this compiles a program that prints the
 # macro -- so the text is exactly what the compiler gives jobstore.c -- and
 # replaces @NAME@ with it, in place.  TREE is a scratch copy of the source

@@ -4,7 +4,7 @@
 #
 # What it reproduces: an atomic job runs inside the dispatch worker's claim
 # transaction, whose session user is the bootstrap superuser.  Before the
-# job's subtransaction ends, exec.c fires the job's deferred triggers with
+# job's subtransaction ends, run_command.c fires the job's deferred triggers with
 # SET CONSTRAINTS ALL IMMEDIATE, as the job's role.  But mallory's first
 # deferred trigger runs SET CONSTRAINTS ALL DEFERRED and inserts into a
 # second table with a deferred trigger: that new event stays queued and

@@ -2,7 +2,7 @@
 # leaves open reaches no job of another role.
 #
 # What it reproduces: atomic jobs of every role run, one after the other,
-# in the dispatch worker's one session, and exec.c cleans that session after
+# in the dispatch worker's one session, and run_command.c cleans that session after
 # each job from a fixed list (settings, temporary objects, cursors, locks,
 # prepared statements).  An extension's session state is not on any such
 # list: dblink keeps its named connections in the backend's memory, outside

@@ -3,7 +3,7 @@
 # role gains a right, and every slot of the other roles' jobs runs once.
 #
 # What it reproduces: atomic jobs of every role share the dispatch workers'
-# sessions, which exec.c cleans after each job from a fixed list; whatever
+# sessions, which run_command.c cleans after each job from a fixed list; whatever
 # is not on the list, or comes back after the cleaning, reaches the next job
 # or the worker's superuser.  Three roles -- dirty and clean (ordinary) and
 # sup (a superuser) -- have "1 seconds" jobs of random kinds (atomic,

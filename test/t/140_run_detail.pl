@@ -1,4 +1,4 @@
-# 140_run_detail.pl: what a run tells the DBA (issue 13, src/runlog.c).
+# 140_run_detail.pl: what a run tells the DBA (issue 13, src/sched/runlog.c).
 #  (a) schedlock.job_runs: a failed atomic run keeps the error's SQLSTATE,
 #      message, DETAIL and HINT; result_status is the last statement's
 #      command tag as psql prints it (INSERT 0 5, VACUUM); notices holds the

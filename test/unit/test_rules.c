@@ -1,12 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * test_rules.c
- *	  Plain C unit tests of the scheduling rules (src/rules.c): misfire,
+ *	  Plain C unit tests of the scheduling rules (src/sched/rules.c): misfire,
  *	  overlap, next_run_at, retry and backoff, the dispatch hold.
  *
  * Build and run (no server needed):
- *	  cc -O2 -Wall -Isrc -Itest/unit -o test_rules test/unit/test_rules.c src/rules.c \
- *		  src/cron.c -lm && ./test_rules
+ *	  cc -O2 -Wall -Isrc -Itest/unit -o test_rules test/unit/test_rules.c src/sched/rules.c \
+ *		  src/cron/cron.c -lm && ./test_rules
  *
  * Prints one line per failure and a summary; exits 1 when anything failed.
  * Every expected value is worked out by hand in the comment of its row
