@@ -31,7 +31,9 @@
 
 #include "compat.h"
 #include "cron_pg.h"
+#include "lock.h"
 #include "lock_shmem.h"
+#include "lock_watch.h"
 #include "runlog.h"
 #include "schedlock.h"
 #include "scheduler.h"

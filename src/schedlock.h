@@ -69,15 +69,6 @@ extern int	schedlock_record_runs;
 /* schedlock.c */
 extern void schedlock_check_preloaded(void);
 
-/* lock.c */
-extern void schedlock_lock_init(void);
-extern void schedlock_lock_end_session_leases(void);
-
-/* args.c: argument checks of the lock and job functions */
-extern int	schedlock_interval_sign(Interval *iv);
-extern char *schedlock_name_arg(FunctionCallInfo fcinfo, int argno,
-								const char *what);
-
 /* The job scheduler's files declare what they share in scheduler.h. */
 
 #endif							/* SCHEDLOCK_H */

@@ -42,7 +42,7 @@
 #include "nodes/parsenodes.h"
 #include "utils/guc.h"
 
-#include "scheduler.h"
+#include "kept_query.h"
 
 /*
  * schedlock_trusted_path_begin

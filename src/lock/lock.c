@@ -23,26 +23,8 @@
  * (GetCurrentTimestamp, i.e. clock_timestamp()), never the client's and
  * never the transaction start.
  *
- * Fencing tokens are max(previous token + 1, timeline * 2^52 + WAL insert
- * position / 32), the position read under the name's mutex.  The WAL insert
- * position belongs to the cluster, not to the lock table: it only grows, it
- * survives restarts and crash recovery (acquire commits synchronously, so the
- * WAL of every token the caller was told about is on disk), and it survives
- * DROP EXTENSION, which drops the per-name counters.  Every acquisition
- * moves the position on by at least 32 bytes after reading it (the row's
- * WAL record, or a no-op record where the row writes no WAL; see
- * advance_wal), so by induction every token is below timeline * 2^52 +
- * position / 32 as soon as its WAL is written, and the next acquisition of
- * any name, in any database, gets a larger one: the previous token + 1 never
- * exceeds the WAL part on the same timeline.  A promoted standby (or the end
- * of a point-in-time recovery) writes on a new, higher timeline, whose 2^52
- * puts its tokens above anything the old primary handed out in WAL the
- * standby never received, as long as that lost WAL is under 2^57 bytes
- * (128 PiB).  Overflow needs a timeline above 1920: the WAL part is below
- * 2^64 / 32 = 2^59 at any position.  The README's "Fencing tokens" section
- * states when tokens can repeat (history rewound without a new timeline:
- * pg_resetwal, a new cluster, pg_upgrade from a timeline above 1).  Acquire
- * and extend force a synchronous commit (ForceSyncCommit), so that under
+ * Fencing tokens come from the WAL insert position (token.c).  Acquire and
+ * extend force a synchronous commit (ForceSyncCommit), so that under
  * synchronous_commit = off a crash cannot lose a token or renewal the caller
  * has already been told about.
  *
@@ -144,9 +126,13 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "args.h"
 #include "compat.h"
+#include "lease_role.h"
+#include "lock.h"
 #include "lock_shmem.h"
 #include "schedlock.h"
+#include "token.h"
 
 PG_FUNCTION_INFO_V1(schedlock_acquire);
 PG_FUNCTION_INFO_V1(schedlock_release);
@@ -161,14 +147,6 @@ PGDLLEXPORT Datum schedlock_extend(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_assert(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_session_alive(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_lease_visible(PG_FUNCTION_ARGS);
-
-/*
- * Token layout: timeline << TOKEN_TIMELINE_SHIFT plus the WAL insert position
- * in units of 2^TOKEN_WAL_UNIT_SHIFT bytes (see the file header).
- */
-#define TOKEN_TIMELINE_SHIFT	52
-#define TOKEN_WAL_UNIT_SHIFT	5
-#define TOKEN_WAL_UNIT			(UINT64CONST(1) << TOKEN_WAL_UNIT_SHIFT)
 
 /*
  * Longest lock_at_most_for / lock_at_least_for accepted, in years.  Each
@@ -648,80 +626,6 @@ check_writable(const char *funcname)
 {
 	check_primary(funcname);
 	PreventCommandIfReadOnly(psprintf("%s()", funcname));
-}
-
-/*
- * token_base
- *		The smallest token an acquisition may hand out when the WAL insert
- *		position, read under the name's mutex, is lsn: the timeline new WAL
- *		is written on (we are not in recovery) times 2^TOKEN_TIMELINE_SHIFT,
- *		plus lsn in units of TOKEN_WAL_UNIT bytes.
- */
-static int64
-token_base(XLogRecPtr lsn)
-{
-	int64		tli = (int64) GetWALInsertionTimeLine();
-	int64		high;
-	int64		base;
-
-	if (pg_mul_s64_overflow(tli, INT64CONST(1) << TOKEN_TIMELINE_SHIFT, &high) ||
-		pg_add_s64_overflow(high, (int64) (lsn >> TOKEN_WAL_UNIT_SHIFT), &base))
-		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg("fencing token counter exhausted"),
-				 errdetail("The server writes on timeline %lld; tokens fit a bigint up to timeline 1920.",
-						   (long long) tli)));
-	return base;
-}
-
-/*
- * schedlock_token_base
- *		token_base for lock_shmem.c.
- */
-int64
-schedlock_token_base(XLogRecPtr lsn)
-{
-	return token_base(lsn);
-}
-
-/*
- * next_token
- *		The token for the next acquisition of a name whose last token was
- *		prev (has_prev false for a new name), the WAL insert position being
- *		lsn.
- */
-static int64
-next_token(bool has_prev, int64 prev, XLogRecPtr lsn)
-{
-	int64		base = token_base(lsn);
-
-	if (!has_prev)
-		return base;
-	if (prev >= PG_INT64_MAX - 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg("fencing token counter exhausted")));
-	return Max(prev + 1, base);
-}
-
-/*
- * advance_wal
- *		Make sure the WAL insert position is at least TOKEN_WAL_UNIT bytes
- *		past lsn, the position token was computed from, so that every later
- *		acquisition's token_base exceeds token.  The lock row's own WAL
- *		record (at least 54 bytes) always does that; the row writes no WAL
- *		only under wal_level = minimal in the transaction that created the
- *		table, and then a no-op record carrying the token (34 bytes) does.
- *		Call after writing the row.
- */
-static void
-advance_wal(XLogRecPtr lsn, int64 token)
-{
-	if (GetXLogInsertRecPtr() >= lsn + TOKEN_WAL_UNIT)
-		return;
-	XLogBeginInsert();
-	XLogRegisterData((char *) &token, sizeof(token));
-	(void) XLogInsert(RM_XLOG_ID, XLOG_NOOP);
 }
 
 /*
@@ -1208,35 +1112,6 @@ end_lease(Relation rel, HeapTuple oldtup, const char *name, const LockRow *row,
 }
 
 /*
- * may_use_lease
- *		Whether the current user may see and use the token of a lease
- *		acquired by holder_role (has_role false: a lease from before 1.1,
- *		whose role is unknown): superusers, and members of the role in the
- *		sense of pg_has_role(..., 'MEMBER').
- */
-static bool
-may_use_lease(bool has_role, Oid holder_role)
-{
-	Oid			user = GetUserId();
-
-	if (superuser_arg(user))
-		return true;
-	if (!has_role)
-		return false;
-	return schedlock_member_of_role(user, holder_role);
-}
-
-/*
- * schedlock_may_use_lease
- *		may_use_lease for lock_shmem.c.
- */
-bool
-schedlock_may_use_lease(bool has_role, Oid holder_role)
-{
-	return may_use_lease(has_role, holder_role);
-}
-
-/*
  * check_lease_role
  *		For release, extend and assert of an existing name: raise 42501,
  *		after giving up the table (rel, unless NULL) and the mutex, unless
@@ -1253,7 +1128,7 @@ check_lease_role(const char *name, const LockRow *row, Relation rel,
 	 * In the table of 1.0 (library updated, extension not yet) no lease has
 	 * a role: the token alone identifies its holder, as in 1.0.
 	 */
-	if (row->table_1_0 || may_use_lease(row->has_role, row->holder_role))
+	if (row->table_1_0 || schedlock_may_use_lease(row->has_role, row->holder_role))
 		return;
 	if (rel != NULL)
 		give_up(rel, mutex);
@@ -1576,8 +1451,8 @@ schedlock_acquire(PG_FUNCTION_ARGS)
 
 	/* read after the name's last holder committed: see the file header */
 	lsn = GetXLogInsertRecPtr();
-	token = next_token(oldtup != NULL, oldtup != NULL ? row.token : 0, lsn);
-	from_wal = token == token_base(lsn);
+	token = schedlock_next_token(oldtup != NULL, oldtup != NULL ? row.token : 0, lsn);
+	from_wal = token == schedlock_token_base(lsn);
 	if (from_wal)
 		schedlock_lease_shmem_note_token(token);
 	if (session_bound)
@@ -1618,7 +1493,7 @@ schedlock_acquire(PG_FUNCTION_ARGS)
 	/* a token from the row may exceed the batch's: mark the name for good */
 	schedlock_marks_add(name, from_wal ? until : DT_NOEND, now);
 	table_close(rel, RowExclusiveLock);
-	advance_wal(lsn, token);
+	schedlock_token_advance_wal(lsn, token);
 
 	/*
 	 * Flush our commit record before the commit is reported, whatever
@@ -1851,7 +1726,7 @@ schedlock_session_alive(PG_FUNCTION_ARGS)
 Datum
 schedlock_lease_visible(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(may_use_lease(!PG_ARGISNULL(0),
+	PG_RETURN_BOOL(schedlock_may_use_lease(!PG_ARGISNULL(0),
 								 PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0)));
 }
 

@@ -118,15 +118,16 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "lease_role.h"
 #include "lock_shmem.h"
 #include "schedlock.h"
+#include "token.h"
 
 PG_FUNCTION_INFO_V1(schedlock_session_leases);
 PGDLLEXPORT Datum schedlock_session_leases(PG_FUNCTION_ARGS);
 
-/* Tokens reserved by one flushed WAL record (32 bytes of WAL each). */
+/* Tokens reserved by one flushed WAL record (token.h: 32 bytes of WAL each). */
 #define TOKEN_BATCH			1024
-#define TOKEN_WAL_UNIT		32
 
 /* The key of an entry: the database and the name (NUL-terminated). */
 typedef struct LeaseKey
@@ -792,13 +793,13 @@ schedlock_lease_shmem_mine(void)
 
 /*
  * reserve_batch
- *		Write a no-op WAL record of TOKEN_BATCH * TOKEN_WAL_UNIT bytes, flush
+ *		Write a no-op WAL record of TOKEN_BATCH * SCHEDLOCK_TOKEN_WAL_UNIT bytes, flush
  *		it, and return its end.
  */
 static XLogRecPtr
 reserve_batch(void)
 {
-	static const char zeros[TOKEN_BATCH * TOKEN_WAL_UNIT];
+	static const char zeros[TOKEN_BATCH * SCHEDLOCK_TOKEN_WAL_UNIT];
 	XLogRecPtr	end;
 
 	XLogBeginInsert();

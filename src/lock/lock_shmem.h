@@ -89,12 +89,4 @@ extern bool schedlock_marks_writer_start(void);
 extern void schedlock_marks_writer_end(bool had_slot);
 extern void schedlock_lock_shmem_drop_database(Oid dbid);
 
-/* lock_watch.c */
-extern void schedlock_lock_watch_init(void);
-extern void schedlock_lock_watch_copy(Node *parsetree);
-
-/* lock.c */
-extern int64 schedlock_token_base(XLogRecPtr lsn);
-extern bool schedlock_may_use_lease(bool has_role, Oid holder_role);
-
 #endif							/* SCHEDLOCK_LOCK_SHMEM_H */

@@ -47,6 +47,7 @@
 #include "utils/syscache.h"
 
 #include "lock_shmem.h"
+#include "lock_watch.h"
 
 /* Whether the open transaction wrote the lock table by SQL. */
 typedef enum WatchState

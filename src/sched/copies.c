@@ -47,6 +47,7 @@
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "kept_query.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -60,6 +61,7 @@
 #include "cron_pg.h"
 #include "compat.h"
 #include "jobstore.h"
+#include "owner.h"
 #include "schedlock.h"
 #include "scheduler.h"
 

@@ -66,8 +66,10 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "args.h"
 #include "cron_pg.h"
 #include "jobstore.h"
+#include "owner.h"
 #include "schedlock.h"
 #include "scheduler.h"
 

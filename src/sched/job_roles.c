@@ -80,6 +80,7 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
+#include "kept_query.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "storage/lmgr.h"
@@ -93,6 +94,7 @@
 
 #include "compat.h"
 #include "jobstore.h"
+#include "owner.h"
 #include "schedlock.h"
 #include "scheduler.h"
 

@@ -37,6 +37,7 @@
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
 #include "executor/spi.h"
+#include "kept_query.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "storage/proc.h"
@@ -210,7 +211,6 @@ schedlock_claim_job(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
 	values[1] = TimestampTzGetDatum(pos->next_run_at);
 	values[2] = Int64GetDatum(pos->job_id);
 	values[3] = ObjectIdGetDatum(role);
-	schedlock_dispatch_blame(0);
 	if (schedlock_query_run(q, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not claim due jobs");
 	if (SPI_processed == 0)
@@ -222,8 +222,6 @@ schedlock_claim_job(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
 
 		job->role_name = MemoryContextStrdup(cxt, role ? role : "?");
 	}
-	/* an error from here on is charged to this job (quarantine.c) */
-	schedlock_dispatch_blame(job->job_id);
 	pos->job_id = job->job_id;
 	pos->next_run_at = DatumGetTimestampTz(col(SPI_tuptable->vals[0],
 											   SPI_tuptable->tupdesc, 19,
@@ -1938,6 +1936,18 @@ bool
 schedlock_runs_have_job_name(void)
 {
 	return table_has_column("job_runs", "job_name");
+}
+
+/*
+ * schedlock_jobs_have_quarantine
+ *		Whether schedlock.jobs has the quarantine columns of release 1.1
+ *		(the library may be newer than the extension's tables until ALTER
+ *		EXTENSION schedlock UPDATE).  In a transaction.
+ */
+bool
+schedlock_jobs_have_quarantine(void)
+{
+	return table_has_column("jobs", "quarantine_reason");
 }
 
 /*

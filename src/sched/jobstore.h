@@ -241,6 +241,7 @@ extern void schedlock_run_succeeded(int64 job_id);
 extern Oid	schedlock_table_oid(const char *relname);
 extern bool schedlock_jobs_have_stats(void);
 extern bool schedlock_runs_have_job_name(void);
+extern bool schedlock_jobs_have_quarantine(void);
 extern void schedlock_recompute_next_run(int64 job_id, TimestampTz now);
 
 /* runs of NOTIFY jobs claimed and finished by applications (notify_api.c) */

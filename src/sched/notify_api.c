@@ -3,8 +3,7 @@
  * notify_api.c
  *	  The SQL functions applications use for NOTIFY jobs:
  *	  schedlock_claim_run, schedlock_claim_run_payload and
- *	  schedlock_finish_run; and the switch to the extension owner the SQL
- *	  API writes the scheduler's tables as.  The run bookkeeping they share
+ *	  schedlock_finish_run.  The run bookkeeping they share
  *	  with the workers (failures, retries, next_run_at) and their
  *	  statements are in jobstore.c.
  *
@@ -53,6 +52,7 @@
 #include "utils/timestamp.h"
 
 #include "jobstore.h"
+#include "owner.h"
 #include "schedlock.h"
 #include "scheduler.h"
 
@@ -67,37 +67,6 @@ PGDLLEXPORT Datum schedlock_claim_run_payload(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_finish_run(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_job_worker_pid(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_job_wait_reason(PG_FUNCTION_ARGS);
-
-/*
- * schedlock_extension_owner
- *		The role that owns the extension (and so the scheduler's tables),
- *		read from pg_extension through its name index: no SQL, so nothing
- *		the caller's search_path or rights could change.
- */
-Oid
-schedlock_extension_owner(void)
-{
-	Relation	rel;
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tup;
-	Oid			owner = InvalidOid;
-
-	rel = table_open(ExtensionRelationId, AccessShareLock);
-	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber,
-				F_NAMEEQ, CStringGetDatum("schedlock"));
-	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
-	tup = systable_getnext(scan);
-	if (HeapTupleIsValid(tup))
-		owner = ((Form_pg_extension) GETSTRUCT(tup))->extowner;
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	if (!OidIsValid(owner))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("extension \"schedlock\" is not installed in this database")));
-	return owner;
-}
 
 /*
  * check_run_access
@@ -129,32 +98,6 @@ run_id_arg(FunctionCallInfo fcinfo)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("run_id must not be null")));
 	return PG_GETARG_INT64(0);
-}
-
-/*
- * schedlock_begin_as_owner / schedlock_end_as_owner
- *		Switch to the extension owner for writing the scheduler's tables,
- *		and back.  In between, search_path is "pg_catalog, pg_temp" (a GUC
- *		nest level of schedlock_trusted_path_begin), whatever the caller
- *		set: the caller chooses nothing but argument values.  An error in
- *		between is undone by the (sub)transaction abort.  Used by notify_api.c and
- *		job_api.c.
- */
-void
-schedlock_begin_as_owner(Oid *save_uid, int *save_sec, int *save_nestlevel)
-{
-	Oid			owner = schedlock_extension_owner();
-
-	GetUserIdAndSecContext(save_uid, save_sec);
-	*save_nestlevel = schedlock_trusted_path_begin();
-	SetUserIdAndSecContext(owner, *save_sec | SECURITY_LOCAL_USERID_CHANGE);
-}
-
-void
-schedlock_end_as_owner(Oid save_uid, int save_sec, int save_nestlevel)
-{
-	SetUserIdAndSecContext(save_uid, save_sec);
-	schedlock_trusted_path_end(save_nestlevel);
 }
 
 /*

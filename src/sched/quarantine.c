@@ -60,6 +60,7 @@
 #include "commands/dbcommands.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "owner.h"
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "utils/builtins.h"
@@ -87,22 +88,6 @@ void
 schedlock_dispatch_blame(int64 job_id)
 {
 	blamed_job = job_id;
-}
-
-/*
- * schedlock_jobs_have_quarantine
- *		Whether schedlock.jobs has the quarantine columns of release 1.1
- *		(the library may be newer than the extension's tables until ALTER
- *		EXTENSION schedlock UPDATE).  In a transaction.
- */
-bool
-schedlock_jobs_have_quarantine(void)
-{
-	Oid			nsp = get_namespace_oid("schedlock", true);
-	Oid			relid = OidIsValid(nsp) ? get_relname_relid("jobs", nsp) : InvalidOid;
-
-	return OidIsValid(relid) &&
-		get_attnum(relid, "quarantine_reason") != InvalidAttrNumber;
 }
 
 /*

@@ -70,6 +70,7 @@
 #include "utils/timeout.h"
 
 #include "compat.h"
+#include "lock.h"
 #include "runlog.h"
 #include "schedlock.h"
 #include "scheduler.h"

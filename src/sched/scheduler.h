@@ -267,7 +267,6 @@ extern PGDLLEXPORT void schedlock_worker_main(Datum arg);
 
 /* quarantine.c */
 extern void schedlock_dispatch_blame(int64 job_id);
-extern bool schedlock_jobs_have_quarantine(void);
 extern void schedlock_worker_recover(MemoryContext cxt);
 
 /* run_command.c */
@@ -294,34 +293,5 @@ extern void schedlock_owned_jobs(Node *parsetree);
 extern int64 schedlock_sync_job_roles(void);
 extern ErrorData *schedlock_check_job_role(Oid owner, Oid run_as,
 										   MemoryContext cxt);
-
-/* notify_api.c */
-extern Oid	schedlock_extension_owner(void);
-
-/*
- * notify_api.c: switch to the extension owner, with search_path pinned to
- * "pg_catalog, pg_temp", around table writes, and back
- */
-extern void schedlock_begin_as_owner(Oid *save_uid, int *save_sec,
-									 int *save_nestlevel);
-extern void schedlock_end_as_owner(Oid save_uid, int save_sec,
-								   int save_nestlevel);
-
-/* kept_query.c */
-#define SCHEDLOCK_QUERY_MAX_ARGS	12
-
-/* A statement run through a kept, generic plan (see kept_query.c). */
-typedef struct SchedlockQuery
-{
-	const char *sql;
-	int			nargs;
-	Oid			argtypes[SCHEDLOCK_QUERY_MAX_ARGS];
-	SPIPlanPtr	plan;			/* NULL until first used in this backend */
-} SchedlockQuery;
-
-extern int	schedlock_trusted_path_begin(void);
-extern void schedlock_trusted_path_end(int nestlevel);
-extern int	schedlock_query_run(SchedlockQuery *q, Datum *values,
-								const char *nulls, bool read_only, long count);
 
 #endif							/* SCHEDLOCK_SCHEDULER_H */

@@ -81,7 +81,9 @@
 #include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
+#include "kept_query.h"
 #include "miscadmin.h"
+#include "owner.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
@@ -759,6 +761,23 @@ run_toplevel(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 }
 
 /*
+ * claim_job
+ *		schedlock_claim_job in run_cxt; an error in the bookkeeping from a
+ *		successful claim on is charged to the claimed job (quarantine.c),
+ *		one before it to none.
+ */
+static bool
+claim_job(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
+		  TimestampTz now, ClaimedJob *job)
+{
+	schedlock_dispatch_blame(0);
+	if (!schedlock_claim_job(kind, role, pos, now, job, run_cxt))
+		return false;
+	schedlock_dispatch_blame(job->job_id);
+	return true;
+}
+
+/*
  * dispatch_one
  *		Claim and handle one due job of the role (of any role whose queue
  *		the housekeeper fails: fail_role) after position *pos, and move
@@ -789,8 +808,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 	begin_tx("schedlock: claiming due jobs");
 	horizon = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 										  WORKER_CLAIM_LEAD_MS);
-	if (!schedlock_claim_job(SCHEDLOCK_CLAIM_ANY, role, pos, horizon, &job,
-							 run_cxt))
+	if (!claim_job(SCHEDLOCK_CLAIM_ANY, role, pos, horizon, &job))
 	{
 		end_tx();
 		return false;
@@ -828,8 +846,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 		 */
 		notify_job(&job, &plan, start, error);
 		while (error == NULL && n++ < WORKER_NOTIFY_BATCH &&
-			   schedlock_claim_job(SCHEDLOCK_CLAIM_NOTIFY, role, &batch,
-								   start, &job, run_cxt))
+			   claim_job(SCHEDLOCK_CLAIM_NOTIFY, role, &batch, start, &job))
 		{
 			(void) settle_claim(&job, &plan, start);
 			if (plan.kind == PLAN_RUN)

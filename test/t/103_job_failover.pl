@@ -42,7 +42,7 @@ is($standby->safe_psql('app', q{
 is($standby->safe_psql('app', 'SELECT count(*) FROM boots'), '0',
 	'@reboot jobs scheduled after the primary started have not fired');
 my ($ret, $stdout, $stderr) = $standby->psql('app', q{SELECT schedlock.schedule_job('x', '@daily', 'SELECT 1')});
-like($stderr, qr/cannot execute schedule_job\(\) during recovery/,
+like($stderr, qr/cannot execute schedlock\.schedule_job\(\) during recovery/,
 	'schedule_job on the standby is refused');
 
 $primary->stop('fast');

@@ -1,0 +1,25 @@
+/*-------------------------------------------------------------------------
+ *
+ * owner.h
+ *	  The extension owner and the switch to it (owner.c).
+ *
+ * IDENTIFICATION
+ *	  src/common/owner.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SCHEDLOCK_OWNER_H
+#define SCHEDLOCK_OWNER_H
+
+extern Oid	schedlock_extension_owner(void);
+
+/*
+ * Switch to the extension owner, with search_path pinned to "pg_catalog,
+ * pg_temp", around table writes, and back.
+ */
+extern void schedlock_begin_as_owner(Oid *save_uid, int *save_sec,
+									 int *save_nestlevel);
+extern void schedlock_end_as_owner(Oid save_uid, int save_sec,
+								   int save_nestlevel);
+
+#endif							/* SCHEDLOCK_OWNER_H */
