@@ -31,12 +31,15 @@
 
 #include "compat.h"
 #include "cron_pg.h"
+#include "database_ddl.h"
+#include "job_roles.h"
+#include "launcher.h"
 #include "lock.h"
 #include "lock_shmem.h"
 #include "lock_watch.h"
 #include "runlog.h"
+#include "sched_shmem.h"
 #include "schedlock.h"
-#include "scheduler.h"
 
 PG_MODULE_MAGIC;
 

@@ -69,6 +69,9 @@ extern int	schedlock_record_runs;
 /* schedlock.c */
 extern void schedlock_check_preloaded(void);
 
-/* The job scheduler's files declare what they share in scheduler.h. */
+/*
+ * The files of src/common, src/lock, src/cron and src/sched each declare
+ * what they share in a header of their own.
+ */
 
 #endif							/* SCHEDLOCK_H */

@@ -3,7 +3,7 @@
  * cluster_status.c
  *	  schedlock.cluster_status(): the scheduler of the whole cluster seen
  *	  from any database, one row per database the launcher serves, read
- *	  from shared memory (scheduler.h) without touching another database.
+ *	  from shared memory (sched_shmem.h) without touching another database.
  *
  * What is exact and what is not: the job backends, housekeepers, runs in
  * progress and queues waiting for a backend are the state of shared memory
@@ -35,8 +35,8 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
+#include "sched_shmem.h"
 #include "schedlock.h"
-#include "scheduler.h"
 
 PG_FUNCTION_INFO_V1(schedlock_cluster_status);
 

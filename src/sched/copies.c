@@ -58,12 +58,14 @@
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 
-#include "cron_pg.h"
 #include "compat.h"
+#include "copies.h"
+#include "cron_pg.h"
+#include "job_api.h"
 #include "jobstore.h"
 #include "owner.h"
+#include "sched_shmem.h"
 #include "schedlock.h"
-#include "scheduler.h"
 
 PG_FUNCTION_INFO_V1(schedlock_jobs_check_home);
 PG_FUNCTION_INFO_V1(schedlock_adopt_jobs);

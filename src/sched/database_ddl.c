@@ -41,8 +41,8 @@
 #include "utils/syscache.h"
 
 #include "compat.h"
+#include "database_ddl.h"
 #include "schedlock.h"
-#include "scheduler.h"
 
 /*
  * may_create_databases

@@ -75,8 +75,9 @@
 #include "utils/timestamp.h"
 
 #include "cron.h"
+#include "job_api.h"
+#include "sched_shmem.h"
 #include "schedlock.h"
-#include "scheduler.h"
 
 PG_FUNCTION_INFO_V1(schedlock_import_pg_cron);
 

@@ -68,10 +68,11 @@
 
 #include "args.h"
 #include "cron_pg.h"
+#include "job_api.h"
 #include "jobstore.h"
 #include "owner.h"
+#include "rules.h"
 #include "schedlock.h"
-#include "scheduler.h"
 
 PG_FUNCTION_INFO_V1(schedlock_schedule_job);
 PG_FUNCTION_INFO_V1(schedlock_alter_job);

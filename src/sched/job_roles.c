@@ -93,10 +93,11 @@
 #include "utils/timestamp.h"
 
 #include "compat.h"
+#include "job_roles.h"
 #include "jobstore.h"
 #include "owner.h"
+#include "sched_shmem.h"
 #include "schedlock.h"
-#include "scheduler.h"
 
 /* The deptype of a job's rows in pg_shdepend; see the file header. */
 #define SCHEDLOCK_JOB_DEPTYPE	SHARED_DEPENDENCY_TABLESPACE

@@ -49,10 +49,12 @@
 
 #include "claim_sql.h"
 #include "compat.h"
+#include "job_api.h"
 #include "jobstore.h"
+#include "rules.h"
 #include "runlog.h"
+#include "sched_shmem.h"
 #include "schedlock.h"
-#include "scheduler.h"
 
 /*
  * Whether the job backend that ran a SQL run marked running (job_runs row

@@ -87,8 +87,10 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "launcher.h"
+#include "sched_shmem.h"
 #include "schedlock.h"
-#include "scheduler.h"
+#include "worker.h"
 
 /* Delay before retrying after max_worker_processes ran out. */
 #define LAUNCHER_NO_SLOT_DELAY_MS	1000

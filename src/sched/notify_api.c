@@ -51,10 +51,11 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
+#include "job_api.h"
 #include "jobstore.h"
 #include "owner.h"
+#include "sched_shmem.h"
 #include "schedlock.h"
-#include "scheduler.h"
 
 PG_FUNCTION_INFO_V1(schedlock_claim_run);
 PG_FUNCTION_INFO_V1(schedlock_claim_run_payload);

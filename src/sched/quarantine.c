@@ -71,7 +71,8 @@
 #include "utils/timestamp.h"
 
 #include "jobstore.h"
-#include "scheduler.h"
+#include "quarantine.h"
+#include "rules.h"
 
 /* How long the worker waits after an error it could not charge to a job. */
 #define RECOVER_PAUSE_MS	1000

@@ -71,9 +71,9 @@
 
 #include "compat.h"
 #include "lock.h"
+#include "run_command.h"
 #include "runlog.h"
 #include "schedlock.h"
-#include "scheduler.h"
 
 /*
  * effective_timeout

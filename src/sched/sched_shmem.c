@@ -5,7 +5,7 @@
  *	  their queues (one per role with jobs in a database), the slots of the
  *	  job backends and housekeepers, and the wakeups that replace polling.
  *
- * One SchedlockShared struct (scheduler.h) lives in shared memory, with
+ * One SchedlockShared struct (sched_shmem.h) lives in shared memory, with
  * room for SCHEDLOCK_MAX_DATABASES databases, SCHEDLOCK_MAX_QUEUES queues
  * and max_worker_processes backend slots, guarded by one LWLock of the
  * "schedlock" tranche.  Locking rule: read any field under the lock in
@@ -53,8 +53,9 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "sched_shmem.h"
 #include "schedlock.h"
-#include "scheduler.h"
+#include "startwave.h"
 
 /* The shared state, attached in every process by schedlock_shmem_startup. */
 SchedlockShared *schedlock_shared = NULL;

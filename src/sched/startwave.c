@@ -36,7 +36,7 @@
 #include "utils/timestamp.h"
 
 #include "compat.h"
-#include "scheduler.h"
+#include "sched_shmem.h"
 #include "startwave.h"
 
 /* Longest wait for the other backends of a wave to start. */

@@ -98,12 +98,20 @@
 #include "utils/timestamp.h"
 
 #include "compat.h"
+#include "copies.h"
 #include "cron_pg.h"
+#include "job_api.h"
+#include "job_roles.h"
 #include "jobstore.h"
 #include "logident.h"
+#include "quarantine.h"
+#include "rules.h"
+#include "run_command.h"
 #include "runlog.h"
+#include "sched_shmem.h"
 #include "schedlock.h"
-#include "scheduler.h"
+#include "startwave.h"
+#include "worker.h"
 
 /* Longest run of claims in one pass before looking at signals again. */
 #define WORKER_MAX_CLAIMS_PER_PASS	1000

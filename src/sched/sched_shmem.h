@@ -1,30 +1,22 @@
 /*-------------------------------------------------------------------------
  *
- * scheduler.h
- *	  Declarations shared by the files of the job scheduler: the shared
- *	  memory state (sched_shmem.c), the launcher (launcher.c), the per-database
- *	  workers (worker.c), command execution (run_command.c), the SQL API (job_api.c),
- *	  run bookkeeping (notify_api.c), workers stepping aside for DBA statements
- *	  (database_ddl.c) and copies of a database (copies.c).  The scheduling
- *	  rules have their own header (rules.h, plain C), and so have the
- *	  statements on the scheduler's tables (jobstore.h).
+ * sched_shmem.h
+ *	  The job scheduler's shared memory: the databases the launcher serves,
+ *	  their queues, the backend slots and the wakeups (sched_shmem.c), and the
+ *	  timing of the job backends (launcher.c, worker.c).
  *
  * IDENTIFICATION
- *	  src/sched/scheduler.h
+ *	  src/sched/sched_shmem.h
  *
  *-------------------------------------------------------------------------
  */
-#ifndef SCHEDLOCK_SCHEDULER_H
-#define SCHEDLOCK_SCHEDULER_H
+#ifndef SCHEDLOCK_SCHED_SHMEM_H
+#define SCHEDLOCK_SCHED_SHMEM_H
 
-#include "postgres.h"
-
-#include "executor/spi.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "utils/timestamp.h"
 
-#include "rules.h"
 #include "startwave.h"
 
 /* Pending "extension created here" requests the launcher can queue. */
@@ -64,35 +56,6 @@
 
 /* Delay before a housekeeping that ended early is tried again. */
 #define SCHEDLOCK_HOUSEKEEP_RETRY_MS	5000
-
-/* Deadline of a NOTIFY run without a timeout of its own, in seconds. */
-#define SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT	300
-
-/*
- * Longest job payload accepted, in bytes of its JSON text.  The payload is
- * not sent in the notification (any role may LISTEN): the claimer gets it
- * from schedlock_claim_run_payload, so PostgreSQL's 8000-byte NOTIFY limit
- * does not apply; the bound keeps job rows small.
- */
-#define SCHEDLOCK_MAX_PAYLOAD_LENGTH	65536
-
-/*
- * Bounds of a job's timeout, in seconds, so that no deadline can leave the
- * range of timestamptz: at least 1 ms and at most 24 days
- * (statement_timeout takes at most INT_MAX ms, 24.8 days).  The bounds of
- * retry_delay, the run_all limit and the quarantine's count are the
- * scheduling rules' (rules.h).  Intervals are measured as EXTRACT(epoch
- * FROM ...).
- */
-#define SCHEDLOCK_MAX_TIMEOUT_SECS		2073600	/* 24 days */
-
-/*
- * One-off jobs (job_api.c): the schedule they are stored with, which the cron
- * engine does not accept, and how far ahead an instant (schedule_once's
- * run_at, alter_job's next_run_at) may lie, in days (100 years).
- */
-#define SCHEDLOCK_ONCE_SCHEDULE		"@once"
-#define SCHEDLOCK_MAX_AHEAD_DAYS	36525
 
 /*
  * Tables of shared memory (sched_shmem.c) and their sizes: every database the
@@ -221,7 +184,6 @@ typedef struct SchedlockShared
 	SchedlockBackendSlot slots[FLEXIBLE_ARRAY_MEMBER];
 } SchedlockShared;
 
-/* sched_shmem.c */
 extern SchedlockShared *schedlock_shared;
 extern void schedlock_shmem_request(void);
 extern void schedlock_shmem_startup(void);
@@ -252,46 +214,4 @@ extern int	schedlock_running_pid(Oid dboid, int64 job_id);
 extern SchedlockWait schedlock_queue_wait(Oid dboid, Oid role,
 										  TimestampTz *since, char *error);
 
-/* database_ddl.c */
-extern Oid	schedlock_step_aside_for(Node *parsetree, bool isTopLevel);
-
-/* copies.c */
-extern bool schedlock_jobs_paused(bool at_start, bool warn);
-
-/* launcher.c */
-extern void schedlock_register_launcher(void);
-extern PGDLLEXPORT void schedlock_launcher_main(Datum arg);
-
-/* worker.c */
-extern PGDLLEXPORT void schedlock_worker_main(Datum arg);
-
-/* quarantine.c */
-extern void schedlock_dispatch_blame(int64 job_id);
-extern void schedlock_worker_recover(MemoryContext cxt);
-
-/* run_command.c */
-extern bool schedlock_exec_atomic(const char *command, int timeout_ms,
-								  ErrorData **error, char *result_status,
-								  char **notices);
-extern bool schedlock_exec_toplevel(const char *command, int timeout_ms,
-									ErrorData **error, char *result_status,
-									char **notices);
-extern void schedlock_exec_set_search_path(const char *search_path);
-extern void schedlock_exec_after_run(bool toplevel);
-
-/* job_api.c */
-extern void schedlock_check_command(const char *command);
-extern bool schedlock_job_api_allowed(Oid role);
-extern void schedlock_check_job_api(const char *fname);
-extern const char *schedlock_top_level_reason(const char *command,
-											  bool with_commits);
-extern bool schedlock_schedule_is_once(const char *schedule);
-
-/* job_roles.c */
-extern void schedlock_roles_init(void);
-extern void schedlock_owned_jobs(Node *parsetree);
-extern int64 schedlock_sync_job_roles(void);
-extern ErrorData *schedlock_check_job_role(Oid owner, Oid run_as,
-										   MemoryContext cxt);
-
-#endif							/* SCHEDLOCK_SCHEDULER_H */
+#endif							/* SCHEDLOCK_SCHED_SHMEM_H */
