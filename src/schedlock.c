@@ -5,7 +5,12 @@
  *
  * schedlock must be loaded through shared_preload_libraries, because it owns
  * shared memory and background workers.  _PG_init refuses any other way of
- * loading it, defines the schedlock.* settings and reserves the prefix.
+ * loading it, defines every schedlock.* setting and reserves the prefix, and
+ * installs every hook schedlock uses in all processes (shared memory,
+ * ProcessUtility, ExecutorStart, object access, emit_log); the hook
+ * functions live in the files of their concern.  Only a job backend adds
+ * one more for itself, at its start (worker.c: the error that ends a
+ * start-up).
  *
  * IDENTIFICATION
  *	  src/schedlock.c
@@ -69,6 +74,13 @@ int			schedlock_history_retention = 7 * 24 * 60;
 
 /* Which ended runs schedlock.job_runs keeps (schedlock.record_runs). */
 int			schedlock_record_runs = SCHEDLOCK_RECORD_RUNS_ALL;
+
+static const struct config_enum_entry log_runs_options[] = {
+	{"none", SCHEDLOCK_LOG_RUNS_NONE, false},
+	{"failures", SCHEDLOCK_LOG_RUNS_FAILURES, false},
+	{"all", SCHEDLOCK_LOG_RUNS_ALL, false},
+	{NULL, 0, false}
+};
 
 static const struct config_enum_entry record_runs_options[] = {
 	{"all", SCHEDLOCK_RECORD_RUNS_ALL, false},
@@ -373,8 +385,54 @@ _PG_init(void)
 							 NULL,
 							 NULL);
 
-	schedlock_lock_shmem_define_guc();
-	schedlock_runlog_init();
+	DefineCustomEnumVariable("schedlock.log_runs",
+							 "Which finished job runs are logged in the server log.",
+							 "none: no run; failures: failed, timed-out and lost runs, with SQLSTATE and message; all: also succeeded runs, with their duration.",
+							 &schedlock_log_runs,
+							 SCHEDLOCK_LOG_RUNS_FAILURES,
+							 log_runs_options,
+							 PGC_SUSET,
+							 0,
+							 NULL,
+							 NULL,
+							 NULL);
+
+	DefineCustomBoolVariable("schedlock.log_statement",
+							 "Logs the command of each SQL job run before it runs.",
+							 NULL,
+							 &schedlock_log_statement,
+							 false,
+							 PGC_SUSET,
+							 0,
+							 NULL,
+							 NULL,
+							 NULL);
+
+	DefineCustomIntVariable("schedlock.max_notice_bytes",
+							"Largest amount of a run's NOTICE, INFO and WARNING output kept in schedlock.job_runs.notices.",
+							"The first messages are kept; the text then ends with a marker saying how much was cut. 0 turns capture off.",
+							&schedlock_max_notice_bytes,
+							8192,
+							0,
+							1024 * 1024,
+							PGC_SUSET,
+							GUC_UNIT_BYTE,
+							NULL,
+							NULL,
+							NULL);
+
+	DefineCustomIntVariable("schedlock.max_session_locks",
+							"Number of session-bound leases kept in shared memory.",
+							"Session-bound leases beyond it are written to schedlock.lock_state, as durable leases are. 0 keeps every lease in the table.",
+							&schedlock_max_session_locks,
+							1024,
+							0,
+							1000000,
+							PGC_POSTMASTER,
+							0,
+							NULL,
+							NULL,
+							NULL);
 
 	MarkGUCPrefixReserved("schedlock");
 
@@ -390,13 +448,22 @@ _PG_init(void)
 						   schedlock_max_job_backends),
 				 errhint("Raise max_worker_processes and restart the server, or lower schedlock.max_job_backends.")));
 
+	/* every hook schedlock installs, each calling the one it replaced */
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = sl_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = sl_shmem_startup;
 	prev_ProcessUtility = ProcessUtility_hook;
 	ProcessUtility_hook = sl_process_utility;
-	schedlock_roles_init();
+	/* writes to the lock table made by SQL (lock_watch.c) */
+	schedlock_prev_ExecutorStart = ExecutorStart_hook;
+	ExecutorStart_hook = schedlock_lock_watch_executor_start;
+	/* DROP ROLE, DROP OWNED, REASSIGN OWNED and jobs' roles (job_roles.c) */
+	schedlock_prev_object_access_hook = object_access_hook;
+	object_access_hook = schedlock_roles_object_access;
+	/* a run's NOTICE output and the log lines per run (runlog.c) */
+	schedlock_prev_emit_log_hook = emit_log_hook;
+	emit_log_hook = schedlock_runlog_emit_log;
 
 	schedlock_xact_init();
 

@@ -282,27 +282,6 @@ lease_keycopy(void *dest, const void *src, Size keysize)
 }
 
 /*
- * schedlock_lock_shmem_define_guc
- *		Called from _PG_init: define schedlock.max_session_locks.
- */
-void
-schedlock_lock_shmem_define_guc(void)
-{
-	DefineCustomIntVariable("schedlock.max_session_locks",
-							"Number of session-bound leases kept in shared memory.",
-							"Session-bound leases beyond it are written to schedlock.lock_state, as durable leases are. 0 keeps every lease in the table.",
-							&schedlock_max_session_locks,
-							1024,
-							0,
-							1000000,
-							PGC_POSTMASTER,
-							0,
-							NULL,
-							NULL,
-							NULL);
-}
-
-/*
  * schedlock_lock_shmem_size
  *		Shared memory the lease table and the token batch need.
  */

@@ -56,7 +56,6 @@ extern int	schedlock_max_session_locks;
 
 extern void schedlock_ensure_room(void **array, int *maxitems, int nitems,
 								  Size itemsize);
-extern void schedlock_lock_shmem_define_guc(void);
 extern Size schedlock_lock_shmem_size(void);
 extern void schedlock_lock_shmem_request(void);
 extern void schedlock_lock_shmem_startup(void);

@@ -58,7 +58,7 @@ typedef enum WatchState
 } WatchState;
 
 static WatchState watch_state = WATCH_NONE;
-static ExecutorStart_hook_type prev_ExecutorStart = NULL;
+ExecutorStart_hook_type schedlock_prev_ExecutorStart = NULL;
 
 /*
  * lock_table_partition_of
@@ -132,18 +132,18 @@ note_writer(void)
 }
 
 /*
- * watch_executor_start
+ * schedlock_lock_watch_executor_start
  *		ExecutorStart_hook: note a statement that writes the lock table,
  *		after the executor has set up (no row is written before
  *		ExecutorRun).
  */
-static void
-watch_executor_start(QueryDesc *queryDesc, int eflags)
+void
+schedlock_lock_watch_executor_start(QueryDesc *queryDesc, int eflags)
 {
 	PlannedStmt *stmt = queryDesc->plannedstmt;
 
-	if (prev_ExecutorStart)
-		prev_ExecutorStart(queryDesc, eflags);
+	if (schedlock_prev_ExecutorStart)
+		schedlock_prev_ExecutorStart(queryDesc, eflags);
 	else
 		standard_ExecutorStart(queryDesc, eflags);
 
@@ -219,7 +219,5 @@ watch_xact_callback(XactEvent event, void *arg)
 void
 schedlock_lock_watch_init(void)
 {
-	prev_ExecutorStart = ExecutorStart_hook;
-	ExecutorStart_hook = watch_executor_start;
 	RegisterXactCallback(watch_xact_callback, NULL);
 }

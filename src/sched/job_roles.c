@@ -112,7 +112,7 @@ PG_FUNCTION_INFO_V1(schedlock_sync_job_roles_sql);
 PGDLLEXPORT Datum schedlock_job_roles_trigger(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_sync_job_roles_sql(PG_FUNCTION_ARGS);
 
-static object_access_hook_type prev_object_access_hook = NULL;
+object_access_hook_type schedlock_prev_object_access_hook = NULL;
 
 /*
  * While DROP OWNED or REASSIGN OWNED changes many jobs with one statement,
@@ -695,30 +695,20 @@ check_drop_role(Oid roleid)
 }
 
 /*
- * sl_object_access
+ * schedlock_roles_object_access
  *		object_access_hook: DROP ROLE asks before it drops a role (after its
  *		own permission checks, before its own dependency check).
  */
-static void
-sl_object_access(ObjectAccessType access, Oid classId, Oid objectId,
+void
+schedlock_roles_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 				 int subId, void *arg)
 {
-	if (prev_object_access_hook)
-		prev_object_access_hook(access, classId, objectId, subId, arg);
+	if (schedlock_prev_object_access_hook)
+		schedlock_prev_object_access_hook(access, classId, objectId, subId, arg);
 	if (access == OAT_DROP && classId == AuthIdRelationId)
 		check_drop_role(objectId);
 }
 
-/*
- * schedlock_roles_init
- *		Install the object access hook; called by _PG_init.
- */
-void
-schedlock_roles_init(void)
-{
-	prev_object_access_hook = object_access_hook;
-	object_access_hook = sl_object_access;
-}
 
 /*
  * reassign_jobs

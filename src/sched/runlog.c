@@ -58,14 +58,7 @@ int			schedlock_log_runs = SCHEDLOCK_LOG_RUNS_FAILURES;
 bool		schedlock_log_statement = false;
 int			schedlock_max_notice_bytes = 8192;
 
-static const struct config_enum_entry log_runs_options[] = {
-	{"none", SCHEDLOCK_LOG_RUNS_NONE, false},
-	{"failures", SCHEDLOCK_LOG_RUNS_FAILURES, false},
-	{"all", SCHEDLOCK_LOG_RUNS_ALL, false},
-	{NULL, 0, false}
-};
-
-static emit_log_hook_type prev_emit_log_hook = NULL;
+emit_log_hook_type schedlock_prev_emit_log_hook = NULL;
 
 /* The capture in progress in this process. */
 static struct
@@ -165,14 +158,14 @@ capture_message(ErrorData *edata)
 }
 
 /*
- * runlog_emit_log_hook
+ * schedlock_runlog_emit_log
  *		Keep the job's INFO, NOTICE and WARNING messages while a capture
  *		is in progress, and hold back from the server log what only the
  *		lowered log_min_messages let through.  A job that set
  *		log_min_messages itself (a superuser's) is logged by its setting.
  */
-static void
-runlog_emit_log_hook(ErrorData *edata)
+void
+schedlock_runlog_emit_log(ErrorData *edata)
 {
 	if (capture.active)
 	{
@@ -183,8 +176,8 @@ runlog_emit_log_hook(ErrorData *edata)
 			edata->output_to_server = level_logged(edata->elevel,
 												   capture.saved_level);
 	}
-	if (edata->output_to_server && prev_emit_log_hook)
-		prev_emit_log_hook(edata);
+	if (edata->output_to_server && schedlock_prev_emit_log_hook)
+		schedlock_prev_emit_log_hook(edata);
 }
 
 /*
@@ -383,53 +376,4 @@ schedlock_log_run_end(const char *job_name, const char *role, int64 run_id,
 						job_name, role, db, run_id, status,
 						message ? message : ""),
 				 errhidestmt(true)));
-}
-
-/*
- * schedlock_runlog_init
- *		Define schedlock.log_runs, schedlock.log_statement and
- *		schedlock.max_notice_bytes, and install the capture hook.  From
- *		_PG_init.
- */
-void
-schedlock_runlog_init(void)
-{
-	DefineCustomEnumVariable("schedlock.log_runs",
-							 "Which finished job runs are logged in the server log.",
-							 "none: no run; failures: failed, timed-out and lost runs, with SQLSTATE and message; all: also succeeded runs, with their duration.",
-							 &schedlock_log_runs,
-							 SCHEDLOCK_LOG_RUNS_FAILURES,
-							 log_runs_options,
-							 PGC_SUSET,
-							 0,
-							 NULL,
-							 NULL,
-							 NULL);
-
-	DefineCustomBoolVariable("schedlock.log_statement",
-							 "Logs the command of each SQL job run before it runs.",
-							 NULL,
-							 &schedlock_log_statement,
-							 false,
-							 PGC_SUSET,
-							 0,
-							 NULL,
-							 NULL,
-							 NULL);
-
-	DefineCustomIntVariable("schedlock.max_notice_bytes",
-							"Largest amount of a run's NOTICE, INFO and WARNING output kept in schedlock.job_runs.notices.",
-							"The first messages are kept; the text then ends with a marker saying how much was cut. 0 turns capture off.",
-							&schedlock_max_notice_bytes,
-							8192,
-							0,
-							1024 * 1024,
-							PGC_SUSET,
-							GUC_UNIT_BYTE,
-							NULL,
-							NULL,
-							NULL);
-
-	prev_emit_log_hook = emit_log_hook;
-	emit_log_hook = runlog_emit_log_hook;
 }

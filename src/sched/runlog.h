@@ -13,6 +13,8 @@
 #ifndef SCHEDLOCK_RUNLOG_H
 #define SCHEDLOCK_RUNLOG_H
 
+#include "utils/elog.h"
+
 #include "postgres.h"
 
 #include "datatype/timestamp.h"
@@ -36,7 +38,8 @@ extern int	schedlock_log_runs;
 extern bool schedlock_log_statement;
 extern int	schedlock_max_notice_bytes;
 
-extern void schedlock_runlog_init(void);
+extern emit_log_hook_type schedlock_prev_emit_log_hook;
+extern void schedlock_runlog_emit_log(ErrorData *edata);
 
 /* capturing a job's output, in the process that runs its command */
 extern void schedlock_capture_begin(int max_bytes);
