@@ -3,11 +3,17 @@
 # Build and install:    make && make install
 # Run everything:       bash test/run-all.sh   (what CI runs; see README.md)
 #
-# "make installcheck" (after make install) runs the pg_regress suite on a
-# temporary server of its own, which it starts in tmp_check/ with
-# schedlock preloaded; REGRESS_PRELOAD=schedlock,pg_cron preloads pg_cron
-# too.  "make installcheck EXISTING_SERVER=1" runs it on the server PGHOST
-# and PGPORT name instead, which must preload schedlock.
+# "make installcheck" (after make install; as a user other than root) runs
+# the test suites a PostgreSQL extension has, each on servers of its own:
+# the pg_regress suite (sql/, expected/) on a temporary server started in
+# tmp_check/ with schedlock preloaded, the isolation specs
+# (test/isolation) on one in tmp_check_iso/, and the Perl TAP tests
+# (test/t, test/security), which start their own.  REGRESS_PRELOAD=
+# schedlock,pg_cron preloads pg_cron too.  "make installcheck
+# EXISTING_SERVER=1" runs the first two on the server PGHOST and PGPORT
+# name instead, which must preload schedlock.  ISOLATION= or TAP_TESTS=
+# (empty) leaves a suite out; PROVE_TESTS=test/t/006_upgrade.pl runs one
+# TAP file.  test/run-all.sh runs these and the project's other layers.
 # "make dist" writes schedlock-VERSION.zip (for PGXN) of the committed tree,
 # without the project's own test machinery (.gitattributes export-ignore).
 
@@ -28,7 +34,22 @@ ifndef EXISTING_SERVER
 REGRESS_OPTS += --temp-instance=./tmp_check --temp-config=./tmp_check.conf
 REGRESS_PREP = tmp_check.conf
 endif
-EXTRA_CLEAN = tmp_check.conf
+EXTRA_CLEAN = tmp_check.conf tmp_isolation output_iso tmp_check_iso
+
+# The isolation specs, run from tmp_isolation/: a spec may name a statement
+# of the C source as @NAME@ (a macro of src/sched/claim_sql.h), which
+# test/isolation/fill-specs.sh replaces with the compiled text.
+ISOLATION = $(sort $(basename $(notdir $(wildcard test/isolation/specs/*.spec))))
+ISOLATION_OPTS = --inputdir=./tmp_isolation --load-extension=schedlock
+ifndef EXISTING_SERVER
+ISOLATION_OPTS += --temp-instance=./tmp_check_iso --temp-config=./tmp_check.conf
+endif
+REGRESS_PREP += tmp_isolation
+
+# The Perl TAP tests: each starts the servers it needs.
+TAP_TESTS = 1
+PROVE_TESTS ?= test/t/*.pl test/security/*.pl
+PROVE_FLAGS += -I $(srcdir)/test/t
 
 PG_CPPFLAGS = -I$(srcdir)/src $(foreach d,$(SUBDIRS),-I$(srcdir)/src/$(d))
 PG_CFLAGS = -Wall -Wmissing-prototypes -Wpointer-arith -Werror=vla
@@ -59,3 +80,12 @@ dist:
 .PHONY: tmp_check.conf
 tmp_check.conf:
 	echo "shared_preload_libraries = '$(REGRESS_PRELOAD)'" >$@
+	echo "max_worker_processes = 16" >>$@
+
+.PHONY: tmp_isolation
+tmp_isolation:
+	rm -rf $@
+	mkdir -p $@/specs
+	cp $(srcdir)/test/isolation/specs/*.spec $@/specs/
+	cp -R $(srcdir)/test/isolation/expected $@/
+	bash $(srcdir)/test/isolation/fill-specs.sh $(srcdir) $@/specs

@@ -189,8 +189,10 @@ installcheck_once()
 {
 	local name=$1 preload=$2 out="$WORK/$1" log="$WORK/$1.log" p f rc
 	sl_as_server mkdir -p "$out"
+	# ISOLATION= and TAP_TESTS= (empty): the isolation and TAP layers below
+	# run those suites, with logs kept per file
 	sl_as_server make -C "$SRCDIR" --no-print-directory installcheck \
-		PG_CONFIG="$PG_CONFIG" REGRESS_PRELOAD="$preload" \
+		PG_CONFIG="$PG_CONFIG" REGRESS_PRELOAD="$preload" ISOLATION= TAP_TESTS= \
 		EXTRA_REGRESS_OPTS="--temp-config=$SL_TEMP_CONFIG" >"$log" 2>&1
 	rc=$?
 	cat "$log"

@@ -15,8 +15,11 @@
  * (and have) no write privilege on them; every lookup is restricted to the
  * caller's own jobs.  A superuser may name another role's job when the name
  * is unambiguous.  The functions wake this database's workers when the
- * transaction commits.  None of them is executable by PUBLIC (release 1.1):
- * a DBA grants them to the roles that may occupy the workers.
+ * transaction commits.  They live in the schema schedlock and are
+ * executable by PUBLIC, but each first checks the one grant of the job API,
+ * INSERT on schedlock.jobs (schedlock_check_job_api), which a DBA gives to
+ * the roles that may occupy the job backends; on the tables of 1.1, where
+ * the EXECUTE privilege is the grant, the check lets every caller through.
  *
  * The statements on the scheduler's tables are jobstore.c's; the rules for
  * a job's next_run_at are rules.c's.
@@ -34,7 +37,7 @@
  * run_as => <the job's owner>, which clears run_as (stored as NULL), and
  * schedule_job's upsert replaces the definition, run_as included.
  *
- * One-off jobs (schedule_once, release 1.1) are stored with the schedule
+ * One-off jobs (schedule_once) are stored with the schedule
  * "@once" and their instant as next_slot; the workers run that slot and
  * leave next_slot NULL (worker.c, plan_slot).  alter_job's next_run_at
  * moves the next slot of any job.  See the section "One-off jobs and

@@ -145,9 +145,9 @@ claim_run(FunctionCallInfo fcinfo, Datum *payload, bool *payload_null)
  * schedlock_claim_run
  *		SQL: schedlock_claim_run(run_id bigint, claimed_by text) -> boolean
  *
- * Claims a notified run (see claim_run).  Kept for applications of release
- * 1.0; schedlock_claim_run_payload also returns the job's payload, which the
- * notification no longer carries.
+ * Claims a notified run (see claim_run), without the job's payload;
+ * schedlock_claim_run_payload also returns the payload, which the
+ * notification does not carry.
  */
 Datum
 schedlock_claim_run(PG_FUNCTION_ARGS)

@@ -2,25 +2,27 @@
 # test/isolation/fill-specs.sh - put the workers' own SQL into the isolation
 # specs before they run.
 #
-#   bash test/isolation/fill-specs.sh TREE
+#   bash test/isolation/fill-specs.sh TREE [SPECDIR]
 #
 # A spec may name a statement of the C source as @NAME@, where NAME is a
 # macro of src/sched/claim_sql.h (e.g. @SCHEDLOCK_CLAIM_SQL@).  For every
 # TREE/test/isolation/specs/*.spec this compiles a program that prints the
 # macro -- so the text is exactly what the compiler gives jobstore.c -- and
 # replaces @NAME@ with it, in place.  TREE is a scratch copy of the source
-# tree (test/run-all.sh passes its own); the committed specs keep their
+# tree (test/run-all.sh passes its own), or SPECDIR a copy of the specs
+# (the Makefile's tmp_isolation/specs); the committed specs keep their
 # placeholders, and a spec run without this step fails on them.  Exits
 # non-zero when a macro does not compile or a placeholder is left.
 
 set -eu
-tree=$1
+tree=$(cd "$1" && pwd)
 cc=${CC:-cc}
 header="$tree/src/sched/claim_sql.h"
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 
-for spec in "$tree"/test/isolation/specs/*.spec; do
+specdir=${2:-$tree/test/isolation/specs}
+for spec in "$specdir"/*.spec; do
 	names=$(grep -o '@SCHEDLOCK_[A-Z_]*@' "$spec" | tr -d @ | sort -u)
 	[ -z "$names" ] && continue
 	for name in $names; do

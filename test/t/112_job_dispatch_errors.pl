@@ -109,7 +109,7 @@ is(still_alive($pids), 't',
 
 like($node->safe_psql('app', q{
 	SELECT enabled || ' ' || paused_reason FROM schedlock.job_status WHERE job_name = 'bad_trigger'}),
-	qr/^false quarantined: dispatch of the job failed 3 times in a row; last error SLT01: job_runs refuses this run\. alter_job\(\.\.\., enabled => true\) releases it\.$/,
+	qr/^false quarantined: dispatch of the job failed 3 times in a row; last error SLT01: job_runs refuses this run\. schedlock\.alter_job\(\.\.\., enabled => true\) releases it\.$/,
 	'the job refused by a trigger is quarantined, with the reason');
 like($node->safe_psql('app', q{
 	SELECT enabled || ' ' || paused_reason FROM schedlock.job_status WHERE job_name = 'bad_row'}),

@@ -178,7 +178,7 @@ SKIP:
 my %detail = split /\x1f/, $node->safe_psql('app', q{
 	SELECT string_agg(cron_jobid || chr(31) || coalesce(detail, '') || ' TODO ' || todo, chr(31))
 	  FROM schedlock_import_pg_cron()});
-like($detail{ $id{other_db} }, qr/runs in database "analytics".*In database "analytics".*SELECT schedule_job\(job_name => 'analytics-rollup', schedule => '0 1 \* \* \*', command => 'SELECT rollup\(''day''\)', timezone => '\Q$zone\E'\);.*SELECT cron\.unschedule\($id{other_db}\)/s,
+like($detail{ $id{other_db} }, qr/runs in database "analytics".*In database "analytics".*SELECT schedlock\.schedule_job\(job_name => 'analytics-rollup', schedule => '0 1 \* \* \*', command => 'SELECT rollup\(''day''\)', timezone => '\Q$zone\E'\);.*SELECT cron\.unschedule\($id{other_db}\)/s,
 	'other database: skipped, with the schedule_job call to make there and the unschedule here');
 like($detail{ $id{feb30} }, qr/selects no day that exists/, 'a schedule schedlock refuses: skipped with the reason');
 like($detail{ $id{txn} }, qr/transaction control/, 'transaction control: skipped with the reason');
