@@ -13,6 +13,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use SchedlockJobNode qw(wait_true);
 use Time::HiRes qw(usleep);
 
 my $node = PostgreSQL::Test::Cluster->new('job_exec');
@@ -25,19 +26,6 @@ $node->append_conf('postgresql.conf', "schedlock.max_runs_per_role = 1");
 $node->start;
 $node->safe_psql('postgres', 'CREATE DATABASE app');
 $node->safe_psql('app', 'CREATE EXTENSION schedlock');
-
-# poll SQL until it returns 't', for at most $secs seconds
-sub wait_true
-{
-	my ($sql, $secs) = @_;
-	my $until = time() + $secs;
-	while (time() < $until)
-	{
-		return 1 if $node->safe_psql('app', $sql) eq 't';
-		usleep(100_000);
-	}
-	return 0;
-}
 
 # --- now() of a run --------------------------------------------------------
 # Each run records now(), statement_timestamp() and clock_timestamp() next to
@@ -60,8 +48,8 @@ $node->safe_psql('app', q{
 		$$SELECT record_run('na', 1); SELECT pg_sleep(0.02); SELECT record_run('na', 2)$$,
 		atomic => false);
 });
-ok(wait_true(q{SELECT count(DISTINCT scheduled_for) >= 8 FROM seen WHERE job = 'at' AND stmt = 1}, 60)
-	  && wait_true(q{SELECT count(DISTINCT scheduled_for) >= 8 FROM seen WHERE job = 'na' AND stmt = 2}, 60),
+ok(wait_true($node, 'app', q{SELECT count(DISTINCT scheduled_for) >= 8 FROM seen WHERE job = 'at' AND stmt = 1}, 60)
+	  && wait_true($node, 'app', q{SELECT count(DISTINCT scheduled_for) >= 8 FROM seen WHERE job = 'na' AND stmt = 2}, 60),
 	'both jobs ran at least 8 times');
 $node->safe_psql('app', q{
 	SELECT schedlock.alter_job('at', enabled => false);
@@ -102,14 +90,14 @@ $node->safe_psql('app', q{
 	SELECT schedlock.schedule_job('fill', '1 seconds', 'INSERT INTO filled SELECT generate_series(1, 10)');
 	SELECT schedlock.schedule_job('fill_na', '1 seconds', 'INSERT INTO filled_na VALUES (1); INSERT INTO filled_na VALUES (2)',
 						atomic => false)});
-ok(wait_true(q{SELECT n_tup_ins >= 10 FROM pg_stat_user_tables WHERE relname = 'filled'}, 20),
+ok(wait_true($node, 'app', q{SELECT n_tup_ins >= 10 FROM pg_stat_user_tables WHERE relname = 'filled'}, 20),
 	'an atomic job\'s inserts show in pg_stat_user_tables within seconds');
-ok(wait_true(q{SELECT n_tup_ins >= 2 FROM pg_stat_user_tables WHERE relname = 'filled_na'}, 20),
+ok(wait_true($node, 'app', q{SELECT n_tup_ins >= 2 FROM pg_stat_user_tables WHERE relname = 'filled_na'}, 20),
 	'a non-atomic job\'s inserts show in pg_stat_user_tables within seconds');
-ok(wait_true(q{SELECT n_tup_ins > 0 AND n_tup_upd > 0 FROM pg_stat_user_tables
+ok(wait_true($node, 'app', q{SELECT n_tup_ins > 0 AND n_tup_upd > 0 FROM pg_stat_user_tables
 			   WHERE relid = 'schedlock.job_runs'::regclass}, 20),
 	'the workers\' own writes to schedlock.job_runs show too');
-ok(wait_true(q{SELECT n_tup_upd > 0 FROM pg_stat_user_tables
+ok(wait_true($node, 'app', q{SELECT n_tup_upd > 0 FROM pg_stat_user_tables
 			   WHERE relid = 'schedlock.jobs'::regclass}, 20),
 	'and to schedlock.jobs');
 $node->safe_psql('app', q{
@@ -119,7 +107,7 @@ $node->safe_psql('app', q{
 # --- memory ----------------------------------------------------------------
 # the workers' pids, and a field of /proc/PID/status in kB
 $node->safe_psql('app', q{SELECT schedlock.schedule_job('keepalive', '1 seconds', 'SELECT 1')});
-wait_true(q{SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'schedlock job'}, 30);
+wait_true($node, 'app', q{SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'schedlock job'}, 30);
 my @pids = split /\n/, $node->safe_psql('app', q{
 	SELECT pid FROM pg_stat_activity WHERE backend_type = 'schedlock job' ORDER BY pid});
 cmp_ok(scalar(@pids), '>=', 1, 'the job backend is found');
@@ -159,7 +147,7 @@ my %hwm_before = map { $_ => status_kb($_, 'VmHWM') } @pids;
 $node->safe_psql('app', q{
 	SELECT schedlock.schedule_job('big', '0 0 1 1 *', 'SELECT g FROM generate_series(1, 3000000) g');
 	SELECT schedlock.run_job('big')});
-ok(wait_true(q{SELECT count(*) = 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+ok(wait_true($node, 'app', q{SELECT count(*) = 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 			   WHERE j.job_name = 'big' AND r.status = 'succeeded'}, 120),
 	'the 3,000,000-row SELECT job succeeded');
 my $growth = 0;

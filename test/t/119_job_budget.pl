@@ -13,6 +13,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use SchedlockJobNode qw(wait_true);
 use Time::HiRes qw(usleep time);
 
 my $node = PostgreSQL::Test::Cluster->new('budget');
@@ -33,19 +34,6 @@ $node->safe_psql('app', q{
 	GRANT INSERT ON schedlock.jobs TO alice, bob;
 });
 
-# wait_true SQL SECONDS : poll until SQL returns t; how long it took, or undef
-sub wait_true
-{
-	my ($sql, $secs) = @_;
-	my $t0 = time;
-	while (time - $t0 < $secs)
-	{
-		return time - $t0 if $node->safe_psql('app', $sql) eq 't';
-		usleep(100_000);
-	}
-	return undef;
-}
-
 # --- (a) the budget -----------------------------------------------------------
 
 my $logstart = -s $node->logfile;
@@ -55,7 +43,7 @@ $node->safe_psql('app', q{
 		$$SELECT pg_sleep(14); INSERT INTO public.done (who) VALUES ('alice')$$);
 	SELECT schedlock.run_job('alice_long');
 });
-wait_true(q{SELECT count(*) = 1 FROM pg_stat_activity
+wait_true($node, 'app', q{SELECT count(*) = 1 FROM pg_stat_activity
 	WHERE backend_type = 'schedlock job' AND usename = 'alice' AND state = 'active'
 	  AND query LIKE '%pg_sleep(14)%'}, 20)
   or die "alice's job did not start";
@@ -64,7 +52,7 @@ $node->safe_psql('app', q{
 	SELECT schedlock.schedule_job('bob_job', '0 0 1 1 *', $$INSERT INTO public.done (who) VALUES ('bob')$$);
 	SELECT schedlock.run_job('bob_job');
 });
-ok(wait_true(q{SELECT waiting_reason LIKE 'waiting since % for a job backend: all schedlock.max_job_backends (1) are in use'
+ok(wait_true($node, 'app', q{SELECT waiting_reason LIKE 'waiting since % for a job backend: all schedlock.max_job_backends (1) are in use'
 	FROM schedlock.job_status WHERE job_name = 'bob_job'}, 10),
 	"bob's due job says it waits for the budget")
   or diag($node->safe_psql('app', q{SELECT waiting_reason FROM schedlock.job_status WHERE job_name = 'bob_job'}));
@@ -72,7 +60,7 @@ is($node->safe_psql('app', q{SELECT count(*) FROM done WHERE who = 'bob'}), '0',
 	'and has not run while alice holds the one backend');
 ok($node->wait_for_log(qr/WARNING:  schedlock jobs in database "app" wait for a job backend.*\n.*DETAIL:  All schedlock.max_job_backends \(1\) job backends of the cluster are in use.*\n.*HINT:  Raise schedlock.max_job_backends/, $logstart),
 	'a WARNING names the setting to raise');
-ok(wait_true(q{SELECT count(*) = 2 FROM done}, 30),
+ok(wait_true($node, 'app', q{SELECT count(*) = 2 FROM done}, 30),
 	"bob's job runs once alice's job is over");
 ok($node->safe_psql('app', q{
 	SELECT (SELECT at FROM done WHERE who = 'bob') >= (SELECT at FROM done WHERE who = 'alice')}) eq 't',
@@ -98,7 +86,7 @@ $node->safe_psql('app', q{
 	ANALYZE big;
 });
 # the housekeepers of the restart have left: only the launcher holds a slot
-wait_true(q{SELECT count(*) = 0 FROM pg_stat_activity
+wait_true($node, 'app', q{SELECT count(*) = 0 FROM pg_stat_activity
 	WHERE backend_type IN ('schedlock job', 'schedlock housekeeper')}, 60)
   or diag('schedlock processes still run');
 # a parallel query takes the other slot (a parallel plan gets no worker
@@ -116,7 +104,7 @@ for my $try (1 .. 3)
 		\echo start
 		SELECT count(*) FROM big WHERE pg_sleep(0.01) IS NOT NULL;
 	});
-	$holding = wait_true(q{SELECT count(*) >= 1 FROM pg_stat_activity WHERE backend_type = 'parallel worker'}, 5);
+	$holding = wait_true($node, 'app', q{SELECT count(*) >= 1 FROM pg_stat_activity WHERE backend_type = 'parallel worker'}, 5);
 	last if $holding;
 	$node->safe_psql('app', q{SELECT pg_cancel_backend(pid) FROM pg_stat_activity
 		WHERE query LIKE '%pg_sleep(0.01)%' AND pid <> pg_backend_pid()});
@@ -125,14 +113,14 @@ for my $try (1 .. 3)
 ok($holding, 'a parallel worker holds the last slot (about 15 s)');
 $logstart = -s $node->logfile;
 $node->safe_psql('app', q{SET ROLE bob; SELECT schedlock.run_job('bob_job')});
-ok(wait_true(q{SELECT waiting_reason LIKE 'waiting since % for a job backend: no max_worker_processes slot is free'
+ok(wait_true($node, 'app', q{SELECT waiting_reason LIKE 'waiting since % for a job backend: no max_worker_processes slot is free'
 	FROM schedlock.job_status WHERE job_name = 'bob_job'}, 10),
 	'a due job without a worker slot says it waits for one')
   or diag($node->safe_psql('app', q{SELECT waiting_reason FROM schedlock.job_status WHERE job_name = 'bob_job'}));
 ok($node->wait_for_log(qr/DETAIL:  All max_worker_processes \(2\) background worker slots are in use.*\n.*HINT:  Raise max_worker_processes/, $logstart),
 	'a WARNING names max_worker_processes');
 $holder->quit;
-ok(wait_true(q{SELECT count(*) = 3 FROM done}, 30),
+ok(wait_true($node, 'app', q{SELECT count(*) = 3 FROM done}, 30),
 	'the job runs once a slot is free');
 
 $node->stop;

@@ -15,6 +15,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use SchedlockJobNode qw(wait_true);
 use Time::HiRes qw(usleep time);
 
 my $node = PostgreSQL::Test::Cluster->new('lost');
@@ -27,25 +28,12 @@ $node->safe_psql('postgres', 'CREATE DATABASE app');
 $node->safe_psql('app', 'CREATE EXTENSION schedlock');
 $node->safe_psql('app', 'CREATE TABLE ticks (at timestamptz)');
 
-# wait_true SQL SECONDS : poll until SQL returns t; how long it took, or undef
-sub wait_true
-{
-	my ($sql, $secs) = @_;
-	my $t0 = time;
-	while (time - $t0 < $secs)
-	{
-		return time - $t0 if $node->safe_psql('app', $sql) eq 't';
-		usleep(100_000);
-	}
-	return undef;
-}
-
 # --- (a) the job backend terminated under a running non-atomic job --------
 
 $node->safe_psql('app', q{
 	SELECT schedlock.schedule_job('sleepy', '1 second', 'SELECT pg_sleep(60)', atomic => false);
 });
-wait_true(q{
+wait_true($node, 'app', q{
 	SELECT count(*) = 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 	 WHERE j.job_name = 'sleepy' AND r.status = 'running'
 	   AND r.started_at < clock_timestamp() - interval '1 second'}, 30)
@@ -63,18 +51,18 @@ is($node->safe_psql('app', "SELECT status FROM schedlock.job_runs WHERE run_id =
 $node->safe_psql('app', qq{
 	SELECT schedlock.alter_job('sleepy', command => 'SELECT 1');
 	SELECT pg_terminate_backend($pid)});
-wait_true("SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $pid)", 30)
+wait_true($node, 'app', "SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $pid)", 30)
   or die "job backend $pid did not stop";
 pass('the job backend stopped in the middle of the run');
 
-my $took = wait_true(
+my $took = wait_true($node, 'app', 
 	"SELECT status = 'lost' FROM schedlock.job_runs WHERE run_id = $run_id", 20);
 ok(defined $took && $took < 5,
 	'the run is closed as lost within 5 s of its job backend stopping ('
 	  . (defined $took ? sprintf('%.1f s', $took) : 'not within 20 s') . ')');
 like($node->safe_psql('app', "SELECT message FROM schedlock.job_runs WHERE run_id = $run_id"),
 	qr/ended before the run finished/, 'the lost run says why');
-ok(wait_true(qq{
+ok(wait_true($node, 'app', qq{
 	SELECT count(*) >= 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 	 WHERE j.job_name = 'sleepy' AND r.status = 'succeeded' AND r.run_id > $run_id}, 20),
 	'a later slot of the job runs (in a new job backend)');
@@ -86,7 +74,7 @@ $node->safe_psql('app', q{
 	SELECT schedlock.schedule_job('victim', '1 second',
 						'INSERT INTO ticks VALUES (clock_timestamp())', atomic => false);
 });
-wait_true(q{
+wait_true($node, 'app', q{
 	SELECT count(*) >= 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 	 WHERE j.job_name = 'victim' AND r.status = 'succeeded'}, 30)
   or die 'the victim job did not run';
@@ -109,7 +97,7 @@ sub fake_run
 sub victim_runs_after
 {
 	my ($after) = @_;
-	return wait_true(qq{
+	return wait_true($node, 'app', qq{
 		SELECT count(*) >= 2 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 		 WHERE j.job_name = 'victim' AND r.status = 'succeeded' AND r.run_id > $after}, 20);
 }
@@ -119,7 +107,7 @@ my $session = $node->background_psql('app');
 my ($spid, $sstart) = split /\|/,
   $session->query_safe('SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()');
 my $fake1 = fake_run($spid, "$sstart", '2000-01-01 00:00:00+00');
-$took = wait_true("SELECT status = 'lost' FROM schedlock.job_runs WHERE run_id = $fake1", 20);
+$took = wait_true($node, 'app', "SELECT status = 'lost' FROM schedlock.job_runs WHERE run_id = $fake1", 20);
 ok(defined $took && $took < 5,
 	"a run naming the pid of a live client session ($spid) is closed as lost ("
 	  . (defined $took ? sprintf('%.1f s', $took) : 'not within 20 s') . ')');
@@ -130,7 +118,7 @@ my ($wpid, $wstart) = split /\|/, $node->safe_psql('app', q{
 	SELECT pid, backend_start - interval '1 hour' FROM pg_stat_activity
 	 WHERE backend_type = 'schedlock job' AND datname = 'app'});
 my $fake2 = fake_run($wpid, $wstart, '2000-01-02 00:00:00+00');
-$took = wait_true("SELECT status = 'lost' FROM schedlock.job_runs WHERE run_id = $fake2", 20);
+$took = wait_true($node, 'app', "SELECT status = 'lost' FROM schedlock.job_runs WHERE run_id = $fake2", 20);
 ok(defined $took && $took < 5,
 	"a run naming the pid of the job backend ($wpid) not running it is closed as lost ("
 	  . (defined $took ? sprintf('%.1f s', $took) : 'not within 20 s') . ')');

@@ -10,6 +10,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use SchedlockJobNode qw(wait_true);
 use Time::HiRes qw(usleep time);
 
 my $node = PostgreSQL::Test::Cluster->new('cancel');
@@ -24,19 +25,6 @@ $node->safe_psql('postgres', 'CREATE DATABASE app');
 $node->safe_psql('app', 'CREATE EXTENSION schedlock');
 $node->safe_psql('app', 'CREATE TABLE ticks (at timestamptz)');
 
-# wait_true SQL SECONDS : poll until SQL returns t
-sub wait_true
-{
-	my ($sql, $secs) = @_;
-	my $t0 = time;
-	while (time - $t0 < $secs)
-	{
-		return 1 if $node->safe_psql('app', $sql) eq 't';
-		usleep(100_000);
-	}
-	return 0;
-}
-
 sub worker_pid
 {
 	return $node->safe_psql('app', q{
@@ -48,7 +36,7 @@ sub worker_pid
 sub ticks_after
 {
 	my ($after) = @_;
-	return wait_true("SELECT count(*) >= 2 FROM ticks WHERE at > '$after'", 20);
+	return wait_true($node, 'app', "SELECT count(*) >= 2 FROM ticks WHERE at > '$after'", 20);
 }
 
 # --- (a) an idle job backend -------------------------------------------------
@@ -56,8 +44,8 @@ sub ticks_after
 $node->safe_psql('app', q{
 	SELECT schedlock.schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (clock_timestamp())');
 });
-wait_true('SELECT count(*) >= 1 FROM ticks', 20) or die 'the tick job did not run';
-wait_true(q{SELECT count(*) = 1 FROM pg_stat_activity
+wait_true($node, 'app', 'SELECT count(*) >= 1 FROM ticks', 20) or die 'the tick job did not run';
+wait_true($node, 'app', q{SELECT count(*) = 1 FROM pg_stat_activity
 			 WHERE backend_type = 'schedlock job' AND datname = 'app'}, 30)
   or die 'no job backend for database app';
 my $pid = worker_pid();
@@ -77,7 +65,7 @@ ok(ticks_after($cancelled_at), 'and runs the every-second job on');
 # --- (b) a job backend running a long job -----------------------------------
 
 # (the backend of part (a), or its successor if part (a) failed)
-wait_true(q{SELECT count(*) = 1 FROM pg_stat_activity
+wait_true($node, 'app', q{SELECT count(*) = 1 FROM pg_stat_activity
 			 WHERE backend_type = 'schedlock job' AND datname = 'app'}, 30)
   or die 'no job backend for database app';
 $pid = worker_pid();
@@ -89,11 +77,11 @@ foreach my $atomic ('true', 'false')
 		SELECT schedlock.schedule_job('$name', '\@reboot', 'SELECT pg_sleep(60)', atomic => $atomic);
 		SELECT schedlock.run_job('$name');
 	});
-	wait_true(qq{SELECT count(*) = 1 FROM pg_stat_activity
+	wait_true($node, 'app', qq{SELECT count(*) = 1 FROM pg_stat_activity
 				  WHERE pid = $pid AND query LIKE '/* schedlock job: % */ SELECT pg_sleep(60)'}, 20)
 	  or die "the $name job did not start";
 	$node->safe_psql('app', "SELECT pg_cancel_backend($pid)");
-	ok(wait_true(qq{
+	ok(wait_true($node, 'app', qq{
 		SELECT count(*) = 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 		 WHERE j.job_name = '$name' AND r.status = 'failed' AND r.sqlstate = '57014'}, 10),
 		"$name: the cancelled run failed with 57014");

@@ -12,6 +12,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use SchedlockJobNode qw(wait_true);
 use Time::HiRes qw(usleep time);
 
 my $node = PostgreSQL::Test::Cluster->new('job_stats');
@@ -22,19 +23,6 @@ $node->append_conf('postgresql.conf', "schedlock.timezone = 'UTC'");
 $node->start;
 $node->safe_psql('postgres', 'CREATE DATABASE app');
 $node->safe_psql('app', 'CREATE EXTENSION schedlock');
-
-# wait_true DB SQL SECONDS : poll until SQL returns t; false on timeout
-sub wait_true
-{
-	my ($db, $sql, $secs) = @_;
-	my $t0 = time;
-	while (time - $t0 < $secs)
-	{
-		return 1 if $node->safe_psql($db, $sql) eq 't';
-		usleep(100_000);
-	}
-	return 0;
-}
 
 # the statistics of a job as total/succeeded/failed
 sub counts
@@ -52,7 +40,7 @@ $node->safe_psql('app', q{
 	SELECT schedlock.schedule_once('bad', now(), 'SELECT 1/0', max_attempts => 2,
 						 retry_delay => '1 second');
 });
-wait_true('app', q{
+wait_true($node, 'app', q{
 	SELECT count(*) = 4 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 	 WHERE j.job_name IN ('ok', 'ok_na', 'bad')
 	   AND r.status IN ('succeeded', 'failed')}, 60)
@@ -86,7 +74,7 @@ $node->safe_psql('app', q{
 	SELECT schedlock.schedule_once('told', now(), notify_channel => 'told_channel', timeout => '1 minute');
 	SELECT schedlock.schedule_once('unheard', now(), notify_channel => 'unheard_channel', timeout => '1 second');
 });
-wait_true('app', q{
+wait_true($node, 'app', q{
 	SELECT count(*) = 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 	 WHERE j.job_name = 'told' AND r.status = 'pending'}, 30)
   or die 'the NOTIFY job was not notified';
@@ -95,7 +83,7 @@ is($node->safe_psql('app', q{
 	  FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id) WHERE j.job_name = 'told'}),
 	't', 'an application claims and finishes the NOTIFY run');
 is(counts('app', 'told'), '1/1/0', 'a NOTIFY run finished by an application counts once');
-wait_true('app', q{
+wait_true($node, 'app', q{
 	SELECT count(*) = 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 	 WHERE j.job_name = 'unheard' AND r.status = 'timed_out'}, 30)
   or die 'the unclaimed NOTIFY run did not time out';
@@ -115,7 +103,7 @@ $node->safe_psql('app', q{
 # a row written by hand: a reload has the scheduler look again (its
 # housekeeping closes runs whose job backend is gone)
 $node->safe_psql('app', 'SELECT pg_reload_conf()');
-wait_true('app', q{
+wait_true($node, 'app', q{
 	SELECT count(*) = 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 	 WHERE j.job_name = 'lost' AND r.status = 'lost'}, 30)
   or die 'the run was not closed as lost';
@@ -144,13 +132,13 @@ is($node->safe_psql('app', q{
 	't', 'a job with a next run has no stopped_reason');
 $node->safe_psql('app', 'ALTER SYSTEM SET schedlock.enabled = off');
 $node->reload;
-ok(wait_true('app', q{
+ok(wait_true($node, 'app', q{
 	SELECT stopped_reason = 'schedlock.enabled is off: the workers run no job'
 	  FROM schedlock.job_status WHERE job_name = 'lost'}, 30),
 	'schedlock.enabled = off: stopped_reason says the workers run nothing');
 $node->safe_psql('app', 'ALTER SYSTEM RESET schedlock.enabled');
 $node->reload;
-ok(wait_true('app', q{
+ok(wait_true($node, 'app', q{
 	SELECT stopped_reason IS NULL FROM schedlock.job_status WHERE job_name = 'lost'}, 30),
 	'and on again: no stopped_reason');
 
@@ -165,7 +153,7 @@ $node->safe_psql('old', q{
 	UPDATE schedlock.jobs SET next_run_at = next_slot WHERE job_name = 'off';
 	SELECT run_job('tick');
 });
-ok(wait_true('old', q{
+ok(wait_true($node, 'old', q{
 	SELECT count(*) = 1 FROM schedlock.job_runs WHERE status = 'succeeded'}, 30),
 	'on the tables of 1.0 a run is recorded');
 $node->safe_psql('old', 'ALTER EXTENSION schedlock UPDATE');
@@ -175,7 +163,7 @@ is($node->safe_psql('old', q{
 	"off|t|0|f\ntick|f|0|t",
 	'after the update: the disabled job has no next run, the counts start at 0');
 $node->safe_psql('old', q{SELECT schedlock.run_job('tick')});
-ok(wait_true('old', q{
+ok(wait_true($node, 'old', q{
 	SELECT total_runs = 1 AND succeeded_runs = 1 FROM schedlock.jobs WHERE job_name = 'tick'}, 30),
 	'a run after the update counts');
 

@@ -27,6 +27,13 @@
 #   wait_for(SQL, SECONDS)
 #                         poll admin(SQL) every 100 ms until it returns "t",
 #                         at most SECONDS (default 60); true when it did
+#
+# and, for any node, the one way the tests wait for a condition:
+#
+#   wait_true(NODE, DB, SQL, SECONDS)
+#                         poll SQL in DB of NODE every 100 ms until it
+#                         returns "t", at most SECONDS (default 60): the
+#                         seconds it took (a true value), or undef
 package SchedlockJobNode;
 
 use strict;
@@ -36,7 +43,7 @@ use PostgreSQL::Test::Cluster;
 use Time::HiRes qw(time usleep);
 
 our @EXPORT = qw(job_node job_node_conf admin as_role run_and_wait wait_run
-	wait_job_run wait_for);
+	wait_job_run wait_for wait_true);
 
 my $node;
 
@@ -110,16 +117,24 @@ sub wait_job_run
 	return 'timeout';
 }
 
+sub wait_true
+{
+	my ($on, $db, $sql, $seconds) = @_;
+	my $t0 = time();
+	while (1)
+	{
+		my $took = time() - $t0;
+		return ($took > 0 ? $took : 1e-6) if $on->safe_psql($db, $sql) eq 't';
+		return undef if $took > ($seconds // 60);
+		usleep(100_000);
+	}
+}
+
 sub wait_for
 {
 	my ($sql, $seconds) = @_;
-	my $deadline = time() + ($seconds // 60);
-	while (1)
-	{
-		return 1 if admin($sql) eq 't';
-		return 0 if time() > $deadline;
-		usleep(100_000);
-	}
+	return wait_true($node, 'app', "SET search_path = pg_catalog, public;\n$sql",
+		$seconds);
 }
 
 sub run_and_wait
