@@ -62,7 +62,7 @@ sub schedule
 	my $set = $path_of_session ? '' : 'SET search_path = pg_catalog;';
 	as_role($db, $role, qq{
 		$set
-		SELECT public.schedule_job('$job', '0 0 1 1 *', \$cmd\$$command\$cmd\$,
+		SELECT schedlock.schedule_job('$job', '0 0 1 1 *', \$cmd\$$command\$cmd\$,
 								   atomic => $atomic)});
 }
 
@@ -72,7 +72,7 @@ sub run_and_wait
 {
 	my ($db, $role, $job) = @_;
 	my $run = as_role($db, $role,
-		"SET search_path = pg_catalog; SELECT public.run_job('$job')");
+		"SET search_path = pg_catalog; SELECT schedlock.run_job('$job')");
 	for (1 .. 300)
 	{
 		my $r = admin($db, qq{

@@ -206,9 +206,9 @@ sub hostile_call
 }
 
 hostile_call('schedule_job (an upsert)',
-	q{SELECT public.schedule_job('a_job', '0 0 1 1 *', 'SELECT 2')});
-hostile_call('alter_job', q{SELECT public.alter_job('a_job', max_attempts => 2)});
-my $run = hostile_call('run_job', q{SELECT public.run_job('a_mail')});
+	q{SELECT schedlock.schedule_job('a_job', '0 0 1 1 *', 'SELECT 2')});
+hostile_call('alter_job', q{SELECT schedlock.alter_job('a_job', max_attempts => 2)});
+my $run = hostile_call('run_job', q{SELECT schedlock.run_job('a_mail')});
 like($run, qr/^\d+$/, 'run_job returned a run id');
 wait_pending($run);
 is(hostile_call('schedlock_claim_run', "SELECT public.schedlock_claim_run($run, 'a')"),
@@ -221,7 +221,7 @@ like(hostile_call('schedlock_claim_run_payload', "SELECT claimed, payload FROM p
 	qr/^t\|\{"smtp_password": "s3cr3t"\}$/, 'and claimed it with its payload');
 is(hostile_call('schedlock_finish_run (success)', "SELECT public.schedlock_finish_run($run, true)"),
 	't', 'and reported the success');
-is(hostile_call('unschedule_job', q{SELECT public.unschedule_job('a_job')}),
+is(hostile_call('unschedule_job', q{SELECT schedlock.unschedule_job('a_job')}),
 	't', 'and removed the job');
 
 # --- (c) NOTIFY payloads reach only the owner ---
