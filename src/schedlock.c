@@ -74,6 +74,7 @@ int			schedlock_history_retention = 7 * 24 * 60;
 
 /* Which ended runs schedlock.job_runs keeps (schedlock.record_runs). */
 int			schedlock_record_runs = SCHEDLOCK_RECORD_RUNS_ALL;
+int			schedlock_runs_per_commit = 1;
 
 static const struct config_enum_entry log_runs_options[] = {
 	{"none", SCHEDLOCK_LOG_RUNS_NONE, false},
@@ -384,6 +385,19 @@ _PG_init(void)
 							 NULL,
 							 NULL,
 							 NULL);
+
+	DefineCustomIntVariable("schedlock.runs_per_commit",
+							"Largest number of atomic job runs of one role that share one commit.",
+							"A job backend that finds several atomic SQL jobs due runs them one after the other, each in a subtransaction of its own, and commits them together, while less than 10 ms have passed since the first began. 1 commits each run alone.",
+							&schedlock_runs_per_commit,
+							1,
+							1,
+							1000,
+							PGC_SIGHUP,
+							0,
+							NULL,
+							NULL,
+							NULL);
 
 	DefineCustomEnumVariable("schedlock.log_runs",
 							 "Which finished job runs are logged in the server log.",

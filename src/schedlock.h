@@ -66,6 +66,9 @@ typedef enum SchedlockRecordRuns
 
 extern int	schedlock_record_runs;
 
+/* schedlock.runs_per_commit: atomic runs that may share one commit */
+extern int	schedlock_runs_per_commit;
+
 /* schedlock.c */
 extern void schedlock_check_preloaded(void);
 

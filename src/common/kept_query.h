@@ -14,7 +14,7 @@
 
 #include "executor/spi.h"
 
-#define SCHEDLOCK_QUERY_MAX_ARGS	12
+#define SCHEDLOCK_QUERY_MAX_ARGS	24
 
 /* A statement run through a kept, generic plan (see kept_query.c). */
 typedef struct SchedlockQuery

@@ -83,6 +83,15 @@
 	SCHEDLOCK_CLAIM_COLUMNS("search_path, record_runs") SCHEDLOCK_CLAIM_WHERE \
 	"AND notify_channel IS NOT NULL " SCHEDLOCK_CLAIM_ORDER
 
+/*
+ * The same, for atomic SQL jobs only: the further runs of a batch that
+ * shares one commit (schedlock.runs_per_commit; see dispatch_one in
+ * worker.c).  Release 1.2 only.
+ */
+#define SCHEDLOCK_CLAIM_ATOMIC_SQL \
+	SCHEDLOCK_CLAIM_COLUMNS("search_path, record_runs") SCHEDLOCK_CLAIM_WHERE \
+	"AND command IS NOT NULL AND atomic " SCHEDLOCK_CLAIM_ORDER
+
 /* Both, on the tables of release 1.1 (no jobs.search_path, record_runs). */
 #define SCHEDLOCK_CLAIM_SQL_1_1 \
 	SCHEDLOCK_CLAIM_COLUMNS("NULL::pg_catalog.text, NULL::pg_catalog.text") SCHEDLOCK_CLAIM_WHERE \

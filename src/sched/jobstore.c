@@ -180,6 +180,10 @@ static SchedlockQuery claim_notify_query = {
 	SCHEDLOCK_CLAIM_NOTIFY_SQL,
 	4, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID}
 };
+static SchedlockQuery claim_atomic_query = {
+	SCHEDLOCK_CLAIM_ATOMIC_SQL,
+	4, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID}
+};
 static SchedlockQuery claim_query_1_1 = {
 	SCHEDLOCK_CLAIM_SQL_1_1,
 	4, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID}
@@ -207,6 +211,12 @@ schedlock_claim_job(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
 
 	if (kind == SCHEDLOCK_CLAIM_NOTIFY)
 		q = v12 ? &claim_notify_query : &claim_notify_query_1_1;
+	else if (kind == SCHEDLOCK_CLAIM_ATOMIC)
+	{
+		if (!v12)
+			return false;
+		q = &claim_atomic_query;
+	}
 	else
 		q = v12 ? &claim_query : &claim_query_1_1;
 	values[0] = TimestampTzGetDatum(now);
@@ -939,6 +949,48 @@ schedlock_run_in_progress(int64 job_id)
 }
 
 /*
+ * schedlock_run_may_defer
+ *		Whether a run of the job for this slot's attempt can be recorded
+ *		only once it has ended, together with the job's advanced state
+ *		(schedlock_record_ended_run): no run of the job is pending or
+ *		running, none is left by a backend that is gone (closing it changes
+ *		the job), and the slot's attempt has no row yet.  If so, returns the
+ *		run's id, taken from the sequence now (so that a log line before the
+ *		run names it), else 0.  One statement, looking at the job's open
+ *		runs and at the unique key.
+ */
+int64
+schedlock_run_may_defer(int64 job_id, TimestampTz scheduled_for,
+						int32 attempt)
+{
+	static SchedlockQuery q = {
+		"SELECT pg_catalog.nextval('schedlock.job_runs_run_id_seq'::pg_catalog.regclass) "
+		"WHERE NOT EXISTS (SELECT FROM schedlock.job_runs x "
+		"    WHERE x.job_id OPERATOR(pg_catalog.=) $1 "
+		"      AND x.status OPERATOR(pg_catalog.=) ANY ('{pending,running}')) "
+		"  AND NOT EXISTS (SELECT FROM schedlock.job_runs x "
+		"    WHERE x.job_id OPERATOR(pg_catalog.=) $1 "
+		"      AND x.scheduled_for OPERATOR(pg_catalog.=) $2 "
+		"      AND x.attempt OPERATOR(pg_catalog.=) $3)",
+		3, {INT8OID, TIMESTAMPTZOID, INT4OID}
+	};
+	Datum		values[3];
+	bool		isnull;
+	int64		run_id = 0;
+
+	values[0] = Int64GetDatum(job_id);
+	values[1] = TimestampTzGetDatum(scheduled_for);
+	values[2] = Int32GetDatum(attempt);
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not look for runs in progress");
+	if (SPI_processed == 1)
+		run_id = DatumGetInt64(col(SPI_tuptable->vals[0],
+								   SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	return run_id;
+}
+
+/*
  * schedlock_record_run
  *		Insert the run's row (or turn the queued run_job() row into it) with
  *		the given status.  Returns the run id, or 0 when the slot's attempt
@@ -1122,6 +1174,138 @@ schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 		schedlock_run_succeeded(job->job_id);
 	if (error == NULL && job->failures_only)
 		schedlock_forget_run(run_id);
+}
+
+/*
+ * schedlock_record_ended_run
+ *		Record a run that has ended in the claiming transaction, and the
+ *		job's advanced state with it (plan->deferred: schedlock_save_job_state
+ *		was not called), in one statement: the run's row is inserted as it
+ *		ended, and the job's row gets its next slot, retry and next_run_at as
+ *		of the claim's horizon, and the run counted in its statistics.  The rest is as
+ *		schedlock_record_outcome: the log line, and a failure's count and
+ *		retry.  Returns the run id.  A row of the slot's attempt that
+ *		appeared meanwhile (schedlock_run_may_defer found none) is an error:
+ *		the run's effects must not commit beside it.
+ */
+int64
+schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
+						   TimestampTz started_at,
+						   ErrorData *error, const char *result_status,
+						   const char *notices)
+{
+	static SchedlockQuery q = {
+		"WITH e AS ("
+		"INSERT INTO schedlock.job_runs (run_id, job_id, owner, "
+		"  scheduled_for, attempt, status, started_at, finished_at, "
+		"  worker_pid, timeline, message, sqlstate, detail, hint, duration, "
+		"  result_status, notices, job_name) "
+		"VALUES ($24, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
+		"  $7 OPERATOR(pg_catalog.-) $6, $14, $15, $16) "
+		"ON CONFLICT (job_id, scheduled_for, attempt) DO NOTHING "
+		"RETURNING run_id, job_id, status, started_at, finished_at, "
+		"  scheduled_for, duration) "
+		"UPDATE schedlock.jobs j SET next_slot = $17, "
+		"  retry_slot = $18, retry_attempt = $19, retry_at = $20, "
+		"  manual_pending = $21, next_run_at = $22, "
+		SCHEDLOCK_RUN_STATS_ONE_SET
+		"FROM e "
+		"WHERE j.ctid OPERATOR(pg_catalog.=) $23 "
+		"  AND j.job_id OPERATOR(pg_catalog.=) e.job_id "
+		"RETURNING e.run_id, e.duration",
+		24, {INT8OID, REGROLEOID, TIMESTAMPTZOID, INT4OID, TEXTOID,
+			TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID,
+			TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+			TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID,
+			INT4OID, TIMESTAMPTZOID, TIDOID, INT8OID}
+	};
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz next_run_at;
+	Datum		values[24];
+	char		nulls[24];
+	char	   *state = NULL;
+	const char *message = plan->message;
+	Datum		duration;
+	bool		isnull;
+	int64		run_id;
+
+	Assert(plan->deferred && plan->manual_run_id == 0 && plan->run_id != 0);
+	memset(nulls, ' ', sizeof(nulls));
+	values[0] = Int64GetDatum(job->job_id);
+	values[1] = ObjectIdGetDatum(job->owner);
+	values[2] = TimestampTzGetDatum(plan->scheduled_for);
+	values[3] = Int32GetDatum(plan->attempt);
+	values[4] = CStringGetTextDatum(error ? "failed" : "succeeded");
+	values[5] = TimestampTzGetDatum(started_at);
+	values[6] = TimestampTzGetDatum(now);
+	values[7] = Int32GetDatum(MyProcPid);
+	values[8] = Int32GetDatum((int32) GetWALInsertionTimeLine());
+	nulls[10] = nulls[11] = nulls[12] = 'n';
+	if (error)
+	{
+		/* unpack_sql_state returns a static buffer that ereport reuses */
+		state = pstrdup(unpack_sql_state(error->sqlerrcode));
+		message = error->message ? error->message : "unknown error";
+		values[10] = CStringGetTextDatum(state);
+		nulls[10] = ' ';
+		if (error->detail)
+		{
+			values[11] = CStringGetTextDatum(error->detail);
+			nulls[11] = ' ';
+		}
+		if (error->hint)
+		{
+			values[12] = CStringGetTextDatum(error->hint);
+			nulls[12] = ' ';
+		}
+	}
+	values[9] = message ? CStringGetTextDatum(message) : (Datum) 0;
+	nulls[9] = message ? ' ' : 'n';
+	values[13] = (result_status != NULL && result_status[0] != '\0') ?
+		CStringGetTextDatum(result_status) : (Datum) 0;
+	nulls[13] = (result_status != NULL && result_status[0] != '\0') ? ' ' : 'n';
+	values[14] = notices ? CStringGetTextDatum(notices) : (Datum) 0;
+	nulls[14] = notices ? ' ' : 'n';
+	values[15] = CStringGetTextDatum(job->job_name);
+	/* the job's state, as schedlock_save_job_state writes it */
+	values[16] = TimestampTzGetDatum(job->next_slot);
+	nulls[16] = job->has_next_slot ? ' ' : 'n';
+	values[17] = TimestampTzGetDatum(job->retry_slot);
+	values[18] = Int32GetDatum(job->retry_attempt);
+	values[19] = TimestampTzGetDatum(job->retry_at);
+	if (!job->has_retry)
+		nulls[17] = nulls[18] = nulls[19] = 'n';
+	values[20] = Int32GetDatum(job->manual_pending);
+	nulls[21] = schedlock_rule_next_run_at(true,
+										   job->has_next_slot, job->next_slot,
+										   job->has_retry, job->retry_at,
+										   job->manual_pending, plan->horizon,
+										   &next_run_at) ? ' ' : 'n';
+	values[21] = TimestampTzGetDatum(next_run_at);
+	values[22] = PointerGetDatum(&job->ctid);
+	values[23] = Int64GetDatum(plan->run_id);
+
+	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not record a run of job " INT64_FORMAT, job->job_id);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNIQUE_VIOLATION),
+				 errmsg("a run of job %s for its slot at %s attempt %d was recorded by another process",
+						quote_literal_cstr(job->job_name),
+						timestamptz_to_str(plan->scheduled_for), plan->attempt)));
+	run_id = DatumGetInt64(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	duration = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2,
+							 &isnull);
+	schedlock_log_run_end(job->job_name, job->role_name, run_id,
+						  error ? "failed" : "succeeded", state,
+						  error ? message : NULL,
+						  isnull ? NULL : DatumGetIntervalP(duration));
+	SPI_freetuptable(SPI_tuptable);
+	if (error)
+		schedlock_run_failed(job->job_id, plan->scheduled_for,
+							 schedlock_rule_failed_attempt(false, plan->attempt),
+							 now);
+	return run_id;
 }
 
 /*

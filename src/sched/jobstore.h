@@ -76,10 +76,11 @@
  * The same counting for a statement whose "e" ends exactly one run that is
  * not a skipped slot (a worker's outcome of a run, schedlock_record_outcome):
  * no aggregate, which costs that per-run statement about a third of its
- * time.  It must count as SCHEDLOCK_RUN_STATS_CTE does.
+ * time.  It must count as SCHEDLOCK_RUN_STATS_CTE does.  The SET list is
+ * shared with the statement that records a run and advances its job at
+ * once (schedlock_record_ended_run).
  */
-#define SCHEDLOCK_RUN_STATS_ONE_CTE \
-	"s AS (UPDATE schedlock.jobs j SET " \
+#define SCHEDLOCK_RUN_STATS_ONE_SET \
 	"  total_runs = j.total_runs OPERATOR(pg_catalog.+) 1, " \
 	"  succeeded_runs = j.succeeded_runs OPERATOR(pg_catalog.+) " \
 	"    CASE WHEN e.status OPERATOR(pg_catalog.=) 'succeeded' THEN 1 ELSE 0 END, " \
@@ -93,7 +94,9 @@
 	"  last_success_at = CASE WHEN e.status OPERATOR(pg_catalog.=) 'succeeded' " \
 	"    THEN e.finished_at ELSE j.last_success_at END, " \
 	"  consecutive_failures = CASE WHEN e.status OPERATOR(pg_catalog.=) 'succeeded' " \
-	"    THEN 0 ELSE j.consecutive_failures END " \
+	"    THEN 0 ELSE j.consecutive_failures END "
+#define SCHEDLOCK_RUN_STATS_ONE_CTE \
+	"s AS (UPDATE schedlock.jobs j SET " SCHEDLOCK_RUN_STATS_ONE_SET \
 	"  FROM e WHERE j.job_id OPERATOR(pg_catalog.=) e.job_id) "
 
 /* A claimed job, copied out of SPI memory into the worker's run memory. */
@@ -142,6 +145,12 @@ typedef struct ClaimPlan
 	TimestampTz due_at;			/* may not start before: slot or retry_at */
 	int64		manual_run_id;	/* the queued run_job() run, or 0 */
 	const char *message;		/* why, for catch-up and skipped rows */
+	bool		deferred;		/* the job's advanced state and the run are
+								 * written together once the run has ended
+								 * (schedlock_record_ended_run) */
+	TimestampTz horizon;		/* deferred: the claim's horizon, which the
+								 * job's next_run_at is computed as of */
+	int64		run_id;			/* deferred: the run's id, taken ahead */
 } ClaimPlan;
 
 /* Where a pass's next claim scan starts; see claim_sql.h. */
@@ -173,7 +182,8 @@ typedef struct JobDef
 typedef enum SchedlockClaimKind
 {
 	SCHEDLOCK_CLAIM_ANY,		/* SCHEDLOCK_CLAIM_SQL */
-	SCHEDLOCK_CLAIM_NOTIFY		/* SCHEDLOCK_CLAIM_NOTIFY_SQL */
+	SCHEDLOCK_CLAIM_NOTIFY,		/* SCHEDLOCK_CLAIM_NOTIFY_SQL */
+	SCHEDLOCK_CLAIM_ATOMIC		/* SCHEDLOCK_CLAIM_ATOMIC_SQL (1.2 tables) */
 } SchedlockClaimKind;
 
 /* A role with enabled jobs, and its earliest next_run_at. */
@@ -219,6 +229,8 @@ extern bool schedlock_next_queued_run(int64 job_id, int64 *run_id,
 									  TimestampTz *scheduled_for);
 extern void schedlock_save_job_state(ClaimedJob *job, TimestampTz now);
 extern bool schedlock_run_in_progress(int64 job_id);
+extern int64 schedlock_run_may_defer(int64 job_id, TimestampTz scheduled_for,
+									 int32 attempt);
 extern void schedlock_fire_reboot_jobs(TimestampTz now);
 
 /* recording runs (the workers) */
@@ -229,6 +241,11 @@ extern void schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan,
 									 int64 run_id, ErrorData *error,
 									 const char *result_status,
 									 const char *notices);
+extern int64 schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
+										TimestampTz started_at,
+										ErrorData *error,
+										const char *result_status,
+										const char *notices);
 extern uint64 schedlock_close_lost_runs(void);
 extern uint64 schedlock_expire_runs(TimestampTz now);
 extern uint64 schedlock_prune_runs(TimestampTz now, int retention_mins,

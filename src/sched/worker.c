@@ -113,6 +113,12 @@
 #include "startwave.h"
 #include "worker.h"
 
+/*
+ * Longest a batch of atomic runs that share one commit goes on taking
+ * further runs (schedlock.runs_per_commit), from its transaction's start.
+ */
+#define WORKER_BATCH_MS	10
+
 /* Longest run of claims in one pass before looking at signals again. */
 #define WORKER_MAX_CLAIMS_PER_PASS	1000
 
@@ -574,11 +580,34 @@ notify_run(ClaimedJob *job, ClaimPlan *plan, int64 run_id)
  *		WORKER_CLAIM_LEAD_MS.
  */
 static TimestampTz
-settle_claim(ClaimedJob *job, ClaimPlan *plan, TimestampTz horizon)
+settle_claim(ClaimedJob *job, ClaimPlan *plan, TimestampTz horizon,
+			 bool may_defer)
 {
 	TimestampTz now;
 
 	plan_claim(job, horizon, plan);
+
+	/*
+	 * An atomic SQL job due already when the claiming transaction began
+	 * runs in it: nobody sees the run before it has ended, so its row is
+	 * written once, as it ended, together with the job's advanced state
+	 * (schedlock_record_ended_run), when nothing stands in the way (a run
+	 * in progress, one lost by a backend, the slot's row).  A queued
+	 * run_job() call has its row already, and record_runs = failures drops
+	 * succeeded rows: those take the general way.
+	 */
+	if (may_defer && plan->kind == PLAN_RUN && plan->manual_run_id == 0 &&
+		plan->due_at <= GetCurrentTransactionStartTimestamp() &&
+		job->command != NULL && job->atomic && !job->failures_only &&
+		schedlock_runs_have_job_name() &&
+		(plan->run_id = schedlock_run_may_defer(job->job_id,
+												plan->scheduled_for,
+												plan->attempt)) != 0)
+	{
+		plan->deferred = true;
+		plan->horizon = horizon;
+		return Max(GetCurrentTimestamp(), plan->due_at);
+	}
 	schedlock_save_job_state(job, horizon);
 
 	if (plan->kind == PLAN_RUN)
@@ -680,11 +709,14 @@ notify_job(ClaimedJob *job, ClaimPlan *plan, TimestampTz now,
  *		Run an atomic job's command in the claiming transaction, as the
  *		role, and record its outcome as the owner; commit as the role.  In
  *		a transaction, in bookkeeping.  error: the role check's verdict
- *		(the command does not run when it is set).
+ *		(the command does not run when it is set).  A deferred run
+ *		(settle_claim) has no row yet: its row (run_id, taken ahead) and the
+ *		job's advanced state are written now, in one statement.  commit:
+ *		commit the transaction afterwards (else a batch goes on in it).
  */
 static void
 run_atomic(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
-		   ErrorData *error)
+		   ErrorData *error, bool commit)
 {
 	char		result_status[SCHEDLOCK_RESULT_STATUS_LEN] = "";
 	char	   *notices = NULL;
@@ -697,7 +729,7 @@ run_atomic(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 	 * transaction started (every job of a burst but the first few) runs in
 	 * that transaction: one commit.
 	 */
-	if (plan->due_at > GetCurrentTransactionStartTimestamp())
+	if (!plan->deferred && plan->due_at > GetCurrentTransactionStartTimestamp())
 	{
 		commit_early_claim();
 		if (start > GetCurrentTimestamp())
@@ -725,9 +757,14 @@ run_atomic(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 	/* the others due at this instant start before this run's bookkeeping */
 	schedlock_wave_started();
 	schedlock_wave_wait_for_others();
-	schedlock_record_outcome(job, plan, run_id, error, result_status,
-							 notices);
-	end_tx();
+	if (plan->deferred)
+		(void) schedlock_record_ended_run(job, plan, start, error,
+										  result_status, notices);
+	else
+		schedlock_record_outcome(job, plan, run_id, error, result_status,
+								 notices);
+	if (commit)
+		end_tx();
 }
 
 /*
@@ -786,6 +823,87 @@ claim_job(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
 }
 
 /*
+ * job_error
+ *		The verdict on a claimed job before it runs: the role check's
+ *		(schedlock_check_job_role), or the housekeeper's start_error for a
+ *		role whose backend could not start; NULL when it may run.
+ */
+static ErrorData *
+job_error(ClaimedJob *job, const char *start_error)
+{
+	ErrorData  *error = schedlock_check_job_role(job->owner, job->run_as,
+												 run_cxt);
+
+	if (error == NULL && start_error != NULL)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(run_cxt);
+
+		error = palloc0(sizeof(ErrorData));
+		error->elevel = ERROR;
+		error->sqlerrcode = ERRCODE_CONNECTION_FAILURE;
+		error->message = pstrdup(start_error);
+		error->detail = pstrdup("The job's backend could not connect as its role.");
+		error->assoc_context = run_cxt;
+		MemoryContextSwitchTo(oldcxt);
+	}
+	return error;
+}
+
+/*
+ * dispatch_batch
+ *		After a deferred atomic run in the current transaction (see
+ *		dispatch_one), claim and run more of the role's atomic SQL jobs due
+ *		when the transaction began, in it, until schedlock.runs_per_commit
+ *		runs have shared it, WORKER_BATCH_MS have passed since it began, or
+ *		none is left; the caller commits them all.  Each job's command runs
+ *		in a subtransaction of its own (a failing one rolls back alone and
+ *		is recorded failed), and each slot is still run once: a run counts
+ *		only if the batch commits, and one that does not is claimed again.
+ *		A claimed job that cannot be deferred (a run in progress, a queued
+ *		run_job() call, record_runs = failures) is handled the general way,
+ *		which commits the batch.
+ */
+static void
+dispatch_batch(Oid role, ClaimPosition *pos, const char *start_error)
+{
+	TimestampTz began = GetCurrentTransactionStartTimestamp();
+	int			n = 1;
+
+	while (n < schedlock_runs_per_commit &&
+		   !TimestampDifferenceExceeds(began, GetCurrentTimestamp(),
+									   WORKER_BATCH_MS))
+	{
+		ClaimedJob	job;
+		ClaimPlan	plan;
+		TimestampTz start;
+		ErrorData  *error;
+		int64		run_id;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!claim_job(SCHEDLOCK_CLAIM_ATOMIC, role, pos, began, &job))
+			return;
+		n++;
+		start = settle_claim(&job, &plan, began, true);
+		if (plan.kind != PLAN_RUN)
+			continue;
+		error = job_error(&job, start_error);
+		set_running_job(job.job_id);
+		if (plan.deferred)
+		{
+			run_atomic(&job, &plan, plan.run_id, start, error, false);
+			set_running_job(0);
+			continue;
+		}
+		/* the general way, in this transaction: it commits the batch */
+		run_id = schedlock_record_run(&job, &plan, "running", start, 0, false);
+		if (run_id != 0)
+			run_atomic(&job, &plan, run_id, start, error, false);
+		set_running_job(0);
+		return;
+	}
+}
+
+/*
  * dispatch_one
  *		Claim and handle one due job of the role (of any role whose queue
  *		the housekeeper fails: fail_role) after position *pos, and move
@@ -821,7 +939,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 		end_tx();
 		return false;
 	}
-	start = settle_claim(&job, &plan, horizon);
+	start = settle_claim(&job, &plan, horizon, true);
 	if (plan.kind != PLAN_RUN)
 	{
 		end_tx();
@@ -829,19 +947,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 	}
 
 	/* a job whose role cannot log in does not run: its run fails */
-	error = schedlock_check_job_role(job.owner, job.run_as, run_cxt);
-	if (error == NULL && start_error != NULL)
-	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(run_cxt);
-
-		error = palloc0(sizeof(ErrorData));
-		error->elevel = ERROR;
-		error->sqlerrcode = ERRCODE_CONNECTION_FAILURE;
-		error->message = pstrdup(start_error);
-		error->detail = pstrdup("The job's backend could not connect as its role.");
-		error->assoc_context = run_cxt;
-		MemoryContextSwitchTo(oldcxt);
-	}
+	error = job_error(&job, start_error);
 
 	if (job.channel != NULL)
 	{
@@ -856,12 +962,30 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 		while (error == NULL && n++ < WORKER_NOTIFY_BATCH &&
 			   claim_job(SCHEDLOCK_CLAIM_NOTIFY, role, &batch, start, &job))
 		{
-			(void) settle_claim(&job, &plan, start);
+			(void) settle_claim(&job, &plan, start, false);
 			if (plan.kind == PLAN_RUN)
 				notify_job(&job, &plan, start, NULL);
 		}
 		wait_until(start);
 		end_tx();
+		return true;
+	}
+
+	/*
+	 * An atomic job whose run and state are written once it has ended; and,
+	 * under schedlock.runs_per_commit, the role's further atomic jobs due
+	 * when this transaction began, each run in a subtransaction of its own,
+	 * committed together (see dispatch_batch).
+	 */
+	if (plan.deferred)
+	{
+		set_running_job(job.job_id);
+		run_atomic(&job, &plan, plan.run_id, start, error, false);
+		set_running_job(0);
+		dispatch_batch(role, pos, start_error);
+		end_tx();
+		if (MySlot->kind == SCHEDLOCK_BACKEND_JOBS)
+			schedlock_exec_after_run(false);
 		return true;
 	}
 
@@ -875,7 +999,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 	set_running_job(job.job_id);
 	toplevel = !job.atomic && error == NULL;
 	if (!toplevel)
-		run_atomic(&job, &plan, run_id, start, error);
+		run_atomic(&job, &plan, run_id, start, error, true);
 	else
 	{
 		/* the claim commits first, the command runs at top level */
