@@ -75,6 +75,7 @@ int			schedlock_history_retention = 7 * 24 * 60;
 /* Which ended runs schedlock.job_runs keeps (schedlock.record_runs). */
 int			schedlock_record_runs = SCHEDLOCK_RECORD_RUNS_ALL;
 int			schedlock_runs_per_commit = 1;
+char	   *schedlock_run_id = NULL;
 
 static const struct config_enum_entry log_runs_options[] = {
 	{"none", SCHEDLOCK_LOG_RUNS_NONE, false},
@@ -385,6 +386,17 @@ _PG_init(void)
 							 NULL,
 							 NULL,
 							 NULL);
+
+	DefineCustomStringVariable("schedlock.run_id",
+							   "The run of a job its command belongs to, while it runs; empty elsewhere.",
+							   "Set by the job backend around a job's command: current_setting('schedlock.run_id') is the run's run_id in schedlock.job_runs.",
+							   &schedlock_run_id,
+							   "",
+							   PGC_INTERNAL,
+							   GUC_NOT_IN_SAMPLE | GUC_DISALLOW_IN_FILE,
+							   NULL,
+							   NULL,
+							   NULL);
 
 	DefineCustomIntVariable("schedlock.runs_per_commit",
 							"Largest number of atomic job runs of one role that share one commit.",

@@ -69,6 +69,9 @@ extern int	schedlock_record_runs;
 /* schedlock.runs_per_commit: atomic runs that may share one commit */
 extern int	schedlock_runs_per_commit;
 
+/* schedlock.run_id: the run a job's command belongs to, while it runs */
+extern char *schedlock_run_id;
+
 /* schedlock.c */
 extern void schedlock_check_preloaded(void);
 

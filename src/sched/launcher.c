@@ -646,9 +646,27 @@ make_room(int needed, Oid dboid, TimestampTz now)
  * all_busy
  *		Whether every backend of the due queue q has been running a job for
  *		SCHEDLOCK_GROW_AFTER_MS; when they all run one but not yet for that
- *		long, *wake_at is moved to when they will have.  Caller holds the
- *		lock.
+ *		long, *wake_at is moved to when they will have, and the backends are
+ *		told that the launcher will look again by itself (busy_watched: a
+ *		backend that starts a run then does not wake it; nor while the queue
+ *		has a backlog, which the launcher knows of).  Caller holds the lock
+ *		exclusively.
  */
+static void
+watch_busy(SchedlockQueue *q, bool watched)
+{
+	int			i;
+
+	for (i = 0; i < schedlock_shared->nslots; i++)
+	{
+		SchedlockBackendSlot *slot = &schedlock_shared->slots[i];
+
+		if (slot->in_use && slot->kind == SCHEDLOCK_BACKEND_JOBS &&
+			slot->dboid == q->dboid && slot->role == q->role)
+			slot->busy_watched = watched;
+	}
+}
+
 static bool
 all_busy(SchedlockQueue *q, TimestampTz now, TimestampTz *wake_at)
 {
@@ -663,16 +681,23 @@ all_busy(SchedlockQueue *q, TimestampTz now, TimestampTz *wake_at)
 			slot->dboid != q->dboid || slot->role != q->role)
 			continue;
 		if (slot->running_job == 0)
+		{
+			watch_busy(q, false);
 			return false;
+		}
 		latest = Max(latest, slot->running_since);
 	}
 	if (latest == 0)
 		return false;
 	latest = TimestampTzPlusMilliseconds(latest, SCHEDLOCK_GROW_AFTER_MS);
 	if (latest <= now)
+	{
+		watch_busy(q, false);
 		return true;
+	}
 	if (latest < *wake_at)
 		*wake_at = latest;
+	watch_busy(q, true);
 	return false;
 }
 
@@ -785,15 +810,27 @@ launcher_pass(TimestampTz *last_scan)
 			wants[nwants].growth = false;
 			nwants++;
 		}
-		else if ((q->backlog || all_busy(q, now, &wake_at)) &&
-				 (schedlock_max_runs_per_role == 0 ||
-				  q->nbackends < schedlock_max_runs_per_role))
+		else
 		{
-			wants[nwants].db = dbi;
-			wants[nwants].queue = i;
-			wants[nwants].due_at = q->due_at;
-			wants[nwants].growth = true;
-			nwants++;
+			bool		grow;
+
+			if (q->backlog)
+			{
+				/* known here: the start of a run need not wake the launcher */
+				watch_busy(q, true);
+				grow = true;
+			}
+			else
+				grow = all_busy(q, now, &wake_at);
+			if (grow && (schedlock_max_runs_per_role == 0 ||
+						 q->nbackends < schedlock_max_runs_per_role))
+			{
+				wants[nwants].db = dbi;
+				wants[nwants].queue = i;
+				wants[nwants].due_at = q->due_at;
+				wants[nwants].growth = true;
+				nwants++;
+			}
 		}
 	}
 	LWLockRelease(schedlock_shared->lock);

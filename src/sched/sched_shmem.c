@@ -684,8 +684,13 @@ schedlock_set_running(SchedlockBackendSlot *slot, int64 job_id)
 			s->running_job == 0)
 			all_busy = false;
 	}
+	/*
+	 * Its queue may need one more backend soon (launcher.c, all_busy),
+	 * unless the launcher already watches it: one wakeup, not one per run
+	 * of a burst.
+	 */
+	all_busy = all_busy && !slot->busy_watched;
 	LWLockRelease(schedlock_shared->lock);
-	/* its queue may need one more backend soon (launcher.c, all_busy) */
 	if (all_busy)
 		schedlock_wake_launcher();
 }

@@ -110,6 +110,9 @@ typedef struct SchedlockBackendSlot
 	bool		no_extension;	/* found no schedlock extension */
 	bool		finished;		/* a housekeeper did its whole pass */
 	int64		running_job;	/* job_id being run now, 0 when none */
+	bool		busy_watched;	/* the launcher looks again, on its own, at
+								 * whether its queue's backends have all been
+								 * busy too long (launcher.c, all_busy) */
 	TimestampTz running_since;	/* when running_job started */
 	int			start_sqlerrcode;	/* the error that ended its start-up */
 	char		start_error[256];	/* ... its message, "" when none */

@@ -269,6 +269,22 @@ set_running_job(int64 job_id)
 }
 
 /*
+ * set_run_id
+ *		Show the run a job's command belongs to in schedlock.run_id (0:
+ *		none, the setting is empty), for the command to read.
+ */
+static void
+set_run_id(int64 run_id)
+{
+	char		buf[32] = "";
+
+	if (run_id != 0)
+		snprintf(buf, sizeof(buf), INT64_FORMAT, run_id);
+	(void) set_config_option("schedlock.run_id", buf, PGC_INTERNAL,
+							 PGC_S_OVERRIDE, GUC_ACTION_SET, true, 0, false);
+}
+
+/*
  * report_job_activity
  *		Show the running job in pg_stat_activity.query: its name in a comment,
  *		then its command (a NOTIFY job: its channel).
@@ -746,12 +762,14 @@ run_atomic(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 									job->command);
 		end_bookkeeping();
 		schedlock_exec_set_search_path(job->search_path);
+		set_run_id(run_id);
 		job_cancel_begin();
 		schedlock_wave_started();
 		if (!schedlock_exec_atomic(job->command, job->timeout_ms, &error,
 								   result_status, &notices))
 			MemoryContextSwitchTo(run_cxt);
 		job_cancel_end();
+		set_run_id(0);
 		begin_bookkeeping();
 	}
 	/* the others due at this instant start before this run's bookkeeping */
@@ -789,11 +807,13 @@ run_toplevel(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 		schedlock_log_run_statement(job->job_name, job->role_name, run_id,
 									job->command);
 		schedlock_exec_set_search_path(job->search_path);
+		set_run_id(run_id);
 		job_cancel_begin();
 		schedlock_wave_started();
 		(void) schedlock_exec_toplevel(job->command, job->timeout_ms, &error,
 									   result_status, &notices);
 		job_cancel_end();
+		set_run_id(0);
 		MemoryContextSwitchTo(run_cxt);
 	}
 	/* the others due at this instant start before this run's bookkeeping */
@@ -851,9 +871,9 @@ job_error(ClaimedJob *job, const char *start_error)
 
 /*
  * dispatch_batch
- *		After a deferred atomic run in the current transaction (see
- *		dispatch_one), claim and run more of the role's atomic SQL jobs due
- *		when the transaction began, in it, until schedlock.runs_per_commit
+ *		After an atomic run in the current transaction (see dispatch_one),
+ *		claim and run more of the role's atomic SQL jobs due when the
+ *		transaction began, in it, until schedlock.runs_per_commit
  *		runs have shared it, WORKER_BATCH_MS have passed since it began, or
  *		none is left; the caller commits them all.  Each job's command runs
  *		in a subtransaction of its own (a failing one rolls back alone and
@@ -999,7 +1019,17 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 	set_running_job(job.job_id);
 	toplevel = !job.atomic && error == NULL;
 	if (!toplevel)
-		run_atomic(&job, &plan, run_id, start, error, true);
+	{
+		/*
+		 * Its transaction (the claim's, or one begun on the job's instant)
+		 * may take the role's further atomic jobs due then
+		 * (schedlock.runs_per_commit): jobs due at one instant share it.
+		 */
+		run_atomic(&job, &plan, run_id, start, error, false);
+		set_running_job(0);
+		dispatch_batch(role, pos, start_error);
+		end_tx();
+	}
 	else
 	{
 		/* the claim commits first, the command runs at top level */

@@ -67,6 +67,8 @@ SETUP = {
     'assert': 'CREATE TABLE invoice_run (day date, status text);\n',
     # the table the README's SQL job sample creates just before
     'readme-vacuum-job': 'CREATE TABLE sessions (id bigint PRIMARY KEY, expires timestamptz NOT NULL);\n',
+    # the README's NOTIFY job creates the role of the application servers
+    'readme-notify-job': 'DROP ROLE IF EXISTS mailer;\n',
     # the role a DBA grants the job functions to
     'grant': GRANT_ROLE,
     'readme-grant': GRANT_ROLE,
@@ -89,9 +91,20 @@ import psycopg, time
 _done = {'finished': []}
 def send_statistics(payload):
     _done['payload'] = payload
+class _Row:
+    def __init__(self, row):
+        self.row = row
+    def fetchone(self):
+        return self.row
 class _Conn(psycopg.Connection):
     def execute(self, query, params=None, **kw):
         cur = super().execute(query, params, **kw)
+        if 'schedlock_claim_run_payload' in str(query):
+            # the payload as claimed (the sample may define its own sender)
+            row = cur.fetchone()
+            if row[0]:
+                _done['payload'] = row[1]
+            return _Row(row)
         if 'schedlock_finish_run' in str(query):
             _done['finished'].append((params[0], cur.fetchone()[0]))
             if len(_done['finished']) == 2:

@@ -28,21 +28,21 @@ $node->safe_psql('postgres', 'CREATE DATABASE app');
 $node->safe_psql('app', 'CREATE EXTENSION schedlock');
 
 # --- now() of a run --------------------------------------------------------
-# Each run records now(), statement_timestamp() and clock_timestamp() next to
-# its own scheduled_for, read from its run row: an atomic job's row is in
-# its own transaction, a non-atomic job's was committed by the claim.
+# Each run records now(), statement_timestamp() and clock_timestamp() and
+# its run id (schedlock.run_id); its scheduled_for comes from its run row
+# once that has been written.
 $node->safe_psql('app', q{
-	CREATE TABLE seen (job text, stmt int, tx_now timestamptz,
-					   stmt_ts timestamptz, clock timestamptz,
-					   scheduled_for timestamptz);
+	CREATE TABLE seen_at (job text, stmt int, tx_now timestamptz,
+						  stmt_ts timestamptz, clock timestamptz, run_id bigint);
 	CREATE FUNCTION record_run(job text, stmt int) RETURNS void
 	LANGUAGE sql AS $$
-		INSERT INTO seen
-		SELECT job, stmt, now(), statement_timestamp(), clock_timestamp(),
-			   r.scheduled_for
-		  FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
-		 WHERE j.job_name = job AND r.status = 'running'
+		INSERT INTO seen_at
+		VALUES (job, stmt, now(), statement_timestamp(), clock_timestamp(),
+				current_setting('schedlock.run_id')::bigint)
 	$$;
+	CREATE VIEW seen AS
+	SELECT s.*, r.scheduled_for
+	  FROM seen_at s JOIN schedlock.job_runs r USING (run_id);
 	SELECT schedlock.schedule_job('at', '1 seconds', $$SELECT record_run('at', 1)$$);
 	SELECT schedlock.schedule_job('na', '1 seconds',
 		$$SELECT record_run('na', 1); SELECT pg_sleep(0.02); SELECT record_run('na', 2)$$,

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# test/bench/claim_cost.sh - what one run of an atomic job costs a job
+# backend: N no-op '* * * * *' jobs of one role due at one instant, run by
+# one job backend on a throwaway durable cluster with pg_stat_statements
+# (track = all, so the backend's own statements are counted): runs per
+# second, commits, WAL bytes and WAL records per run, and the statements
+# each run executes with their time.  Then the same with
+# schedlock.runs_per_commit = RPC.  For A/B comparisons of two builds, each
+# installed into a copy of PostgreSQL of its own (make install
+# DESTDIR=...); run as root (the server runs as postgres).  The floor, a
+# one-row INSERT per transaction with pgbench, is measured first on the
+# same cluster.
+#
+#   PG_BINDIR=/path/to/bin N=20000 RPC=32 bash test/bench/claim_cost.sh PORT
+#
+# Prints one block per setting; the figures swing with the disk (the commit
+# waits for its WAL flush), so compare builds in one sitting.
+set -u
+P=${PG_BINDIR:-/usr/lib/postgresql/15/bin}
+PORT=${1:?port}
+N=${N:-20000}
+RPC=${RPC:-32}
+D=$(mktemp -d /tmp/schedlock-claimcost.XXXXXX)
+chown postgres "$D"
+as() { runuser -u postgres -- "$@"; }
+q() { as "$P/psql" -h "$D" -p "$PORT" -XAtq -v ON_ERROR_STOP=1 -d "$@"; }
+trap 'as "$P/pg_ctl" -D "$D/data" -m fast stop >/dev/null 2>&1; rm -rf "$D"' EXIT
+as "$P/initdb" -D "$D/data" -A trust >/dev/null
+cat >>"$D/data/postgresql.conf" <<C
+listen_addresses = ''
+unix_socket_directories = '$D'
+port = $PORT
+shared_preload_libraries = 'schedlock,pg_stat_statements'
+pg_stat_statements.track = all
+fsync = on
+synchronous_commit = on
+shared_buffers = '256MB'
+max_wal_size = '8GB'
+checkpoint_timeout = '30min'
+schedlock.max_job_backends = 1
+schedlock.max_workers = 1
+schedlock.max_runs_per_role = 0
+C
+as "$P/pg_ctl" -D "$D/data" -l "$D/log" -w start >/dev/null || exit 2
+
+# trial RPC : one burst of N jobs with schedlock.runs_per_commit = RPC
+trial()
+{
+	local s c0 c1 l0 l1
+	[ "$HAS_RPC" = 1 ] &&
+		q postgres -c "ALTER SYSTEM SET schedlock.runs_per_commit = $1" -c "SELECT pg_reload_conf()" >/dev/null
+	q postgres -c "DROP DATABASE IF EXISTS b" -c "CREATE DATABASE b" >/dev/null 2>&1
+	q b -c "CREATE EXTENSION schedlock" -c "CREATE EXTENSION pg_stat_statements" >/dev/null
+	# a warm job backend: its statements prepared, its caches loaded
+	q b -c "SELECT count(schedlock.schedule_job('warm' || i, '1 seconds', 'SELECT 1')) FROM generate_series(1, 50) i" >/dev/null
+	sleep 2.5
+	q b -c "SELECT count(schedlock.unschedule_job(job_name)) FROM schedlock.jobs" >/dev/null
+	s=$(q b -c "SELECT floor(extract(epoch FROM clock_timestamp()))::bigint % 60")
+	[ $((60 - s)) -lt 25 ] && sleep $((61 - s))
+	q b -c "SELECT count(schedlock.schedule_job('c' || i, '* * * * *', 'SELECT 1')) FROM generate_series(1, $N) i" >/dev/null
+	s=$(q b -c "SELECT floor(extract(epoch FROM clock_timestamp()))::bigint % 60")
+	sleep $((59 - s))
+	q b -c "SELECT pg_stat_statements_reset()" -c "SELECT pg_stat_reset_shared('wal')" >/dev/null
+	c0=$(q b -c "SELECT xact_commit FROM pg_stat_database WHERE datname = 'b'")
+	l0=$(q b -c "SELECT pg_current_wal_lsn()")
+	for _ in $(seq 1 1200); do
+		[ "$(q b -c "SELECT count(*) FROM schedlock.job_runs WHERE finished_at IS NOT NULL")" -ge "$N" ] && break
+		sleep 0.5
+	done
+	sleep 1		# the statistics of the last commit
+	c1=$(q b -c "SELECT xact_commit FROM pg_stat_database WHERE datname = 'b'")
+	l1=$(q b -c "SELECT pg_current_wal_lsn()")
+	q b -c "UPDATE schedlock.jobs SET enabled = false" >/dev/null
+	echo "runs_per_commit = $1, $N no-op jobs, one job backend"
+	q b -F ' ' -c "SELECT '  runs per second', round(count(*) / extract(epoch FROM max(finished_at) - min(scheduled_for)))
+		FROM schedlock.job_runs WHERE job_name LIKE 'c%'"
+	# the commits of the client's psql calls above are fewer than 20: noise
+	q b -F ' ' -c "SELECT '  commits per run', round(($c1 - $c0)::numeric / $N, 3),
+		'/ WAL bytes per run', round(pg_wal_lsn_diff('$l1', '$l0') / $N),
+		'/ WAL records per run', round(wal_records::numeric / $N, 1),
+		'/ WAL flushes', wal_sync FROM pg_stat_wal"
+	echo "  statements per run (calls / run, microseconds / run, statement):"
+	q b -F ' | ' -c "SELECT '   ', round(calls::numeric / $N, 2), round((total_exec_time / $N)::numeric * 1000, 1),
+			left(regexp_replace(query, '\s+', ' ', 'g'), 90)
+		FROM pg_stat_statements WHERE calls >= $N / 2 ORDER BY total_exec_time DESC"
+}
+
+# floor : a one-row INSERT per transaction with pgbench, 1, 2 and 4 clients
+# (10 s each), on the same cluster: the commit every run of a job needs
+floor()
+{
+	local c
+	q postgres -c "DROP TABLE IF EXISTS floor_t" -c "CREATE TABLE floor_t (x int)" >/dev/null
+	echo "INSERT INTO floor_t VALUES (1);" >"$D/floor.sql"
+	chmod a+r "$D/floor.sql"
+	for c in 1 2 4; do
+		echo "  floor, pgbench one-row INSERT, $c client(s): $(as "$P/pgbench" -h "$D" -p "$PORT" -n -f "$D/floor.sql" \
+			-c "$c" -j "$c" -T 10 postgres 2>/dev/null | sed -n 's/^tps = \([0-9.]*\).*/\1/p') tps"
+	done
+}
+
+# a build before schedlock.runs_per_commit commits each run alone
+HAS_RPC=$(q postgres -c "SELECT count(*) FROM pg_settings WHERE name = 'schedlock.runs_per_commit'")
+floor
+trial 1
+[ "$HAS_RPC" = 1 ] && trial "$RPC"
