@@ -299,6 +299,26 @@ for f in "$A" $Bf; do
 	echo
 done
 
+# the claim path: runs committed alone and up to 32 per commit, beside the
+# floor measured in the same run
+for f in "$A" $Bf; do
+	[ "$(get claim.floor.c1.tps "$f")$(get steady.rpc1.lag.samples "$f")" = n/an/a ] && continue
+	echo "### Claim path, $(short "$f")"
+	echo
+	echo "| workload | 1 job backend | 2 | 4 | the floor (pgbench, 1 / 2 / 4 clients) |"
+	echo "| --- | ---: | ---: | ---: | --- |"
+	echo "| no-op jobs claimed per second, each run committed alone | $(get claim.w1.per_s "$f") | $(get claim.w2.per_s "$f") | $(get claim.w4.per_s "$f") | one-row INSERT: $(get claim.floor.c1.tps "$f") / $(get claim.floor.c2.tps "$f") / $(get claim.floor.c4.tps "$f") tps |"
+	echo "| the same, schedlock.runs_per_commit = 32 | $(get claim.w1.rpc32.per_s "$f") | $(get claim.w2.rpc32.per_s "$f") | $(get claim.w4.rpc32.per_s "$f") | |"
+	echo "| 1000 INSERT jobs at one instant, last finished (ms), each run committed alone | $(get burst.schedlock.w1.last_finish_ms "$f") | $(get burst.schedlock.w2.last_finish_ms "$f") | $(get burst.schedlock.w4.last_finish_ms "$f") | the same 1000 INSERTs: $(get burst.floor.c1.ms "$f") / $(get burst.floor.c2.ms "$f") / $(get burst.floor.c4.ms "$f") ms |"
+	echo "| the same, schedlock.runs_per_commit = 32 | $(get burst.schedlock.w1.rpc32.last_finish_ms "$f") | $(get burst.schedlock.w2.rpc32.last_finish_ms "$f") | $(get burst.schedlock.w4.rpc32.last_finish_ms "$f") | |"
+	echo
+	echo "| steady load: 300 '1 seconds' jobs of one role, default backends | samples | median (ms) | p99 (ms) | max (ms) |"
+	echo "| --- | ---: | ---: | ---: | ---: |"
+	echo "| each run committed alone | $(get steady.rpc1.lag.samples "$f") | $(get steady.rpc1.lag.median "$f") | $(get steady.rpc1.lag.p99 "$f") | $(get steady.rpc1.lag.max "$f") |"
+	echo "| schedlock.runs_per_commit = 32 | $(get steady.rpc32.lag.samples "$f") | $(get steady.rpc32.lag.median "$f") | $(get steady.rpc32.lag.p99 "$f") | $(get steady.rpc32.lag.max "$f") |"
+	echo
+done
+
 if [ -s "$OUT/locks.md" ]; then
 	echo "### Locks"
 	echo

@@ -15,7 +15,7 @@
 #           of each, side by side (3 samples)
 #   burst   1000 one-row INSERT jobs of one role due at one instant:
 #           schedlock with the default settings and with 1, 2 and 4 job
-#           backends, pg_cron over libpq and with background workers, and
+#           backends (runs committed alone, and up to 32 per commit), pg_cron over libpq and with background workers, and
 #           the floor: pgbench running the same INSERT 1000 times
 #   tenants 100 roles x 10 one-row INSERT jobs due at one instant:
 #           schedlock (defaults) and pg_cron with background workers
@@ -30,7 +30,11 @@
 #   scale   1,000,000 schedlock jobs (100,000 pg_cron jobs) due days ahead
 #           plus one every-second (every-minute) job: insert rate, the
 #           scheduler's CPU over 60 s (180 s for pg_cron), lag of that job
-#   claim   50,000 no-op jobs due at once, with 1, 2 and 4 job backends
+#   claim   50,000 no-op jobs due at once, with 1, 2 and 4 job backends,
+#           each run committed alone and with schedlock.runs_per_commit =
+#           32; beside pgbench's one-row INSERT with 1, 2 and 4 clients
+#   steady  300 "1 seconds" jobs of one role for 60 s (300 runs a second):
+#           start lag, with the defaults and with runs_per_commit = 32
 #   locks   test/bench/lock_bench.sh
 #
 # Both clusters are durable (fsync and synchronous_commit on), listen on a
@@ -52,7 +56,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 2
 source test/lib.sh
 
-ONLY=${BENCH_ONLY:-"lag burst tenants dbs lagburst notify scale claim locks"}
+ONLY=${BENCH_ONLY:-"lag burst tenants dbs lagburst notify scale claim steady locks"}
 LAG_SAMPLES=${BENCH_LAG_SAMPLES:-60}
 LAG_MINUTES=${BENCH_LAG_MINUTES:-3}
 OUT=${BENCH_OUT:-$SL_SRCDIR/test/bench/out}
@@ -216,6 +220,14 @@ set_workers()
 }
 set_workers 2
 
+# set_batch N : schedlock.runs_per_commit = N
+set_batch()
+{
+	sq postgres -c "ALTER SYSTEM SET schedlock.runs_per_commit = $1" \
+		-c "SELECT pg_reload_conf()" >/dev/null
+	sleep 1
+}
+
 # before_minute SECONDS : wait, if needed, until at least SECONDS remain
 # before the next minute boundary (of the server's clock)
 before_minute()
@@ -372,9 +384,10 @@ BURST_CMD="'INSERT INTO b VALUES (' || i || ', clock_timestamp())'"
 # burst_schedlock BACKENDS : BACKENDS job backends, or "default" settings
 burst_schedlock()
 {
-	local w=$1 db=burst$1 s
-	sl_log "burst: schedlock, $w job backends"
+	local w=$1 db=burst$1 s name=schedlock.w$1
+	sl_log "burst: schedlock, $w job backends${2:+, $2 runs per commit}"
 	set_workers "$w"
+	[ -n "${2:-}" ] && { set_batch "$2"; name=schedlock.w$w.rpc$2; }
 	fresh_db "$db" || return 1
 	warm_up "$db"
 	sq "$db" -c "CREATE TABLE b (job int, started timestamptz)"
@@ -384,11 +397,13 @@ burst_schedlock()
 	[ "$s" = 1 ] || sl_log "burst: the jobs are not all due at one instant ($s)"
 	wait_for sq "$db" "SELECT count(*) FROM schedlock.job_runs WHERE finished_at IS NOT NULL" $N_BURST 120
 	sq "$db" -c "UPDATE schedlock.jobs SET enabled = false"
-	burst_result "schedlock.w$w" sq "$db" \
+	burst_result "$name" sq "$db" \
 		"(SELECT min(scheduled_for) FROM schedlock.job_runs)" \
 		"(SELECT max(finished_at) FROM schedlock.job_runs)"
-	put "burst.schedlock.w$w.failed" "$(sq "$db" -c "SELECT count(*) FROM schedlock.job_runs WHERE status <> 'succeeded'")"
+	put "burst.$name.failed" "$(sq "$db" -c "SELECT count(*) FROM schedlock.job_runs WHERE status <> 'succeeded'")"
 	drop_db "$db"
+	[ -n "${2:-}" ] && set_batch 1
+	return 0
 }
 
 # burst_result NAME ON DB SLOT_EXPR FINISH_EXPR : figures and plot data
@@ -447,6 +462,9 @@ bench_burst()
 	burst_schedlock 1
 	burst_schedlock 2
 	burst_schedlock 4
+	burst_schedlock 1 32
+	burst_schedlock 2 32
+	burst_schedlock 4 32
 	set_workers 2
 	burst_floor 1
 	burst_floor 2
@@ -813,22 +831,64 @@ N_CLAIM=50000
 
 bench_claim()
 {
-	local w db
-	for w in 1 2 4; do
-		db=claim$w
-		sl_log "claim: $N_CLAIM no-op jobs, $w job backends"
-		set_workers "$w"
-		fresh_db "$db" || return 1
-		warm_up "$db"
-		before_minute 25
-		sq "$db" -c "SELECT count(schedlock.schedule_job('c' || i, '* * * * *', 'SELECT 1')) FROM generate_series(1, $N_CLAIM) i" >/dev/null
-		wait_for sq "$db" "SELECT count(*) FROM schedlock.job_runs WHERE finished_at IS NOT NULL" $N_CLAIM 200
-		sq "$db" -c "UPDATE schedlock.jobs SET enabled = false"
-		put "claim.w$w.seconds" "$(sq "$db" -c "SELECT round(extract(epoch FROM max(finished_at) - min(scheduled_for))::numeric, 2) FROM schedlock.job_runs")"
-		put "claim.w$w.per_s" "$(sq "$db" -c "SELECT round(count(*) / extract(epoch FROM max(finished_at) - min(scheduled_for))) FROM schedlock.job_runs")"
-		put "claim.w$w.failed" "$(sq "$db" -c "SELECT count(*) FROM schedlock.job_runs WHERE status <> 'succeeded'")"
-		drop_db "$db"
+	local w db c rpc k tps
+	# the floor: one commit of a one-row INSERT per transaction
+	sq postgres -c "DROP TABLE IF EXISTS floor_t" -c "CREATE TABLE floor_t (x int)"
+	echo "INSERT INTO floor_t VALUES (1);" >"$B/claim_floor.sql"
+	chmod a+r "$B/claim_floor.sql"
+	for c in 1 2 4; do
+		tps=$(sl_as_server "$PG_BINDIR/pgbench" -n -M prepared -h "$S_HOST" -p "$S_PORT" -U postgres \
+			-c "$c" -j "$c" -T 10 -f "$B/claim_floor.sql" postgres 2>&1 | awk '/^tps = /{print $3}')
+		put "claim.floor.c$c.tps" "$(printf '%.0f' "$tps")"
 	done
+	sq postgres -c "DROP TABLE floor_t"
+	for rpc in 1 32; do
+		set_batch "$rpc"
+		for w in 1 2 4; do
+			db=claim$w
+			k=claim.w$w
+			[ "$rpc" = 1 ] || k=claim.w$w.rpc$rpc
+			sl_log "claim: $N_CLAIM no-op jobs, $w job backends, $rpc runs per commit"
+			set_workers "$w"
+			fresh_db "$db" || return 1
+			warm_up "$db"
+			before_minute 25
+			sq "$db" -c "SELECT count(schedlock.schedule_job('c' || i, '* * * * *', 'SELECT 1')) FROM generate_series(1, $N_CLAIM) i" >/dev/null
+			wait_for sq "$db" "SELECT count(*) FROM schedlock.job_runs WHERE finished_at IS NOT NULL" $N_CLAIM 200
+			sq "$db" -c "UPDATE schedlock.jobs SET enabled = false"
+			put "$k.seconds" "$(sq "$db" -c "SELECT round(extract(epoch FROM max(finished_at) - min(scheduled_for))::numeric, 2) FROM schedlock.job_runs")"
+			put "$k.per_s" "$(sq "$db" -c "SELECT round(count(*) / extract(epoch FROM max(finished_at) - min(scheduled_for))) FROM schedlock.job_runs")"
+			put "$k.failed" "$(sq "$db" -c "SELECT count(*) FROM schedlock.job_runs WHERE status <> 'succeeded'")"
+			drop_db "$db"
+		done
+	done
+	set_batch 1
+	set_workers 2
+}
+
+# --- 5b. steady load ----------------------------------------------------------
+
+N_STEADY=300
+STEADY_SECONDS=${BENCH_STEADY_SECONDS:-60}
+
+bench_steady()
+{
+	local rpc
+	set_workers default
+	for rpc in 1 32; do
+		sl_log "steady: $N_STEADY '1 seconds' jobs for $STEADY_SECONDS s, $rpc runs per commit"
+		set_batch "$rpc"
+		fresh_db steady || return 1
+		sq steady -c "CREATE TABLE lag (started timestamptz)" \
+			-c "SELECT count(schedlock.schedule_job('s' || i, '1 seconds', 'INSERT INTO lag VALUES (clock_timestamp())')) FROM generate_series(1, $N_STEADY) i" >/dev/null
+		sleep 5
+		sq steady -c "TRUNCATE lag"
+		sleep "$STEADY_SECONDS"
+		sq steady -c "UPDATE schedlock.jobs SET enabled = false"
+		put_spread "steady.rpc$rpc.lag" "$(spread "SELECT extract(epoch FROM started - date_trunc('second', started)) * 1000 FROM lag" sq steady)"
+		drop_db steady
+	done
+	set_batch 1
 	set_workers 2
 }
 
@@ -851,6 +911,7 @@ for w in $ONLY; do
 		notify) bench_notify ;;
 		scale) bench_scale ;;
 		claim) bench_claim ;;
+		steady) bench_steady ;;
 		locks) bench_locks ;;
 		*) echo "unknown workload $w" >&2 ;;
 	esac
