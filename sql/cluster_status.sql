@@ -8,13 +8,15 @@
 SET client_min_messages = warning;
 
 -- wait (at most 30 s) for the housekeeping of this database to have
--- counted its jobs (it runs when the extension is created)
+-- counted its jobs and ended its pass (it runs when the extension is
+-- created; has_extension is known once the pass is over)
 DO $$
 BEGIN
 	FOR i IN 1 .. 300 LOOP
 		EXIT WHEN EXISTS (SELECT 1 FROM schedlock.cluster_status()
 						   WHERE datname = current_database()
-							 AND jobs_counted_at IS NOT NULL);
+							 AND jobs_counted_at IS NOT NULL
+							 AND has_extension IS NOT NULL);
 		PERFORM pg_sleep(0.1);
 	END LOOP;
 END
