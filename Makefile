@@ -46,10 +46,9 @@ ISOLATION_OPTS += --temp-instance=./tmp_check_iso --temp-config=./tmp_check.conf
 endif
 REGRESS_PREP += tmp_isolation
 
-# The Perl TAP tests: each starts the servers it needs.
+# The Perl TAP tests: each starts the servers it needs (the files and
+# flags are set after PGXS, which sets its own).
 TAP_TESTS = 1
-PROVE_TESTS ?= test/t/*.pl test/security/*.pl
-PROVE_FLAGS += -I $(srcdir)/test/t
 
 PG_CPPFLAGS = -I$(srcdir)/src $(foreach d,$(SUBDIRS),-I$(srcdir)/src/$(d))
 PG_CFLAGS = -Wall -Wmissing-prototypes -Wpointer-arith -Werror=vla
@@ -57,6 +56,9 @@ PG_CFLAGS = -Wall -Wmissing-prototypes -Wpointer-arith -Werror=vla
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+PROVE_TESTS ?= test/t/*.pl test/security/*.pl
+PROVE_FLAGS += -I $(srcdir)/test/t
 
 # PGXS tracks no header dependencies unless PostgreSQL was configured with
 # --enable-depend: rebuild every object when a header of ours changes, so
