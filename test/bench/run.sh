@@ -191,7 +191,10 @@ warm_up()
 	sq "$1" -c "CREATE TABLE warm_up (at timestamptz)" \
 		-c "SELECT count(schedlock.schedule_job('warm' || i, '1 seconds', 'INSERT INTO warm_up VALUES (clock_timestamp())')) FROM generate_series(1, 50) i" >/dev/null
 	sleep 2.5
+	# their runs go too: an unscheduled job's history stays, and the
+	# workloads read the times of their own runs from schedlock.job_runs
 	sq "$1" -c "SELECT count(schedlock.unschedule_job(job_name)) FROM schedlock.jobs WHERE job_name LIKE 'warm%'" \
+		-c "DELETE FROM schedlock.job_runs WHERE job_name LIKE 'warm%'" \
 		-c "DROP TABLE warm_up" >/dev/null
 }
 
