@@ -59,12 +59,16 @@ SELECT n.nspname, p.proname,
 -- the settings and their defaults
 SELECT name, setting, unit, context FROM pg_settings
  WHERE name IN ('schedlock.workers', 'schedlock.enabled', 'schedlock.history_retention',
-                'schedlock.runs_per_commit', 'schedlock.run_id')
+                'schedlock.runs_per_commit', 'schedlock.run_id',
+                'schedlock.scheduled_for')
  ORDER BY 1;
 
--- schedlock.run_id is the job backend's to set, around a job's command
+-- schedlock.run_id and schedlock.scheduled_for are the job backend's to
+-- set, around a job's command
 SELECT * FROM pg_temp.try($$SET schedlock.run_id = '42'$$);
-SELECT current_setting('schedlock.run_id') = '' AS empty_outside_a_run;
+SELECT * FROM pg_temp.try($$SET schedlock.scheduled_for = '2026-01-01'$$);
+SELECT current_setting('schedlock.run_id') = '' AS empty_outside_a_run,
+       current_setting('schedlock.scheduled_for') = '' AS no_slot_outside_a_run;
 
 -- an SQL job with every default; it fires first on 1 January at midnight
 SELECT schedlock.schedule_job('yearly_report', '0 0 1 1 *', 'SELECT 1') AS job_id \gset

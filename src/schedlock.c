@@ -76,6 +76,7 @@ int			schedlock_history_retention = 7 * 24 * 60;
 int			schedlock_record_runs = SCHEDLOCK_RECORD_RUNS_ALL;
 int			schedlock_runs_per_commit = 1;
 char	   *schedlock_run_id = NULL;
+char	   *schedlock_scheduled_for = NULL;
 
 static const struct config_enum_entry log_runs_options[] = {
 	{"none", SCHEDLOCK_LOG_RUNS_NONE, false},
@@ -391,6 +392,17 @@ _PG_init(void)
 							   "The run of a job its command belongs to, while it runs; empty elsewhere.",
 							   "Set by the job backend around a job's command: current_setting('schedlock.run_id') is the run's run_id in schedlock.job_runs.",
 							   &schedlock_run_id,
+							   "",
+							   PGC_INTERNAL,
+							   GUC_NOT_IN_SAMPLE | GUC_DISALLOW_IN_FILE,
+							   NULL,
+							   NULL,
+							   NULL);
+
+	DefineCustomStringVariable("schedlock.scheduled_for",
+							   "The slot a job's command runs for, while it runs; empty elsewhere.",
+							   "Set by the job backend around a job's command: current_setting('schedlock.scheduled_for')::timestamptz is the run's scheduled_for in schedlock.job_runs.",
+							   &schedlock_scheduled_for,
 							   "",
 							   PGC_INTERNAL,
 							   GUC_NOT_IN_SAMPLE | GUC_DISALLOW_IN_FILE,

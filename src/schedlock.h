@@ -72,6 +72,9 @@ extern int	schedlock_runs_per_commit;
 /* schedlock.run_id: the run a job's command belongs to, while it runs */
 extern char *schedlock_run_id;
 
+/* schedlock.scheduled_for: the slot that command runs for */
+extern char *schedlock_scheduled_for;
+
 /* schedlock.c */
 extern void schedlock_check_preloaded(void);
 

@@ -91,6 +91,7 @@
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
+#include "utils/datetime.h"
 #include "utils/elog.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
@@ -269,18 +270,35 @@ set_running_job(int64 job_id)
 }
 
 /*
- * set_run_id
- *		Show the run a job's command belongs to in schedlock.run_id (0:
- *		none, the setting is empty), for the command to read.
+ * set_run_settings
+ *		Show the run a job's command belongs to in schedlock.run_id and the
+ *		slot it stands for in schedlock.scheduled_for (run_id 0: none, both
+ *		are empty), for the command to read.  The instant is written in ISO
+ *		form in UTC, which reads back the same whatever the session's
+ *		DateStyle and TimeZone.
  */
 static void
-set_run_id(int64 run_id)
+set_run_settings(int64 run_id, TimestampTz scheduled_for)
 {
-	char		buf[32] = "";
+	char		id[32] = "";
+	char		slot[MAXDATELEN + 1] = "";
 
 	if (run_id != 0)
-		snprintf(buf, sizeof(buf), INT64_FORMAT, run_id);
-	(void) set_config_option("schedlock.run_id", buf, PGC_INTERNAL,
+	{
+		struct pg_tm tm;
+		fsec_t		fsec;
+
+		snprintf(id, sizeof(id), INT64_FORMAT, run_id);
+		if (timestamp2tm(scheduled_for, NULL, &tm, &fsec, NULL, NULL) == 0)
+		{
+			/* UTC, with its offset written out (+00) */
+			tm.tm_isdst = 0;
+			EncodeDateTime(&tm, fsec, true, 0, NULL, USE_ISO_DATES, slot);
+		}
+	}
+	(void) set_config_option("schedlock.run_id", id, PGC_INTERNAL,
+							 PGC_S_OVERRIDE, GUC_ACTION_SET, true, 0, false);
+	(void) set_config_option("schedlock.scheduled_for", slot, PGC_INTERNAL,
 							 PGC_S_OVERRIDE, GUC_ACTION_SET, true, 0, false);
 }
 
@@ -762,14 +780,14 @@ run_atomic(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 									job->command);
 		end_bookkeeping();
 		schedlock_exec_set_search_path(job->search_path);
-		set_run_id(run_id);
+		set_run_settings(run_id, plan->scheduled_for);
 		job_cancel_begin();
 		schedlock_wave_started();
 		if (!schedlock_exec_atomic(job->command, job->timeout_ms, &error,
 								   result_status, &notices))
 			MemoryContextSwitchTo(run_cxt);
 		job_cancel_end();
-		set_run_id(0);
+		set_run_settings(0, 0);
 		begin_bookkeeping();
 	}
 	/* the others due at this instant start before this run's bookkeeping */
@@ -807,13 +825,13 @@ run_toplevel(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 		schedlock_log_run_statement(job->job_name, job->role_name, run_id,
 									job->command);
 		schedlock_exec_set_search_path(job->search_path);
-		set_run_id(run_id);
+		set_run_settings(run_id, plan->scheduled_for);
 		job_cancel_begin();
 		schedlock_wave_started();
 		(void) schedlock_exec_toplevel(job->command, job->timeout_ms, &error,
 									   result_status, &notices);
 		job_cancel_end();
-		set_run_id(0);
+		set_run_settings(0, 0);
 		MemoryContextSwitchTo(run_cxt);
 	}
 	/* the others due at this instant start before this run's bookkeeping */

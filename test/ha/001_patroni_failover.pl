@@ -287,15 +287,12 @@ safe('node1', q{
 	CREATE EXTENSION schedlock;
 	CREATE TABLE ticks (run_id bigint PRIMARY KEY, scheduled_for timestamptz NOT NULL,
 						port int NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp());
-	-- the run's own row: the job's newest 'running' run (no two of its runs
-	-- overlap; an older one still 'running' is one a dead primary left,
-	-- not yet closed as lost)
+	-- the run and its slot as the job backend shows them to the command
 	SELECT schedlock.schedule_job('tick', '1 second', $$
 		INSERT INTO ticks (run_id, scheduled_for, port)
-		SELECT r.run_id, r.scheduled_for, current_setting('port')::int
-		  FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
-		 WHERE j.job_name = 'tick' AND r.status = 'running'
-		 ORDER BY r.run_id DESC LIMIT 1$$);
+		VALUES (current_setting('schedlock.run_id')::bigint,
+				current_setting('schedlock.scheduled_for')::timestamptz,
+				current_setting('port')::int)$$);
 	SELECT schedlock.schedule_job('slow', '1 second', 'SELECT pg_sleep(0.7)', atomic => false);
 	SELECT schedlock.schedule_job(job_name => 'ping', schedule => '1 second',
 						notify_channel => 'ping', timeout => '3 seconds');

@@ -29,16 +29,18 @@ $node->safe_psql('app', 'CREATE EXTENSION schedlock');
 
 # --- now() of a run --------------------------------------------------------
 # Each run records now(), statement_timestamp() and clock_timestamp() and
-# its run id (schedlock.run_id); its scheduled_for comes from its run row
-# once that has been written.
+# its run id (schedlock.run_id) and slot (schedlock.scheduled_for); the
+# view joins its run row, once that has been written, to compare.
 $node->safe_psql('app', q{
 	CREATE TABLE seen_at (job text, stmt int, tx_now timestamptz,
-						  stmt_ts timestamptz, clock timestamptz, run_id bigint);
+						  stmt_ts timestamptz, clock timestamptz, run_id bigint,
+						  slot timestamptz);
 	CREATE FUNCTION record_run(job text, stmt int) RETURNS void
 	LANGUAGE sql AS $$
 		INSERT INTO seen_at
 		VALUES (job, stmt, now(), statement_timestamp(), clock_timestamp(),
-				current_setting('schedlock.run_id')::bigint)
+				current_setting('schedlock.run_id')::bigint,
+				current_setting('schedlock.scheduled_for')::timestamptz)
 	$$;
 	CREATE VIEW seen AS
 	SELECT s.*, r.scheduled_for
@@ -47,13 +49,17 @@ $node->safe_psql('app', q{
 	SELECT schedlock.schedule_job('na', '1 seconds',
 		$$SELECT record_run('na', 1); SELECT pg_sleep(0.02); SELECT record_run('na', 2)$$,
 		atomic => false);
+	-- schedlock.scheduled_for reads back whatever DateStyle and TimeZone
+	SELECT schedlock.schedule_job('dmy', '1 seconds',
+		$$SET datestyle = 'SQL, DMY'; SET timezone = 'Pacific/Chatham'; SELECT record_run('dmy', 1)$$);
 });
 ok(wait_true($node, 'app', q{SELECT count(DISTINCT scheduled_for) >= 8 FROM seen WHERE job = 'at' AND stmt = 1}, 60)
 	  && wait_true($node, 'app', q{SELECT count(DISTINCT scheduled_for) >= 8 FROM seen WHERE job = 'na' AND stmt = 2}, 60),
 	'both jobs ran at least 8 times');
 $node->safe_psql('app', q{
 	SELECT schedlock.alter_job('at', enabled => false);
-	SELECT schedlock.alter_job('na', enabled => false)});
+	SELECT schedlock.alter_job('na', enabled => false);
+	SELECT schedlock.alter_job('dmy', enabled => false)});
 sleep 1;
 
 diag('start lag in ms (job, runs, median, max): ',
@@ -78,6 +84,11 @@ is($node->safe_psql('app', q{
 	 WHERE job = 'na' AND s1.stmt = 1 AND s2.stmt = 2
 	   AND s2.tx_now < s1.clock + interval '20 milliseconds'}),
 	'0', 'each statement of a non-atomic run has a now() of its own, taken when it starts');
+is($node->safe_psql('app', q{
+	SELECT count(*) FROM seen WHERE slot IS DISTINCT FROM scheduled_for}),
+	'0', 'a command reads its run\'s scheduled_for in schedlock.scheduled_for (atomic and non-atomic)');
+cmp_ok($node->safe_psql('app', q{SELECT count(*) FROM seen WHERE job = 'dmy'}), '>=', 3,
+	'a job whose session reads dates as SQL, DMY in Pacific/Chatham ran');
 cmp_ok($node->safe_psql('app', q{
 	SELECT max(extract(epoch FROM clock - scheduled_for) * 1000) FROM seen WHERE stmt = 1}),
 	'<', 1000, 'every run started within a second of its slot');
