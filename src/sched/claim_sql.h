@@ -92,6 +92,28 @@
 	SCHEDLOCK_CLAIM_COLUMNS("search_path, record_runs") SCHEDLOCK_CLAIM_WHERE \
 	"AND command IS NOT NULL AND atomic " SCHEDLOCK_CLAIM_ORDER
 
+/*
+ * Up to $5 NOTIFY jobs at once: see dispatch_notify_batch in worker.c.
+ * Release 1.2 only.
+ */
+#define SCHEDLOCK_CLAIM_NOTIFY_MANY_SQL \
+	SCHEDLOCK_CLAIM_COLUMNS("search_path, record_runs") SCHEDLOCK_CLAIM_WHERE \
+	"AND notify_channel IS NOT NULL " \
+	"ORDER BY next_run_at, job_id LIMIT $5 " \
+	"FOR NO KEY UPDATE SKIP LOCKED"
+
+/*
+ * The message of a NOTIFY run ($1 channel, $2 job name, $3 job id, $4 run
+ * id, $5 scheduled_for, $6 attempt, as SQL expressions): no payload, as any
+ * role may LISTEN on any channel; the claimer gets it from
+ * schedlock_claim_run_payload.
+ */
+#define SCHEDLOCK_NOTIFY_RUN_SQL(channel, job, job_id, run_id, slot, attempt) \
+	"pg_catalog.pg_notify(" channel ", " \
+	"  pg_catalog.json_build_object('job', " job ", 'job_id', " job_id ", " \
+	"    'run_id', " run_id ", 'scheduled_for', " slot ", " \
+	"    'attempt', " attempt ")::pg_catalog.text)"
+
 /* Both, on the tables of release 1.1 (no jobs.search_path, record_runs). */
 #define SCHEDLOCK_CLAIM_SQL_1_1 \
 	SCHEDLOCK_CLAIM_COLUMNS("NULL::pg_catalog.text, NULL::pg_catalog.text") SCHEDLOCK_CLAIM_WHERE \

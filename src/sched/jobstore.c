@@ -113,13 +113,34 @@ col(HeapTuple tup, TupleDesc desc, int n, bool *isnull)
 }
 
 /*
+ * array_of
+ *		A one-dimensional array of n elements of type elemtype (nulls[i]:
+ *		element i is NULL), in CurrentMemoryContext.
+ */
+static Datum
+array_of(Datum *elems, bool *nulls, int n, Oid elemtype)
+{
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	return PointerGetDatum(construct_md_array(elems, nulls, 1, dims, lbs,
+											  elemtype, typlen, typbyval,
+											  typalign));
+}
+
+/*
  * read_claimed_job
- *		Copy the claimed row out of SPI memory, into cxt.
+ *		Copy claimed row number row out of SPI memory, into cxt, with the
+ *		name of the role the job runs as.
  */
 static void
-read_claimed_job(ClaimedJob *job, MemoryContext cxt)
+read_claimed_job(ClaimedJob *job, uint64 row, MemoryContext cxt)
 {
-	HeapTuple	tup = SPI_tuptable->vals[0];
+	HeapTuple	tup = SPI_tuptable->vals[row];
 	TupleDesc	desc = SPI_tuptable->tupdesc;
 	bool		isnull;
 	Datum		d;
@@ -156,6 +177,12 @@ read_claimed_job(ClaimedJob *job, MemoryContext cxt)
 	job->failures = DatumGetInt32(col(tup, desc, 21, &isnull));
 	job->search_path = col_text(tup, desc, 22, cxt);
 	job->failures_only = schedlock_failures_only(col_text(tup, desc, 23, cxt));
+	{
+		char	   *role = GetUserNameFromId(OidIsValid(job->run_as) ?
+											 job->run_as : job->owner, true);
+
+		job->role_name = MemoryContextStrdup(cxt, role ? role : "?");
+	}
 }
 
 /*
@@ -227,19 +254,55 @@ schedlock_claim_job(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
 		elog(ERROR, "could not claim due jobs");
 	if (SPI_processed == 0)
 		return false;
-	read_claimed_job(job, cxt);
-	{
-		char	   *role = GetUserNameFromId(OidIsValid(job->run_as) ?
-											 job->run_as : job->owner, true);
-
-		job->role_name = MemoryContextStrdup(cxt, role ? role : "?");
-	}
+	read_claimed_job(job, 0, cxt);
 	pos->job_id = job->job_id;
 	pos->next_run_at = DatumGetTimestampTz(col(SPI_tuptable->vals[0],
 											   SPI_tuptable->tupdesc, 19,
 											   &isnull));
 	SPI_freetuptable(SPI_tuptable);
 	return true;
+}
+
+/*
+ * schedlock_claim_notify_jobs
+ *		Claim up to max of the role's NOTIFY jobs due as of now from
+ *		position *pos in one statement, read them into jobs[] (strings in
+ *		cxt), move *pos to the last and return how many.  Tables of release
+ *		1.2 only (0 on older ones).  In a transaction, connected to SPI.
+ */
+int
+schedlock_claim_notify_jobs(Oid role, ClaimPosition *pos, TimestampTz now,
+							ClaimedJob *jobs, int max, MemoryContext cxt)
+{
+	static SchedlockQuery q = {
+		SCHEDLOCK_CLAIM_NOTIFY_MANY_SQL,
+		5, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID, INT8OID}
+	};
+	Datum		values[5];
+	bool		isnull;
+	uint64		n;
+
+	if (max <= 0 || !schedlock_jobs_have_search_path())
+		return 0;
+	values[0] = TimestampTzGetDatum(now);
+	values[1] = TimestampTzGetDatum(pos->next_run_at);
+	values[2] = Int64GetDatum(pos->job_id);
+	values[3] = ObjectIdGetDatum(role);
+	values[4] = Int64GetDatum((int64) max);
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not claim due jobs");
+	n = Min(SPI_processed, (uint64) max);
+	for (uint64 i = 0; i < n; i++)
+		read_claimed_job(&jobs[i], i, cxt);
+	if (n > 0)
+	{
+		pos->job_id = jobs[n - 1].job_id;
+		pos->next_run_at = DatumGetTimestampTz(col(SPI_tuptable->vals[n - 1],
+												   SPI_tuptable->tupdesc, 19,
+												   &isnull));
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return (int) n;
 }
 
 /*
@@ -864,6 +927,21 @@ schedlock_prune_runs(TimestampTz now, int retention_mins, TimestampTz *from)
 }
 
 /*
+ * claimed_next_run_at
+ *		The next_run_at of a claimed job with its advanced state, as of now,
+ *		into *next; false when it has none (schedlock_rule_next_run_at: the
+ *		claim found the job enabled, and holds its row).
+ */
+static bool
+claimed_next_run_at(ClaimedJob *job, TimestampTz now, TimestampTz *next)
+{
+	return schedlock_rule_next_run_at(true,
+									  job->has_next_slot, job->next_slot,
+									  job->has_retry, job->retry_at,
+									  job->manual_pending, now, next);
+}
+
+/*
  * schedlock_save_job_state
  *		Write the advanced next_slot, retry and queue state of the job and
  *		its next_run_at (schedlock_rule_next_run_at).
@@ -894,12 +972,7 @@ schedlock_save_job_state(ClaimedJob *job, TimestampTz now)
 	if (!job->has_retry)
 		nulls[2] = nulls[3] = nulls[4] = 'n';
 	values[5] = Int32GetDatum(job->manual_pending);
-	/* the claim found the job enabled, and holds its row */
-	nulls[6] = schedlock_rule_next_run_at(true,
-										  job->has_next_slot, job->next_slot,
-										  job->has_retry, job->retry_at,
-										  job->manual_pending, now,
-										  &next_run_at) ? ' ' : 'n';
+	nulls[6] = claimed_next_run_at(job, now, &next_run_at) ? ' ' : 'n';
 	values[6] = TimestampTzGetDatum(next_run_at);
 	values[7] = PointerGetDatum(&job->ctid);
 	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE ||
@@ -946,6 +1019,47 @@ schedlock_run_in_progress(int64 job_id)
 	if (gone)
 		(void) schedlock_close_lost_runs();
 	return live;
+}
+
+/*
+ * schedlock_open_runs_among
+ *		For the n claimed jobs of jobs[], whether a run of each is pending
+ *		or running (the overlap rule's question, as schedlock_run_in_progress
+ *		asks it of one job, which also closes the runs of a backend that is
+ *		gone), into open[]; one statement.  It runs after the claim, whose
+ *		row locks stand: any run of those jobs was made by a transaction
+ *		that held the lock before, and has committed, so this statement's
+ *		snapshot sees it (the claim's own snapshot may be older).  A
+ *		subquery with LIMIT rather than EXISTS, which the planner may turn
+ *		into a hash of every open run (thousands pending after a burst).
+ */
+void
+schedlock_open_runs_among(ClaimedJob *jobs, int n, bool *open)
+{
+	static SchedlockQuery q = {
+		"SELECT (SELECT true FROM schedlock.job_runs x "
+		"  WHERE x.job_id OPERATOR(pg_catalog.=) u.job_id "
+		"    AND x.status OPERATOR(pg_catalog.=) ANY ('{pending,running}') "
+		"  LIMIT 1) IS NOT NULL "
+		"FROM pg_catalog.unnest($1) WITH ORDINALITY AS u(job_id, i) "
+		"ORDER BY u.i",
+		1, {INT8ARRAYOID}
+	};
+	Datum	   *ids = palloc(sizeof(Datum) * n);
+	Datum		values[1];
+	bool		isnull;
+
+	for (int i = 0; i < n; i++)
+		ids[i] = Int64GetDatum(jobs[i].job_id);
+	values[0] = array_of(ids, NULL, n, INT8OID);
+	/* not read-only: a snapshot of its own, taken now */
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT ||
+		SPI_processed != (uint64) n)
+		elog(ERROR, "could not look for runs in progress");
+	for (int i = 0; i < n; i++)
+		open[i] = DatumGetBool(col(SPI_tuptable->vals[i],
+								   SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_freetuptable(SPI_tuptable);
 }
 
 /*
@@ -1073,6 +1187,140 @@ schedlock_record_run(ClaimedJob *job, ClaimPlan *plan, const char *status,
 	run_id = DatumGetInt64(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_freetuptable(SPI_tuptable);
 	return run_id;
+}
+
+/*
+ * schedlock_publish_notify_runs
+ *		For n claimed NOTIFY jobs whose plan is to run their slot (no queued
+ *		run_job() row, no run in progress: see dispatch_notify_batch in
+ *		worker.c), in one statement: write each job's advanced state as of
+ *		horizon (schedlock_save_job_state), record its run as pending since
+ *		now with its claim deadline (schedlock_record_run), and queue its
+ *		notification (delivered when the transaction commits), in the order
+ *		of the jobs.  A slot's attempt that has a row already is neither
+ *		recorded nor notified, as with schedlock_record_run.  Returns how
+ *		many were notified.  Tables of release 1.2, connected to SPI, in a
+ *		transaction.
+ */
+int
+schedlock_publish_notify_runs(ClaimedJob *jobs, ClaimPlan *plans,
+							  TimestampTz *deadlines, int n,
+							  TimestampTz now, TimestampTz horizon)
+{
+	static SchedlockQuery q = {
+		"WITH u AS MATERIALIZED (SELECT * FROM ROWS FROM ("
+		"    pg_catalog.unnest($1), pg_catalog.unnest($2), "
+		"    pg_catalog.unnest($3), pg_catalog.unnest($4), "
+		"    pg_catalog.unnest($5), pg_catalog.unnest($6), "
+		"    pg_catalog.unnest($7), pg_catalog.unnest($8), "
+		"    pg_catalog.unnest($9), pg_catalog.unnest($10), "
+		"    pg_catalog.unnest($11), pg_catalog.unnest($12), "
+		"    pg_catalog.unnest($13), pg_catalog.unnest($14), "
+		"    pg_catalog.unnest($15)) "
+		"  WITH ORDINALITY AS u(job_id, tid, next_slot, retry_slot, "
+		"    retry_attempt, retry_at, manual_pending, next_run_at, owner, "
+		"    scheduled_for, attempt, message, deadline, job_name, channel, i)), "
+		"j AS (UPDATE schedlock.jobs t SET next_slot = u.next_slot, "
+		"    retry_slot = u.retry_slot, retry_attempt = u.retry_attempt, "
+		"    retry_at = u.retry_at, manual_pending = u.manual_pending, "
+		"    next_run_at = u.next_run_at "
+		"  FROM u WHERE t.ctid OPERATOR(pg_catalog.=) u.tid "
+		"    AND t.job_id OPERATOR(pg_catalog.=) u.job_id "
+		"  RETURNING t.job_id), "
+		"r AS (INSERT INTO schedlock.job_runs (job_id, owner, scheduled_for, "
+		"    attempt, status, started_at, worker_pid, timeline, message, "
+		"    deadline, job_name) "
+		"  SELECT u.job_id, u.owner::pg_catalog.regrole, u.scheduled_for, "
+		"    u.attempt, 'pending', $16, $17, $18, u.message, u.deadline, "
+		"    u.job_name FROM u ORDER BY u.i "
+		"  ON CONFLICT (job_id, scheduled_for, attempt) DO NOTHING "
+		"  RETURNING run_id, job_id, scheduled_for, attempt) "
+		"SELECT (SELECT pg_catalog.count(*) FROM j), "
+		"  (SELECT pg_catalog.count(*) FROM (SELECT "
+		SCHEDLOCK_NOTIFY_RUN_SQL("u.channel", "u.job_name", "r.job_id",
+								 "r.run_id", "r.scheduled_for", "r.attempt")
+		"    FROM r JOIN u USING (job_id) ORDER BY u.i) s)",
+		18, {INT8ARRAYOID, TIDARRAYOID, TIMESTAMPTZARRAYOID,
+			TIMESTAMPTZARRAYOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID,
+			INT4ARRAYOID, TIMESTAMPTZARRAYOID, OIDARRAYOID,
+			TIMESTAMPTZARRAYOID, INT4ARRAYOID, TEXTARRAYOID,
+			TIMESTAMPTZARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
+		TIMESTAMPTZOID, INT4OID, INT4OID}
+	};
+	/* the columns of u, $1 to $15 */
+	enum
+	{
+		U_JOB_ID, U_TID, U_NEXT_SLOT, U_RETRY_SLOT, U_RETRY_ATTEMPT,
+		U_RETRY_AT, U_MANUAL_PENDING, U_NEXT_RUN_AT, U_OWNER,
+		U_SCHEDULED_FOR, U_ATTEMPT, U_MESSAGE, U_DEADLINE, U_JOB_NAME,
+		U_CHANNEL, U_NCOLS
+	};
+	static const Oid elemtypes[U_NCOLS] = {
+		INT8OID, TIDOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID,
+		TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID, OIDOID, TIMESTAMPTZOID,
+		INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID
+	};
+	Datum	   *elems[U_NCOLS];
+	bool	   *elnulls[U_NCOLS];
+	Datum		values[18];
+	bool		isnull;
+	int64		advanced;
+	int64		notified;
+
+	Assert(n > 0);
+	for (int c = 0; c < U_NCOLS; c++)
+	{
+		elems[c] = palloc(sizeof(Datum) * n);
+		elnulls[c] = palloc0(sizeof(bool) * n);
+	}
+	for (int i = 0; i < n; i++)
+	{
+		ClaimedJob *job = &jobs[i];
+		ClaimPlan  *plan = &plans[i];
+		TimestampTz next_run_at;
+
+		Assert(plan->kind == PLAN_RUN && plan->manual_run_id == 0);
+		elems[U_JOB_ID][i] = Int64GetDatum(job->job_id);
+		elems[U_TID][i] = PointerGetDatum(&job->ctid);
+		elems[U_NEXT_SLOT][i] = TimestampTzGetDatum(job->next_slot);
+		elnulls[U_NEXT_SLOT][i] = !job->has_next_slot;
+		elems[U_RETRY_SLOT][i] = TimestampTzGetDatum(job->retry_slot);
+		elems[U_RETRY_ATTEMPT][i] = Int32GetDatum(job->retry_attempt);
+		elems[U_RETRY_AT][i] = TimestampTzGetDatum(job->retry_at);
+		elnulls[U_RETRY_SLOT][i] = elnulls[U_RETRY_ATTEMPT][i] =
+			elnulls[U_RETRY_AT][i] = !job->has_retry;
+		elems[U_MANUAL_PENDING][i] = Int32GetDatum(job->manual_pending);
+		elnulls[U_NEXT_RUN_AT][i] = !claimed_next_run_at(job, horizon,
+														 &next_run_at);
+		elems[U_NEXT_RUN_AT][i] = TimestampTzGetDatum(next_run_at);
+		elems[U_OWNER][i] = ObjectIdGetDatum(job->owner);
+		elems[U_SCHEDULED_FOR][i] = TimestampTzGetDatum(plan->scheduled_for);
+		elems[U_ATTEMPT][i] = Int32GetDatum(plan->attempt);
+		elems[U_MESSAGE][i] = plan->message ?
+			CStringGetTextDatum(plan->message) : (Datum) 0;
+		elnulls[U_MESSAGE][i] = plan->message == NULL;
+		elems[U_DEADLINE][i] = TimestampTzGetDatum(deadlines[i]);
+		elems[U_JOB_NAME][i] = CStringGetTextDatum(job->job_name);
+		elems[U_CHANNEL][i] = CStringGetTextDatum(job->channel);
+	}
+	for (int c = 0; c < U_NCOLS; c++)
+		values[c] = array_of(elems[c], elnulls[c], n, elemtypes[c]);
+	values[15] = TimestampTzGetDatum(now);
+	values[16] = Int32GetDatum(MyProcPid);
+	values[17] = Int32GetDatum((int32) GetWALInsertionTimeLine());
+
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		elog(ERROR, "could not publish NOTIFY runs");
+	advanced = DatumGetInt64(col(SPI_tuptable->vals[0],
+								 SPI_tuptable->tupdesc, 1, &isnull));
+	notified = DatumGetInt64(col(SPI_tuptable->vals[0],
+								 SPI_tuptable->tupdesc, 2, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	if (advanced != n)
+		elog(ERROR, "could not advance %d jobs (advanced " INT64_FORMAT ")",
+			 n, advanced);
+	return (int) notified;
 }
 
 /*

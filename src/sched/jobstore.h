@@ -214,6 +214,9 @@ typedef struct SchedlockOverdueJob
 extern bool schedlock_claim_job(SchedlockClaimKind kind, Oid role,
 								ClaimPosition *pos, TimestampTz now,
 								ClaimedJob *job, MemoryContext cxt);
+extern int	schedlock_claim_notify_jobs(Oid role, ClaimPosition *pos,
+										TimestampTz now, ClaimedJob *jobs,
+										int max, MemoryContext cxt);
 extern bool schedlock_jobs_have_search_path(void);
 extern bool schedlock_failures_only(const char *record_runs);
 extern void schedlock_forget_run(int64 run_id);
@@ -229,6 +232,7 @@ extern bool schedlock_next_queued_run(int64 job_id, int64 *run_id,
 									  TimestampTz *scheduled_for);
 extern void schedlock_save_job_state(ClaimedJob *job, TimestampTz now);
 extern bool schedlock_run_in_progress(int64 job_id);
+extern void schedlock_open_runs_among(ClaimedJob *jobs, int n, bool *open);
 extern int64 schedlock_run_may_defer(int64 job_id, TimestampTz scheduled_for,
 									 int32 attempt);
 extern void schedlock_fire_reboot_jobs(TimestampTz now);
@@ -237,6 +241,10 @@ extern void schedlock_fire_reboot_jobs(TimestampTz now);
 extern int64 schedlock_record_run(ClaimedJob *job, ClaimPlan *plan,
 								  const char *status, TimestampTz now,
 								  TimestampTz deadline, bool has_deadline);
+extern int	schedlock_publish_notify_runs(ClaimedJob *jobs, ClaimPlan *plans,
+										  TimestampTz *deadlines, int n,
+										  TimestampTz now,
+										  TimestampTz horizon);
 extern void schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan,
 									 int64 run_id, ErrorData *error,
 									 const char *result_status,

@@ -41,7 +41,7 @@
  *
  * Errors that say nothing about the job (a cancel, a deadlock or
  * serialization failure, lack of memory or disk, an I/O error, a unique
- * violation: see error_is_transient) are not charged to it.  When no job
+ * violation: see schedlock_error_is_transient) are not charged to it.  When no job
  * can be charged, or charging it fails too, the backend waits a second
  * before it goes on, so that an error that repeats does not keep a core
  * busy.  A housekeeper that meets an error exits, and the launcher starts
@@ -92,7 +92,7 @@ schedlock_dispatch_blame(int64 job_id)
 }
 
 /*
- * error_is_transient
+ * schedlock_error_is_transient
  *		Whether an error says nothing about the job that was being handled:
  *		operator intervention (cancel), transaction rollback (deadlock,
  *		serialization), lock not available, insufficient resources and
@@ -102,8 +102,8 @@ schedlock_dispatch_blame(int64 job_id)
  *		workers recorded while pg_upgrade dumped it (each failed INSERT
  *		still takes a number), and a conflicting slot is a race.
  */
-static bool
-error_is_transient(int sqlerrcode)
+bool
+schedlock_error_is_transient(int sqlerrcode)
 {
 	switch (ERRCODE_TO_CATEGORY(sqlerrcode))
 	{
@@ -231,7 +231,7 @@ schedlock_worker_recover(MemoryContext cxt)
 	RESUME_INTERRUPTS();
 
 	blamed_job = 0;
-	if (error_is_transient(error->sqlerrcode))
+	if (schedlock_error_is_transient(error->sqlerrcode))
 		job_id = 0;
 
 	PG_TRY();

@@ -98,6 +98,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "claim_sql.h"
 #include "compat.h"
 #include "copies.h"
 #include "cron_pg.h"
@@ -163,7 +164,17 @@
 #define WORKER_HELD_RETRY_MS	50
 
 /* NOTIFY jobs claimed and notified in one transaction, at most. */
-#define WORKER_NOTIFY_BATCH	200
+#define WORKER_NOTIFY_BATCH	1000
+
+/* NOTIFY jobs claimed in one statement and published in one. */
+#define WORKER_NOTIFY_SET	50
+
+/*
+ * NOTIFY jobs claimed in one transaction at most when it is made ready
+ * before their instant (see dispatch_notify_batch): the WORKER_CLAIM_LEAD_MS
+ * before an instant are enough for about 1,500 on a 2-core machine.
+ */
+#define WORKER_NOTIFY_EARLY_MAX	5000
 
 /*
  * Transactions of overdue NOTIFY runs closed per housekeeping pass
@@ -585,9 +596,7 @@ static void
 notify_run(ClaimedJob *job, ClaimPlan *plan, int64 run_id)
 {
 	static SchedlockQuery q = {
-		"SELECT pg_catalog.pg_notify($1, "
-		"  pg_catalog.json_build_object('job', $2, 'job_id', $3, "
-		"    'run_id', $4, 'scheduled_for', $5, 'attempt', $6)::pg_catalog.text)",
+		"SELECT " SCHEDLOCK_NOTIFY_RUN_SQL("$1", "$2", "$3", "$4", "$5", "$6"),
 		6, {TEXTOID, TEXTOID, INT8OID, INT8OID, TIMESTAMPTZOID, INT4OID}
 	};
 	Datum		values[6];
@@ -604,6 +613,9 @@ notify_run(ClaimedJob *job, ClaimPlan *plan, int64 run_id)
 	SPI_freetuptable(SPI_tuptable);
 }
 
+static TimestampTz settle_plan(ClaimedJob *job, ClaimPlan *plan,
+							   TimestampTz horizon, bool may_defer);
+
 /*
  * settle_claim
  *		Decide what to do with a job claimed as of horizon and advance it.
@@ -617,9 +629,19 @@ static TimestampTz
 settle_claim(ClaimedJob *job, ClaimPlan *plan, TimestampTz horizon,
 			 bool may_defer)
 {
-	TimestampTz now;
-
 	plan_claim(job, horizon, plan);
+	return settle_plan(job, plan, horizon, may_defer);
+}
+
+/*
+ * settle_plan
+ *		settle_claim for a job already planned (plan_claim).
+ */
+static TimestampTz
+settle_plan(ClaimedJob *job, ClaimPlan *plan, TimestampTz horizon,
+			bool may_defer)
+{
+	TimestampTz now;
 
 	/*
 	 * An atomic SQL job due already when the claiming transaction began
@@ -704,6 +726,19 @@ commit_early_claim(void)
 }
 
 /*
+ * notify_deadline
+ *		Until when a NOTIFY run published at now may be claimed: its job's
+ *		timeout, or SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT.
+ */
+static TimestampTz
+notify_deadline(ClaimedJob *job, TimestampTz now)
+{
+	return TimestampTzPlusMilliseconds(now, job->timeout_ms > 0 ?
+									   job->timeout_ms :
+									   SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT * 1000);
+}
+
+/*
  * notify_job
  *		Record a NOTIFY job's run as pending, with its claim deadline, and
  *		queue the notification (sent when the transaction commits); the
@@ -715,9 +750,7 @@ static void
 notify_job(ClaimedJob *job, ClaimPlan *plan, TimestampTz now,
 		   ErrorData *error)
 {
-	TimestampTz deadline = TimestampTzPlusMilliseconds(now,
-													   job->timeout_ms > 0 ? job->timeout_ms :
-													   SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT * 1000);
+	TimestampTz deadline = notify_deadline(job, now);
 	int64		run_id;
 
 	if (error == NULL)
@@ -942,6 +975,151 @@ dispatch_batch(Oid role, ClaimPosition *pos, const char *start_error)
 }
 
 /*
+ * publish_set
+ *		Publish the planned NOTIFY runs of set[] (schedlock_publish_notify_runs)
+ *		in a subtransaction.  If that fails for a reason that lies with a job
+ *		(not a cancel, deadlock, lack of resources: see
+ *		schedlock_error_is_transient), it is rolled back and each job is
+ *		handled alone (settle_plan and notify_job), so that an error there
+ *		is charged to the job that caused it.
+ */
+static void
+publish_set(ClaimedJob *set, ClaimPlan *plans, int n, TimestampTz start)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	TimestampTz *deadlines = palloc(sizeof(TimestampTz) * n);
+	bool		ok = true;
+
+	for (int i = 0; i < n; i++)
+		deadlines[i] = notify_deadline(&set[i], start);
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		TimestampTz earliest = deadlines[0];
+
+		(void) schedlock_publish_notify_runs(set, plans, deadlines, n, start,
+											 start);
+		/* the housekeeping closes the runs nobody claims by their deadline */
+		for (int i = 1; i < n; i++)
+			earliest = Min(earliest, deadlines[i]);
+		schedlock_housekeep_by(MyDatabaseId, earliest);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		if (schedlock_error_is_transient(edata->sqlerrcode))
+			PG_RE_THROW();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		ereport(LOG,
+				(errmsg("schedlock: could not publish %d NOTIFY runs in one statement, publishing them one at a time",
+						n),
+				 errdetail_internal("%s", edata->message)));
+		FreeErrorData(edata);
+		ok = false;
+	}
+	PG_END_TRY();
+
+	if (!ok)
+	{
+		for (int i = 0; i < n; i++)
+		{
+			schedlock_dispatch_blame(set[i].job_id);
+			(void) settle_plan(&set[i], &plans[i], start, false);
+			if (plans[i].kind == PLAN_RUN)
+				notify_job(&set[i], &plans[i], start, NULL);
+		}
+	}
+	schedlock_dispatch_blame(0);
+}
+
+/*
+ * dispatch_notify_batch
+ *		In the transaction of a claimed NOTIFY job (see dispatch_one): claim
+ *		up to max more of the role's NOTIFY jobs due by start, from *pos,
+ *		WORKER_NOTIFY_SET at a time, and publish their runs, a set of them
+ *		in one statement (publish_set).  A job with anything but its plain
+ *		next run to publish (a skipped slot, a queued run_job() call, a run
+ *		still in progress, a role that may not log in) is handled alone,
+ *		the general way.  Before the instant (start) arrives, it goes on
+ *		past max, up to WORKER_NOTIFY_EARLY_MAX: everything made ready
+ *		before the instant goes out with the commit at the instant (the
+ *		caller waits for it), instead of after it in later transactions.
+ *		Returns how many jobs it claimed; fewer than max when none is left.
+ *		Tables of release 1.2 (the claim statement reads their columns).
+ */
+static int
+dispatch_notify_batch(Oid role, ClaimPosition *pos, TimestampTz start,
+					  int max)
+{
+	ClaimedJob *jobs = palloc(sizeof(ClaimedJob) * WORKER_NOTIFY_SET);
+	ClaimPlan  *plans = palloc(sizeof(ClaimPlan) * WORKER_NOTIFY_SET);
+	ClaimedJob *set = palloc(sizeof(ClaimedJob) * WORKER_NOTIFY_SET);
+	ClaimPlan  *set_plans = palloc(sizeof(ClaimPlan) * WORKER_NOTIFY_SET);
+	bool		open[WORKER_NOTIFY_SET];
+	int			claimed = 0;
+
+	for (;;)
+	{
+		int			room = max - claimed;
+		int			want;
+		int			k;
+		int			nset = 0;
+
+		/* before the instant, room for all that can be made ready by then */
+		if (GetCurrentTimestamp() < start)
+			room = WORKER_NOTIFY_EARLY_MAX - claimed;
+		if (room <= 0)
+			break;
+		want = Min(WORKER_NOTIFY_SET, room);
+
+		CHECK_FOR_INTERRUPTS();
+		schedlock_dispatch_blame(0);
+		k = schedlock_claim_notify_jobs(role, pos, start, jobs, want,
+										run_cxt);
+		if (k > 0)
+			schedlock_open_runs_among(jobs, k, open);
+		claimed += k;
+		for (int i = 0; i < k; i++)
+		{
+			ErrorData  *error;
+
+			schedlock_dispatch_blame(jobs[i].job_id);
+			plan_claim(&jobs[i], start, &plans[i]);
+			/* the role check of each job (notify_job does it alone) */
+			error = schedlock_check_job_role(jobs[i].owner, jobs[i].run_as,
+											 run_cxt);
+			if (error == NULL && plans[i].kind == PLAN_RUN &&
+				plans[i].manual_run_id == 0 && !open[i])
+			{
+				set[nset] = jobs[i];
+				set_plans[nset++] = plans[i];
+				continue;
+			}
+			(void) settle_plan(&jobs[i], &plans[i], start, false);
+			if (plans[i].kind == PLAN_RUN)
+				notify_job(&jobs[i], &plans[i], start, error);
+		}
+		if (nset > 0)
+			publish_set(set, set_plans, nset, start);
+		if (k < want)
+			break;
+	}
+	schedlock_dispatch_blame(0);
+	return claimed;
+}
+
+/*
  * dispatch_one
  *		Claim and handle one due job of the role (of any role whose queue
  *		the housekeeper fails: fail_role) after position *pos, and move
@@ -950,7 +1128,9 @@ dispatch_batch(Oid role, ClaimPosition *pos, const char *start_error)
  *
  * A NOTIFY job runs no command, so the role's NOTIFY jobs due with it are
  * claimed and notified in the same transaction, up to WORKER_NOTIFY_BATCH
- * of them: one commit instead of one each.  They still go out only if the
+ * of them: one commit instead of one each, and (dispatch_notify_batch) one
+ * claim statement and one publishing statement for WORKER_NOTIFY_SET of
+ * them.  They still go out only if the
  * claims commit.  That scan moves a position of its own, so the SQL jobs
  * it steps over are still next for this backend.
  *
@@ -997,12 +1177,20 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 		 * notifications all go out at commit, and none may go out early.
 		 */
 		notify_job(&job, &plan, start, error);
-		while (error == NULL && n++ < WORKER_NOTIFY_BATCH &&
-			   claim_job(SCHEDLOCK_CLAIM_NOTIFY, role, &batch, start, &job))
+		if (error == NULL && schedlock_jobs_have_search_path())
+			(void) dispatch_notify_batch(role, &batch, start,
+										 WORKER_NOTIFY_BATCH - n);
+		else
 		{
-			(void) settle_claim(&job, &plan, start, false);
-			if (plan.kind == PLAN_RUN)
-				notify_job(&job, &plan, start, NULL);
+			/* the tables of release 1.1: one job at a time */
+			while (error == NULL && n++ < WORKER_NOTIFY_BATCH &&
+				   claim_job(SCHEDLOCK_CLAIM_NOTIFY, role, &batch, start,
+							 &job))
+			{
+				(void) settle_claim(&job, &plan, start, false);
+				if (plan.kind == PLAN_RUN)
+					notify_job(&job, &plan, start, NULL);
+			}
 		}
 		wait_until(start);
 		end_tx();
