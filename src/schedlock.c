@@ -268,6 +268,21 @@ sl_process_utility(PlannedStmt *pstmt, const char *queryString,
 }
 
 /*
+ * define_run_setting
+ *		A read-only setting that the job backend sets around a job's
+ *		command (and only then: empty elsewhere), for the command to read.
+ */
+static void
+define_run_setting(const char *name, const char *short_desc,
+				   const char *long_desc, char **value)
+{
+	DefineCustomStringVariable(name, short_desc, long_desc, value, "",
+							   PGC_INTERNAL,
+							   GUC_NOT_IN_SAMPLE | GUC_DISALLOW_IN_FILE,
+							   NULL, NULL, NULL);
+}
+
+/*
  * _PG_init
  *		Module load callback.
  */
@@ -388,27 +403,14 @@ _PG_init(void)
 							 NULL,
 							 NULL);
 
-	DefineCustomStringVariable("schedlock.run_id",
-							   "The run of a job its command belongs to, while it runs; empty elsewhere.",
-							   "Set by the job backend around a job's command: current_setting('schedlock.run_id') is the run's run_id in schedlock.job_runs.",
-							   &schedlock_run_id,
-							   "",
-							   PGC_INTERNAL,
-							   GUC_NOT_IN_SAMPLE | GUC_DISALLOW_IN_FILE,
-							   NULL,
-							   NULL,
-							   NULL);
-
-	DefineCustomStringVariable("schedlock.scheduled_for",
-							   "The slot a job's command runs for, while it runs; empty elsewhere.",
-							   "Set by the job backend around a job's command: current_setting('schedlock.scheduled_for')::timestamptz is the run's scheduled_for in schedlock.job_runs.",
-							   &schedlock_scheduled_for,
-							   "",
-							   PGC_INTERNAL,
-							   GUC_NOT_IN_SAMPLE | GUC_DISALLOW_IN_FILE,
-							   NULL,
-							   NULL,
-							   NULL);
+	define_run_setting("schedlock.run_id",
+					   "The run of a job its command belongs to, while it runs; empty elsewhere.",
+					   "Set by the job backend around a job's command: current_setting('schedlock.run_id') is the run's run_id in schedlock.job_runs.",
+					   &schedlock_run_id);
+	define_run_setting("schedlock.scheduled_for",
+					   "The slot a job's command runs for, while it runs; empty elsewhere.",
+					   "Set by the job backend around a job's command: current_setting('schedlock.scheduled_for')::timestamptz is the run's scheduled_for in schedlock.job_runs.",
+					   &schedlock_scheduled_for);
 
 	DefineCustomIntVariable("schedlock.runs_per_commit",
 							"Largest number of atomic job runs of one role that share one commit.",

@@ -70,7 +70,6 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
@@ -78,6 +77,7 @@
 #include "job_api.h"
 #include "sched_shmem.h"
 #include "schedlock.h"
+#include "subxact.h"
 
 PG_FUNCTION_INFO_V1(schedlock_import_pg_cron);
 
@@ -566,7 +566,7 @@ static void
 import_one(const ImportContext *ic, const PgCronJob *job, ImportRow *row)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
+	SchedlockSubxact sx;
 	Oid			owner;
 	volatile bool raced = false;
 	const char *why_top_level = NULL;
@@ -650,8 +650,7 @@ import_one(const ImportContext *ic, const PgCronJob *job, ImportRow *row)
 		return;
 	}
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
+	schedlock_subxact_begin(&sx);
 	PG_TRY();
 	{
 		bool		same = false;
@@ -726,26 +725,15 @@ import_one(const ImportContext *ic, const PgCronJob *job, ImportRow *row)
 								 job->jobid);
 		}
 		SPI_finish();
+		/* a dry run undoes what it created */
+		schedlock_subxact_end(&sx, !ic->dry_run);
 		if (ic->dry_run)
-		{
-			RollbackAndReleaseCurrentSubTransaction();
 			row->job_id = row->action[0] == 'e' ? row->job_id : 0;
-		}
-		else
-			ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
+		ErrorData  *edata = schedlock_subxact_abort(&sx);
 
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
 		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
 			ReThrowError(edata);
 		if (raced)

@@ -942,6 +942,88 @@ claimed_next_run_at(ClaimedJob *job, TimestampTz now, TimestampTz *next)
 }
 
 /*
+ * The advanced state of a claimed job as six statement parameters, in this
+ * order: next_slot, retry_slot, retry_attempt, retry_at, manual_pending,
+ * next_run_at (as of now).  Every statement that advances a job takes them
+ * so (schedlock_save_job_state, schedlock_record_ended_run,
+ * schedlock_publish_notify_runs).
+ */
+#define JOB_STATE_NPARAMS 6
+
+static void
+job_state_params(ClaimedJob *job, TimestampTz now, Datum *values,
+				 char *nulls)
+{
+	TimestampTz next_run_at;
+
+	values[0] = TimestampTzGetDatum(job->next_slot);
+	nulls[0] = job->has_next_slot ? ' ' : 'n';
+	values[1] = TimestampTzGetDatum(job->retry_slot);
+	values[2] = Int32GetDatum(job->retry_attempt);
+	values[3] = TimestampTzGetDatum(job->retry_at);
+	nulls[1] = nulls[2] = nulls[3] = job->has_retry ? ' ' : 'n';
+	values[4] = Int32GetDatum(job->manual_pending);
+	nulls[4] = ' ';
+	nulls[5] = claimed_next_run_at(job, now, &next_run_at) ? ' ' : 'n';
+	values[5] = TimestampTzGetDatum(next_run_at);
+}
+
+/*
+ * The outcome of a run as six statement parameters, in this order:
+ * sqlstate, message, detail, hint, result_status, notices.  error: the
+ * run's error, or NULL when it succeeded (then the message is
+ * default_message, which may be NULL); result_status: the command tag of
+ * the last statement ("" or NULL: none); notices: its captured output, or
+ * NULL.  *state and *message get the SQLSTATE (NULL on success) and the
+ * message, for the log line.
+ */
+#define RUN_OUTCOME_NPARAMS 6
+
+static void
+run_outcome_params(ErrorData *error, const char *default_message,
+				   const char *result_status, const char *notices,
+				   Datum *values, char *nulls, char **state,
+				   const char **message)
+{
+	memset(nulls, 'n', RUN_OUTCOME_NPARAMS);
+	*state = NULL;
+	*message = default_message;
+	if (error)
+	{
+		/* unpack_sql_state returns a static buffer that ereport reuses */
+		*state = pstrdup(unpack_sql_state(error->sqlerrcode));
+		*message = error->message ? error->message : "unknown error";
+		values[0] = CStringGetTextDatum(*state);
+		nulls[0] = ' ';
+		if (error->detail)
+		{
+			values[2] = CStringGetTextDatum(error->detail);
+			nulls[2] = ' ';
+		}
+		if (error->hint)
+		{
+			values[3] = CStringGetTextDatum(error->hint);
+			nulls[3] = ' ';
+		}
+	}
+	if (*message != NULL)
+	{
+		values[1] = CStringGetTextDatum(*message);
+		nulls[1] = ' ';
+	}
+	if (result_status != NULL && result_status[0] != '\0')
+	{
+		values[4] = CStringGetTextDatum(result_status);
+		nulls[4] = ' ';
+	}
+	if (notices != NULL)
+	{
+		values[5] = CStringGetTextDatum(notices);
+		nulls[5] = ' ';
+	}
+}
+
+/*
  * schedlock_save_job_state
  *		Write the advanced next_slot, retry and queue state of the job and
  *		its next_run_at (schedlock_rule_next_run_at).
@@ -961,19 +1043,9 @@ schedlock_save_job_state(ClaimedJob *job, TimestampTz now)
 	};
 	Datum		values[8];
 	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
-	TimestampTz next_run_at;
 
 	values[0] = Int64GetDatum(job->job_id);
-	values[1] = TimestampTzGetDatum(job->next_slot);
-	nulls[1] = job->has_next_slot ? ' ' : 'n';
-	values[2] = TimestampTzGetDatum(job->retry_slot);
-	values[3] = Int32GetDatum(job->retry_attempt);
-	values[4] = TimestampTzGetDatum(job->retry_at);
-	if (!job->has_retry)
-		nulls[2] = nulls[3] = nulls[4] = 'n';
-	values[5] = Int32GetDatum(job->manual_pending);
-	nulls[6] = claimed_next_run_at(job, now, &next_run_at) ? ' ' : 'n';
-	values[6] = TimestampTzGetDatum(next_run_at);
+	job_state_params(job, now, &values[1], &nulls[1]);
 	values[7] = PointerGetDatum(&job->ctid);
 	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE ||
 		SPI_processed != 1)
@@ -1277,22 +1349,19 @@ schedlock_publish_notify_runs(ClaimedJob *jobs, ClaimPlan *plans,
 	{
 		ClaimedJob *job = &jobs[i];
 		ClaimPlan  *plan = &plans[i];
-		TimestampTz next_run_at;
+		Datum		state[JOB_STATE_NPARAMS];
+		char		state_nulls[JOB_STATE_NPARAMS];
 
 		Assert(plan->kind == PLAN_RUN && plan->manual_run_id == 0);
 		elems[U_JOB_ID][i] = Int64GetDatum(job->job_id);
 		elems[U_TID][i] = PointerGetDatum(&job->ctid);
-		elems[U_NEXT_SLOT][i] = TimestampTzGetDatum(job->next_slot);
-		elnulls[U_NEXT_SLOT][i] = !job->has_next_slot;
-		elems[U_RETRY_SLOT][i] = TimestampTzGetDatum(job->retry_slot);
-		elems[U_RETRY_ATTEMPT][i] = Int32GetDatum(job->retry_attempt);
-		elems[U_RETRY_AT][i] = TimestampTzGetDatum(job->retry_at);
-		elnulls[U_RETRY_SLOT][i] = elnulls[U_RETRY_ATTEMPT][i] =
-			elnulls[U_RETRY_AT][i] = !job->has_retry;
-		elems[U_MANUAL_PENDING][i] = Int32GetDatum(job->manual_pending);
-		elnulls[U_NEXT_RUN_AT][i] = !claimed_next_run_at(job, horizon,
-														 &next_run_at);
-		elems[U_NEXT_RUN_AT][i] = TimestampTzGetDatum(next_run_at);
+		/* U_NEXT_SLOT to U_NEXT_RUN_AT, in job_state_params' order */
+		job_state_params(job, horizon, state, state_nulls);
+		for (int c = 0; c < JOB_STATE_NPARAMS; c++)
+		{
+			elems[U_NEXT_SLOT + c][i] = state[c];
+			elnulls[U_NEXT_SLOT + c][i] = (state_nulls[c] == 'n');
+		}
 		elems[U_OWNER][i] = ObjectIdGetDatum(job->owner);
 		elems[U_SCHEDULED_FOR][i] = TimestampTzGetDatum(plan->scheduled_for);
 		elems[U_ATTEMPT][i] = Int32GetDatum(plan->attempt);
@@ -1362,9 +1431,9 @@ schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 	};
 	TimestampTz now = GetCurrentTimestamp();
 	Datum		values[9];
-	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', 'n', 'n', 'n', 'n'};
-	char	   *state = NULL;
-	const char *message = NULL;
+	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	char	   *state;
+	const char *message;
 	Datum		duration = (Datum) 0;
 	bool		isnull = true;
 	bool		stats = schedlock_jobs_have_stats();
@@ -1372,36 +1441,9 @@ schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 	values[0] = Int64GetDatum(run_id);
 	values[1] = CStringGetTextDatum(error ? "failed" : "succeeded");
 	values[2] = TimestampTzGetDatum(now);
-	if (error)
-	{
-		/* unpack_sql_state returns a static buffer that ereport reuses */
-		state = pstrdup(unpack_sql_state(error->sqlerrcode));
-		message = error->message ? error->message : "unknown error";
-		values[3] = CStringGetTextDatum(state);
-		values[4] = CStringGetTextDatum(message);
-		if (error->detail)
-		{
-			values[5] = CStringGetTextDatum(error->detail);
-			nulls[5] = ' ';
-		}
-		if (error->hint)
-		{
-			values[6] = CStringGetTextDatum(error->hint);
-			nulls[6] = ' ';
-		}
-	}
-	else
-		nulls[3] = nulls[4] = 'n';
-	if (result_status != NULL && result_status[0] != '\0')
-	{
-		values[7] = CStringGetTextDatum(result_status);
-		nulls[7] = ' ';
-	}
-	if (notices != NULL)
-	{
-		values[8] = CStringGetTextDatum(notices);
-		nulls[8] = ' ';
-	}
+	/* $4 to $9; a success keeps the message the run's row has */
+	run_outcome_params(error, NULL, result_status, notices, &values[3],
+					   &nulls[3], &state, &message);
 	if (schedlock_query_run(stats ? &q : &q_1_0, values, nulls, false, 0) !=
 		(stats ? SPI_OK_SELECT : SPI_OK_UPDATE_RETURNING))
 		elog(ERROR, "could not record the outcome of run " INT64_FORMAT, run_id);
@@ -1448,7 +1490,7 @@ schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
 		"  scheduled_for, attempt, status, started_at, finished_at, "
 		"  worker_pid, timeline, message, sqlstate, detail, hint, duration, "
 		"  result_status, notices, job_name) "
-		"VALUES ($24, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
+		"VALUES ($24, $1, $2, $3, $4, $5, $6, $7, $8, $9, $11, $10, $12, $13, "
 		"  $7 OPERATOR(pg_catalog.-) $6, $14, $15, $16) "
 		"ON CONFLICT (job_id, scheduled_for, attempt) DO NOTHING "
 		"RETURNING run_id, job_id, status, started_at, finished_at, "
@@ -1468,11 +1510,10 @@ schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
 			INT4OID, TIMESTAMPTZOID, TIDOID, INT8OID}
 	};
 	TimestampTz now = GetCurrentTimestamp();
-	TimestampTz next_run_at;
 	Datum		values[24];
 	char		nulls[24];
-	char	   *state = NULL;
-	const char *message = plan->message;
+	char	   *state;
+	const char *message;
 	Datum		duration;
 	bool		isnull;
 	int64		run_id;
@@ -1488,48 +1529,12 @@ schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
 	values[6] = TimestampTzGetDatum(now);
 	values[7] = Int32GetDatum(MyProcPid);
 	values[8] = Int32GetDatum((int32) GetWALInsertionTimeLine());
-	nulls[10] = nulls[11] = nulls[12] = 'n';
-	if (error)
-	{
-		/* unpack_sql_state returns a static buffer that ereport reuses */
-		state = pstrdup(unpack_sql_state(error->sqlerrcode));
-		message = error->message ? error->message : "unknown error";
-		values[10] = CStringGetTextDatum(state);
-		nulls[10] = ' ';
-		if (error->detail)
-		{
-			values[11] = CStringGetTextDatum(error->detail);
-			nulls[11] = ' ';
-		}
-		if (error->hint)
-		{
-			values[12] = CStringGetTextDatum(error->hint);
-			nulls[12] = ' ';
-		}
-	}
-	values[9] = message ? CStringGetTextDatum(message) : (Datum) 0;
-	nulls[9] = message ? ' ' : 'n';
-	values[13] = (result_status != NULL && result_status[0] != '\0') ?
-		CStringGetTextDatum(result_status) : (Datum) 0;
-	nulls[13] = (result_status != NULL && result_status[0] != '\0') ? ' ' : 'n';
-	values[14] = notices ? CStringGetTextDatum(notices) : (Datum) 0;
-	nulls[14] = notices ? ' ' : 'n';
+	/* $10 to $15; a success keeps the slot's note (catch-up) */
+	run_outcome_params(error, plan->message, result_status, notices,
+					   &values[9], &nulls[9], &state, &message);
 	values[15] = CStringGetTextDatum(job->job_name);
-	/* the job's state, as schedlock_save_job_state writes it */
-	values[16] = TimestampTzGetDatum(job->next_slot);
-	nulls[16] = job->has_next_slot ? ' ' : 'n';
-	values[17] = TimestampTzGetDatum(job->retry_slot);
-	values[18] = Int32GetDatum(job->retry_attempt);
-	values[19] = TimestampTzGetDatum(job->retry_at);
-	if (!job->has_retry)
-		nulls[17] = nulls[18] = nulls[19] = 'n';
-	values[20] = Int32GetDatum(job->manual_pending);
-	nulls[21] = schedlock_rule_next_run_at(true,
-										   job->has_next_slot, job->next_slot,
-										   job->has_retry, job->retry_at,
-										   job->manual_pending, plan->horizon,
-										   &next_run_at) ? ' ' : 'n';
-	values[21] = TimestampTzGetDatum(next_run_at);
+	/* $17 to $22: the job's state, as schedlock_save_job_state writes it */
+	job_state_params(job, plan->horizon, &values[16], &nulls[16]);
 	values[22] = PointerGetDatum(&job->ctid);
 	values[23] = Int64GetDatum(plan->run_id);
 

@@ -74,6 +74,7 @@
 #include "run_command.h"
 #include "runlog.h"
 #include "schedlock.h"
+#include "subxact.h"
 
 /*
  * effective_timeout
@@ -140,15 +141,14 @@ schedlock_exec_atomic(const char *command, int timeout_ms, ErrorData **error,
 					  char *result_status, char **notices)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
+	SchedlockSubxact sx;
 	int			timeout = effective_timeout(timeout_ms);
 	bool		ok = true;
 
 	Assert(GetUserId() == GetSessionUserId());
 	result_status[0] = '\0';
 	*notices = NULL;
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
+	schedlock_subxact_begin(&sx);
 
 	PG_TRY();
 	{
@@ -203,24 +203,16 @@ schedlock_exec_atomic(const char *command, int timeout_ms, ErrorData **error,
 		MemoryContextSwitchTo(oldcxt);
 		*notices = schedlock_capture_end();
 
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
+		schedlock_subxact_end(&sx, true);
 	}
 	PG_CATCH();
 	{
 		if (timeout > 0)
 			disable_timeout(STATEMENT_TIMEOUT, false);
-		MemoryContextSwitchTo(oldcxt);
 		result_status[0] = '\0';
-		*error = CopyErrorData();
-		FlushErrorState();
-
-		/* also restores the settings */
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
+		/* the rollback also restores the settings */
+		*error = schedlock_subxact_abort(&sx);
 		*notices = schedlock_capture_end();
-		CurrentResourceOwner = oldowner;
 		ok = false;
 	}
 	PG_END_TRY();

@@ -113,6 +113,7 @@
 #include "sched_shmem.h"
 #include "schedlock.h"
 #include "startwave.h"
+#include "subxact.h"
 #include "worker.h"
 
 /*
@@ -613,29 +614,10 @@ notify_run(ClaimedJob *job, ClaimPlan *plan, int64 run_id)
 	SPI_freetuptable(SPI_tuptable);
 }
 
-static TimestampTz settle_plan(ClaimedJob *job, ClaimPlan *plan,
-							   TimestampTz horizon, bool may_defer);
-
-/*
- * settle_claim
- *		Decide what to do with a job claimed as of horizon and advance it.
- *		A slot that is not to run (misfire skip, or overlap with a run in
- *		progress) is recorded as skipped here; plan->kind says whether to
- *		run.  Returns when the run is to start: now, or the instant it falls
- *		due (its slot, or its retry time) when that lies ahead, by at most
- *		WORKER_CLAIM_LEAD_MS.
- */
-static TimestampTz
-settle_claim(ClaimedJob *job, ClaimPlan *plan, TimestampTz horizon,
-			 bool may_defer)
-{
-	plan_claim(job, horizon, plan);
-	return settle_plan(job, plan, horizon, may_defer);
-}
-
 /*
  * settle_plan
- *		settle_claim for a job already planned (plan_claim).
+ *		The part of settle_claim after plan_claim, for a job planned
+ *		already (see dispatch_notify_batch).
  */
 static TimestampTz
 settle_plan(ClaimedJob *job, ClaimPlan *plan, TimestampTz horizon,
@@ -686,6 +668,23 @@ settle_plan(ClaimedJob *job, ClaimPlan *plan, TimestampTz horizon,
 	else if (plan->kind == PLAN_SKIP && plan->manual_run_id != 0)
 		schedlock_forget_run(plan->manual_run_id);
 	return Max(now, plan->due_at);
+}
+
+/*
+ * settle_claim
+ *		Decide what to do with a job claimed as of horizon and advance it.
+ *		A slot that is not to run (misfire skip, or overlap with a run in
+ *		progress) is recorded as skipped here; plan->kind says whether to
+ *		run.  Returns when the run is to start: now, or the instant it falls
+ *		due (its slot, or its retry time) when that lies ahead, by at most
+ *		WORKER_CLAIM_LEAD_MS.
+ */
+static TimestampTz
+settle_claim(ClaimedJob *job, ClaimPlan *plan, TimestampTz horizon,
+			 bool may_defer)
+{
+	plan_claim(job, horizon, plan);
+	return settle_plan(job, plan, horizon, may_defer);
 }
 
 /*
@@ -986,59 +985,50 @@ dispatch_batch(Oid role, ClaimPosition *pos, const char *start_error)
 static void
 publish_set(ClaimedJob *set, ClaimPlan *plans, int n, TimestampTz start)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
 	TimestampTz *deadlines = palloc(sizeof(TimestampTz) * n);
-	bool		ok = true;
+	TimestampTz earliest = 0;
+	SchedlockSubxact sx;
+	ErrorData  *error = NULL;
 
+	/* an error of the whole set is no single job's */
+	schedlock_dispatch_blame(0);
 	for (int i = 0; i < n; i++)
+	{
 		deadlines[i] = notify_deadline(&set[i], start);
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
+		earliest = (i == 0) ? deadlines[0] : Min(earliest, deadlines[i]);
+	}
+	schedlock_subxact_begin(&sx);
 	PG_TRY();
 	{
-		TimestampTz earliest = deadlines[0];
-
 		(void) schedlock_publish_notify_runs(set, plans, deadlines, n, start,
 											 start);
-		/* the housekeeping closes the runs nobody claims by their deadline */
-		for (int i = 1; i < n; i++)
-			earliest = Min(earliest, deadlines[i]);
-		schedlock_housekeep_by(MyDatabaseId, earliest);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
+		schedlock_subxact_end(&sx, true);
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		if (schedlock_error_is_transient(edata->sqlerrcode))
-			PG_RE_THROW();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		ereport(LOG,
-				(errmsg("schedlock: could not publish %d NOTIFY runs in one statement, publishing them one at a time",
-						n),
-				 errdetail_internal("%s", edata->message)));
-		FreeErrorData(edata);
-		ok = false;
+		error = schedlock_subxact_abort(&sx);
+		if (schedlock_error_is_transient(error->sqlerrcode))
+			ReThrowError(error);
 	}
 	PG_END_TRY();
 
-	if (!ok)
+	if (error == NULL)
 	{
-		for (int i = 0; i < n; i++)
-		{
-			schedlock_dispatch_blame(set[i].job_id);
-			(void) settle_plan(&set[i], &plans[i], start, false);
-			if (plans[i].kind == PLAN_RUN)
-				notify_job(&set[i], &plans[i], start, NULL);
-		}
+		/* the housekeeping closes the runs nobody claims by their deadline */
+		schedlock_housekeep_by(MyDatabaseId, earliest);
+		return;
+	}
+	ereport(LOG,
+			(errmsg("schedlock: could not publish %d NOTIFY runs in one statement, publishing them one at a time",
+					n),
+			 errdetail_internal("%s", error->message)));
+	FreeErrorData(error);
+	for (int i = 0; i < n; i++)
+	{
+		schedlock_dispatch_blame(set[i].job_id);
+		(void) settle_plan(&set[i], &plans[i], start, false);
+		if (plans[i].kind == PLAN_RUN)
+			notify_job(&set[i], &plans[i], start, NULL);
 	}
 	schedlock_dispatch_blame(0);
 }

@@ -1,0 +1,70 @@
+/*-------------------------------------------------------------------------
+ *
+ * subxact.c
+ *	  A subtransaction that an error rolls back alone, leaving the
+ *	  enclosing transaction to go on: a job's command in a batch of runs
+ *	  that share a commit, a set of NOTIFY runs published at once, a job
+ *	  imported from pg_cron.  The caller's memory context and resource
+ *	  owner are put back whichever way it ends.
+ *
+ * IDENTIFICATION
+ *	  src/common/subxact.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "utils/memutils.h"
+
+#include "subxact.h"
+
+/*
+ * schedlock_subxact_begin
+ *		Remember the caller's memory context and resource owner, and begin
+ *		a subtransaction; the caller stays in its memory context.
+ */
+void
+schedlock_subxact_begin(SchedlockSubxact *sx)
+{
+	sx->cxt = CurrentMemoryContext;
+	sx->owner = CurrentResourceOwner;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(sx->cxt);
+}
+
+/*
+ * schedlock_subxact_end
+ *		End the subtransaction without an error: keep what it did, or roll
+ *		it back (a dry run).
+ */
+void
+schedlock_subxact_end(SchedlockSubxact *sx, bool keep)
+{
+	if (keep)
+		ReleaseCurrentSubTransaction();
+	else
+		RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(sx->cxt);
+	CurrentResourceOwner = sx->owner;
+}
+
+/*
+ * schedlock_subxact_abort
+ *		In PG_CATCH: take the error (copied into the caller's memory
+ *		context), roll the subtransaction back, and return the error.  The
+ *		caller decides whether it goes on or throws it again (ReThrowError).
+ */
+ErrorData *
+schedlock_subxact_abort(SchedlockSubxact *sx)
+{
+	ErrorData  *error;
+
+	MemoryContextSwitchTo(sx->cxt);
+	error = CopyErrorData();
+	FlushErrorState();
+	RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(sx->cxt);
+	CurrentResourceOwner = sx->owner;
+	return error;
+}
