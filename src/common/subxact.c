@@ -2,9 +2,8 @@
  *
  * subxact.c
  *	  A subtransaction that an error rolls back alone, leaving the
- *	  enclosing transaction to go on: a job's command in a batch of runs
- *	  that share a commit, a set of NOTIFY runs published at once, a job
- *	  imported from pg_cron.  The caller's memory context and resource
+ *	  enclosing transaction to go on: a job's command (alone, or in a batch
+ *	  of runs that share a commit), a job imported from pg_cron.  The caller's memory context and resource
  *	  owner are put back whichever way it ends.
  *
  * IDENTIFICATION

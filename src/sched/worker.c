@@ -113,7 +113,6 @@
 #include "sched_shmem.h"
 #include "schedlock.h"
 #include "startwave.h"
-#include "subxact.h"
 #include "worker.h"
 
 /*
@@ -176,6 +175,13 @@
  * before an instant are enough for about 1,500 on a 2-core machine.
  */
 #define WORKER_NOTIFY_EARLY_MAX	5000
+
+/*
+ * A set of NOTIFY runs could not be published in one statement: publish
+ * one job at a time until a transaction of NOTIFY runs commits (see
+ * publish_set).
+ */
+static bool notify_sets_failed = false;
 
 /*
  * Transactions of overdue NOTIFY runs closed per housekeeping pass
@@ -975,20 +981,25 @@ dispatch_batch(Oid role, ClaimPosition *pos, const char *start_error)
 
 /*
  * publish_set
- *		Publish the planned NOTIFY runs of set[] (schedlock_publish_notify_runs)
- *		in a subtransaction.  If that fails for a reason that lies with a job
- *		(not a cancel, deadlock, lack of resources: see
- *		schedlock_error_is_transient), it is rolled back and each job is
- *		handled alone (settle_plan and notify_job), so that an error there
- *		is charged to the job that caused it.
+ *		Publish the planned NOTIFY runs of set[] in one statement
+ *		(schedlock_publish_notify_runs).  When that fails for a reason that
+ *		may lie with one of the jobs (not a cancel, deadlock, lack of
+ *		resources: see schedlock_error_is_transient), the error aborts the
+ *		transaction as any error of the bookkeeping does, charged to no job,
+ *		and this backend publishes one job at a time (notify_sets_failed)
+ *		until a transaction of NOTIFY runs commits: an error there is
+ *		charged to the job that caused it.  Not in a subtransaction: after
+ *		rolling back the set's UPDATE of rows this transaction holds locked,
+ *		updating them again trips an assertion of heap_update (seen on
+ *		PostgreSQL 15 with assertions, when the new version needs another
+ *		page).
  */
 static void
 publish_set(ClaimedJob *set, ClaimPlan *plans, int n, TimestampTz start)
 {
-	TimestampTz *deadlines = palloc(sizeof(TimestampTz) * n);
+	MemoryContext oldcxt = CurrentMemoryContext;
 	TimestampTz earliest = 0;
-	SchedlockSubxact sx;
-	ErrorData  *error = NULL;
+	TimestampTz *deadlines = palloc(sizeof(TimestampTz) * n);
 
 	/* an error of the whole set is no single job's */
 	schedlock_dispatch_blame(0);
@@ -997,40 +1008,30 @@ publish_set(ClaimedJob *set, ClaimPlan *plans, int n, TimestampTz start)
 		deadlines[i] = notify_deadline(&set[i], start);
 		earliest = (i == 0) ? deadlines[0] : Min(earliest, deadlines[i]);
 	}
-	schedlock_subxact_begin(&sx);
 	PG_TRY();
 	{
 		(void) schedlock_publish_notify_runs(set, plans, deadlines, n, start,
 											 start);
-		schedlock_subxact_end(&sx, true);
 	}
 	PG_CATCH();
 	{
-		error = schedlock_subxact_abort(&sx);
-		if (schedlock_error_is_transient(error->sqlerrcode))
-			ReThrowError(error);
+		ErrorData  *error;
+
+		MemoryContextSwitchTo(oldcxt);
+		error = CopyErrorData();
+		if (!schedlock_error_is_transient(error->sqlerrcode))
+		{
+			notify_sets_failed = true;
+			ereport(LOG,
+					(errmsg("schedlock: could not publish %d NOTIFY runs in one statement, publishing them one at a time next",
+							n),
+					 errdetail_internal("%s", error->message)));
+		}
+		PG_RE_THROW();
 	}
 	PG_END_TRY();
-
-	if (error == NULL)
-	{
-		/* the housekeeping closes the runs nobody claims by their deadline */
-		schedlock_housekeep_by(MyDatabaseId, earliest);
-		return;
-	}
-	ereport(LOG,
-			(errmsg("schedlock: could not publish %d NOTIFY runs in one statement, publishing them one at a time",
-					n),
-			 errdetail_internal("%s", error->message)));
-	FreeErrorData(error);
-	for (int i = 0; i < n; i++)
-	{
-		schedlock_dispatch_blame(set[i].job_id);
-		(void) settle_plan(&set[i], &plans[i], start, false);
-		if (plans[i].kind == PLAN_RUN)
-			notify_job(&set[i], &plans[i], start, NULL);
-	}
-	schedlock_dispatch_blame(0);
+	/* the housekeeping closes the runs nobody claims by their deadline */
+	schedlock_housekeep_by(MyDatabaseId, earliest);
 }
 
 /*
@@ -1167,12 +1168,13 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 		 * notifications all go out at commit, and none may go out early.
 		 */
 		notify_job(&job, &plan, start, error);
-		if (error == NULL && schedlock_jobs_have_search_path())
+		if (error == NULL && schedlock_jobs_have_search_path() &&
+			!notify_sets_failed)
 			(void) dispatch_notify_batch(role, &batch, start,
 										 WORKER_NOTIFY_BATCH - n);
 		else
 		{
-			/* the tables of release 1.1: one job at a time */
+			/* the tables of release 1.1, or after a set failed */
 			while (error == NULL && n++ < WORKER_NOTIFY_BATCH &&
 				   claim_job(SCHEDLOCK_CLAIM_NOTIFY, role, &batch, start,
 							 &job))
@@ -1184,6 +1186,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 		}
 		wait_until(start);
 		end_tx();
+		notify_sets_failed = false;
 		return true;
 	}
 
