@@ -1472,7 +1472,12 @@ schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
  *		job's advanced state with it (plan->deferred: schedlock_save_job_state
  *		was not called), in one statement: the run's row is inserted as it
  *		ended, and the job's row gets its next slot, retry and next_run_at as
- *		of the claim's horizon, and the run counted in its statistics.  The rest is as
+ *		of the claim's horizon, and the run counted in its statistics.  A
+ *		command that changed its own job's row (schedlock.alter_job of its
+ *		own job: the row is no longer the version claimed, at plan's ctid)
+ *		keeps what it wrote there, as it would have had the job been
+ *		advanced before it ran; a slot it left due is found recorded when it
+ *		is claimed again, and is not run twice.  The rest is as
  *		schedlock_record_outcome: the log line, and a failure's count and
  *		retry.  Returns the run id.  A row of the slot's attempt that
  *		appeared meanwhile (schedlock_run_may_defer found none) is an error:
@@ -1495,13 +1500,22 @@ schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
 		"ON CONFLICT (job_id, scheduled_for, attempt) DO NOTHING "
 		"RETURNING run_id, job_id, status, started_at, finished_at, "
 		"  scheduled_for, duration) "
-		"UPDATE schedlock.jobs j SET next_slot = $17, "
-		"  retry_slot = $18, retry_attempt = $19, retry_at = $20, "
-		"  manual_pending = $21, next_run_at = $22, "
+		"UPDATE schedlock.jobs j SET "
+		"  next_slot = CASE WHEN j.ctid OPERATOR(pg_catalog.=) $23 "
+		"    THEN $17 ELSE j.next_slot END, "
+		"  retry_slot = CASE WHEN j.ctid OPERATOR(pg_catalog.=) $23 "
+		"    THEN $18 ELSE j.retry_slot END, "
+		"  retry_attempt = CASE WHEN j.ctid OPERATOR(pg_catalog.=) $23 "
+		"    THEN $19 ELSE j.retry_attempt END, "
+		"  retry_at = CASE WHEN j.ctid OPERATOR(pg_catalog.=) $23 "
+		"    THEN $20 ELSE j.retry_at END, "
+		"  manual_pending = CASE WHEN j.ctid OPERATOR(pg_catalog.=) $23 "
+		"    THEN $21 ELSE j.manual_pending END, "
+		"  next_run_at = CASE WHEN j.ctid OPERATOR(pg_catalog.=) $23 "
+		"    THEN $22 ELSE j.next_run_at END, "
 		SCHEDLOCK_RUN_STATS_ONE_SET
 		"FROM e "
-		"WHERE j.ctid OPERATOR(pg_catalog.=) $23 "
-		"  AND j.job_id OPERATOR(pg_catalog.=) e.job_id "
+		"WHERE j.job_id OPERATOR(pg_catalog.=) e.job_id "
 		"RETURNING e.run_id, e.duration",
 		24, {INT8OID, REGROLEOID, TIMESTAMPTZOID, INT4OID, TEXTOID,
 			TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID,
