@@ -11,6 +11,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(sleep);
 
 my $node = PostgreSQL::Test::Cluster->new('lost_atomic');
 $node->init;
@@ -35,7 +36,18 @@ foreach my $case ([ 'atom', 'true' ], [ 'plain', 'false' ])
 			\$\$INSERT INTO done VALUES ('$job', clock_timestamp());
 			   SELECT pg_sleep(0.1) FROM gate, generate_series(1, 600)
 			    WHERE job = '$job' AND hold\$\$,
-			atomic => $atomic)});
+			atomic => $atomic, enabled => false)});
+	# enabled at least 2.5 s before its next slot, so that its backend is
+	# there to claim the run ahead of its instant (a run claimed once due
+	# commits no running row before its command)
+	my $phase;
+	do
+	{
+		$phase = $node->safe_psql('app',
+			q{SELECT extract(epoch FROM clock_timestamp())::numeric % 5});
+		sleep 0.1 if $phase < 0.5 || $phase > 2.5;
+	} while ($phase < 0.5 || $phase > 2.5);
+	$node->safe_psql('app', "SELECT schedlock.alter_job('$job', enabled => true)");
 	$node->poll_query_until('app', qq{
 		SELECT count(*) = 1 FROM pg_stat_activity
 		 WHERE backend_type = 'schedlock job' AND query LIKE '/* schedlock job: $job */%'})
