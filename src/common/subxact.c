@@ -3,8 +3,9 @@
  * subxact.c
  *	  A subtransaction that an error rolls back alone, leaving the
  *	  enclosing transaction to go on: a job's command (alone, or in a batch
- *	  of runs that share a commit), a job imported from pg_cron.  The caller's memory context and resource
- *	  owner are put back whichever way it ends.
+ *	  of runs that share a commit), a job imported from pg_cron.  The
+ *	  caller's memory context and resource owner are put back whichever way
+ *	  it ends.
  *
  * IDENTIFICATION
  *	  src/common/subxact.c

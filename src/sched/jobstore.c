@@ -268,7 +268,7 @@ schedlock_claim_job(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
  *		Claim up to max of the role's NOTIFY jobs due as of now from
  *		position *pos in one statement, read them into jobs[] (strings in
  *		cxt), move *pos to the last and return how many.  Tables of release
- *		1.2 only (0 on older ones).  In a transaction, connected to SPI.
+ *		1.2 only (the caller checks).  In a transaction, connected to SPI.
  */
 int
 schedlock_claim_notify_jobs(Oid role, ClaimPosition *pos, TimestampTz now,
@@ -282,8 +282,7 @@ schedlock_claim_notify_jobs(Oid role, ClaimPosition *pos, TimestampTz now,
 	bool		isnull;
 	uint64		n;
 
-	if (max <= 0 || !schedlock_jobs_have_search_path())
-		return 0;
+	Assert(max > 0 && schedlock_jobs_have_search_path());
 	values[0] = TimestampTzGetDatum(now);
 	values[1] = TimestampTzGetDatum(pos->next_run_at);
 	values[2] = Int64GetDatum(pos->job_id);
@@ -927,21 +926,6 @@ schedlock_prune_runs(TimestampTz now, int retention_mins, TimestampTz *from)
 }
 
 /*
- * claimed_next_run_at
- *		The next_run_at of a claimed job with its advanced state, as of now,
- *		into *next; false when it has none (schedlock_rule_next_run_at: the
- *		claim found the job enabled, and holds its row).
- */
-static bool
-claimed_next_run_at(ClaimedJob *job, TimestampTz now, TimestampTz *next)
-{
-	return schedlock_rule_next_run_at(true,
-									  job->has_next_slot, job->next_slot,
-									  job->has_retry, job->retry_at,
-									  job->manual_pending, now, next);
-}
-
-/*
  * The advanced state of a claimed job as six statement parameters, in this
  * order: next_slot, retry_slot, retry_attempt, retry_at, manual_pending,
  * next_run_at (as of now).  Every statement that advances a job takes them
@@ -964,7 +948,12 @@ job_state_params(ClaimedJob *job, TimestampTz now, Datum *values,
 	nulls[1] = nulls[2] = nulls[3] = job->has_retry ? ' ' : 'n';
 	values[4] = Int32GetDatum(job->manual_pending);
 	nulls[4] = ' ';
-	nulls[5] = claimed_next_run_at(job, now, &next_run_at) ? ' ' : 'n';
+	/* the claim found the job enabled, and holds its row */
+	nulls[5] = schedlock_rule_next_run_at(true,
+										  job->has_next_slot, job->next_slot,
+										  job->has_retry, job->retry_at,
+										  job->manual_pending, now,
+										  &next_run_at) ? ' ' : 'n';
 	values[5] = TimestampTzGetDatum(next_run_at);
 }
 
@@ -1270,15 +1259,15 @@ schedlock_record_run(ClaimedJob *job, ClaimPlan *plan, const char *status,
  *		now with its claim deadline (schedlock_record_run), and queue its
  *		notification (delivered when the transaction commits), in the order
  *		of the jobs.  A slot's attempt that has a row already is neither
- *		recorded nor notified, as with schedlock_record_run.  Returns how
- *		many were notified.  Tables of release 1.2, connected to SPI, in a
- *		transaction.
+ *		recorded nor notified, as with schedlock_record_run.  Tables of
+ *		release 1.2, connected to SPI, in a transaction.
  */
-int
+void
 schedlock_publish_notify_runs(ClaimedJob *jobs, ClaimPlan *plans,
 							  TimestampTz *deadlines, int n,
 							  TimestampTz now, TimestampTz horizon)
 {
+	/* the second column counts the notifications, which makes them happen */
 	static SchedlockQuery q = {
 		"WITH u AS MATERIALIZED (SELECT * FROM ROWS FROM ("
 		"    pg_catalog.unnest($1), pg_catalog.unnest($2), "
@@ -1337,7 +1326,6 @@ schedlock_publish_notify_runs(ClaimedJob *jobs, ClaimPlan *plans,
 	Datum		values[18];
 	bool		isnull;
 	int64		advanced;
-	int64		notified;
 
 	Assert(n > 0);
 	for (int c = 0; c < U_NCOLS; c++)
@@ -1383,13 +1371,10 @@ schedlock_publish_notify_runs(ClaimedJob *jobs, ClaimPlan *plans,
 		elog(ERROR, "could not publish NOTIFY runs");
 	advanced = DatumGetInt64(col(SPI_tuptable->vals[0],
 								 SPI_tuptable->tupdesc, 1, &isnull));
-	notified = DatumGetInt64(col(SPI_tuptable->vals[0],
-								 SPI_tuptable->tupdesc, 2, &isnull));
 	SPI_freetuptable(SPI_tuptable);
 	if (advanced != n)
 		elog(ERROR, "could not advance %d jobs (advanced " INT64_FORMAT ")",
 			 n, advanced);
-	return (int) notified;
 }
 
 /*

@@ -241,7 +241,7 @@ extern void schedlock_fire_reboot_jobs(TimestampTz now);
 extern int64 schedlock_record_run(ClaimedJob *job, ClaimPlan *plan,
 								  const char *status, TimestampTz now,
 								  TimestampTz deadline, bool has_deadline);
-extern int	schedlock_publish_notify_runs(ClaimedJob *jobs, ClaimPlan *plans,
+extern void schedlock_publish_notify_runs(ClaimedJob *jobs, ClaimPlan *plans,
 										  TimestampTz *deadlines, int n,
 										  TimestampTz now,
 										  TimestampTz horizon);

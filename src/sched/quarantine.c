@@ -41,10 +41,10 @@
  *
  * Errors that say nothing about the job (a cancel, a deadlock or
  * serialization failure, lack of memory or disk, an I/O error, a unique
- * violation: see schedlock_error_is_transient) are not charged to it.  When no job
- * can be charged, or charging it fails too, the backend waits a second
- * before it goes on, so that an error that repeats does not keep a core
- * busy.  A housekeeper that meets an error exits, and the launcher starts
+ * violation: see schedlock_error_is_transient) are not charged to it.
+ * When no job can be charged, or charging it fails too, the backend waits
+ * a second before it goes on, so that an error that repeats does not keep
+ * a core busy.  A housekeeper that meets an error exits, and the launcher starts
  * the database's housekeeping again a little later.
  *
  * IDENTIFICATION

@@ -1010,8 +1010,7 @@ publish_set(ClaimedJob *set, ClaimPlan *plans, int n, TimestampTz start)
 	}
 	PG_TRY();
 	{
-		(void) schedlock_publish_notify_runs(set, plans, deadlines, n, start,
-											 start);
+		schedlock_publish_notify_runs(set, plans, deadlines, n, start, start);
 	}
 	PG_CATCH();
 	{
@@ -1046,10 +1045,9 @@ publish_set(ClaimedJob *set, ClaimPlan *plans, int n, TimestampTz start)
  *		past max, up to WORKER_NOTIFY_EARLY_MAX: everything made ready
  *		before the instant goes out with the commit at the instant (the
  *		caller waits for it), instead of after it in later transactions.
- *		Returns how many jobs it claimed; fewer than max when none is left.
  *		Tables of release 1.2 (the claim statement reads their columns).
  */
-static int
+static void
 dispatch_notify_batch(Oid role, ClaimPosition *pos, TimestampTz start,
 					  int max)
 {
@@ -1107,7 +1105,6 @@ dispatch_notify_batch(Oid role, ClaimPosition *pos, TimestampTz start,
 			break;
 	}
 	schedlock_dispatch_blame(0);
-	return claimed;
 }
 
 /*
@@ -1170,8 +1167,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 		notify_job(&job, &plan, start, error);
 		if (error == NULL && schedlock_jobs_have_search_path() &&
 			!notify_sets_failed)
-			(void) dispatch_notify_batch(role, &batch, start,
-										 WORKER_NOTIFY_BATCH - n);
+			dispatch_notify_batch(role, &batch, start, WORKER_NOTIFY_BATCH - n);
 		else
 		{
 			/* the tables of release 1.1, or after a set failed */
