@@ -39,7 +39,7 @@
 #include "database_ddl.h"
 #include "job_roles.h"
 #include "launcher.h"
-#include "lock.h"
+#include "lock_session.h"
 #include "lock_shmem.h"
 #include "lock_watch.h"
 #include "runlog.h"
@@ -150,7 +150,8 @@ sl_shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	schedlock_shmem_request();
-	schedlock_lock_shmem_request();
+	schedlock_lease_shmem_request();
+	schedlock_marks_shmem_request();
 }
 
 /*
@@ -163,7 +164,8 @@ sl_shmem_startup(void)
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 	schedlock_shmem_startup();
-	schedlock_lock_shmem_startup();
+	schedlock_lease_shmem_startup();
+	schedlock_marks_shmem_startup();
 }
 
 /*
@@ -263,7 +265,10 @@ sl_process_utility(PlannedStmt *pstmt, const char *queryString,
 	{
 		CommandCounterIncrement();
 		if (!SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(dropped)))
-			schedlock_lock_shmem_drop_database(dropped);
+		{
+			schedlock_lease_shmem_drop_database(dropped);
+			schedlock_marks_drop_database(dropped);
+		}
 	}
 }
 

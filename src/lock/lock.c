@@ -128,9 +128,12 @@
 
 #include "args.h"
 #include "compat.h"
+#include "lease.h"
 #include "lease_role.h"
 #include "lock.h"
+#include "lock_session.h"
 #include "lock_shmem.h"
+#include "lock_table.h"
 #include "schedlock.h"
 #include "token.h"
 
@@ -155,20 +158,6 @@ PGDLLEXPORT Datum schedlock_lease_visible(PG_FUNCTION_ARGS);
  */
 #define MAX_LEASE_YEARS			1000
 #define MAX_LEASE_DAYS			(MAX_LEASE_YEARS * 366)
-
-/* The state of one lock row, as read under the name's mutex. */
-typedef struct LockRow
-{
-	int64		token;
-	bool		session_bound;
-	int32		holder_pid;		/* valid when session_bound */
-	TimestampTz holder_session_start;	/* valid when session_bound */
-	TimestampTz lock_until;
-	bool		released;
-	bool		has_role;		/* false for leases taken before 1.1 */
-	Oid			holder_role;	/* valid when has_role */
-	bool		table_1_0;		/* the table has 1.0's columns: no role */
-} LockRow;
 
 /*
  * Session identity lock bookkeeping.  session_bound_count is the number of
@@ -257,7 +246,7 @@ backend_alive(int32 pid, TimestampTz start)
 }
 
 /*
- * holder_session_alive
+ * schedlock_holder_session_alive
  *		Whether the session identified by (pid, start) still exists.
  *
  * Probes the session's identity lock with a conditional share lock; the
@@ -266,8 +255,8 @@ backend_alive(int32 pid, TimestampTz start)
  * gone and did not merely drop its advisory locks.  Must run inside a
  * transaction.
  */
-static bool
-holder_session_alive(int32 pid, TimestampTz start)
+bool
+schedlock_holder_session_alive(int32 pid, TimestampTz start)
 {
 	LOCKTAG		tag;
 
@@ -296,14 +285,14 @@ identity_lock_held(void)
 }
 
 /*
- * ensure_session_lock
+ * schedlock_ensure_session_lock
  *		Take this session's identity lock unless it holds it now.
  *
  * Nobody else ever holds the tag for long (only probes, momentarily), so a
  * blocking acquire is fine.
  */
-static void
-ensure_session_lock(void)
+void
+schedlock_ensure_session_lock(void)
 {
 	LOCKTAG		tag;
 
@@ -315,7 +304,7 @@ ensure_session_lock(void)
 
 /*
  * retake_session_lock_at_abort
- *		ensure_session_lock for the abort callback, which must neither sleep
+ *		schedlock_ensure_session_lock for the abort callback, which must neither sleep
  *		on a lock nor raise an error: a few conditional attempts, a
  *		millisecond apart, outlast any probe.  Should they all fail, the
  *		lease is still safe (probers check the backend itself), and the next
@@ -354,12 +343,12 @@ drop_session_lock_if_unused(void)
 }
 
 /*
- * session_bound_after_commit
+ * schedlock_session_bound_after_commit
  *		How many session-bound locks this session will hold if the open
  *		transaction commits.
  */
-static int
-session_bound_after_commit(void)
+int
+schedlock_session_bound_after_commit(void)
 {
 	int			count = session_bound_count;
 	int			i;
@@ -370,12 +359,23 @@ session_bound_after_commit(void)
 }
 
 /*
- * push_session_delta
+ * schedlock_session_bound_count
+ *		How many session-bound locks this session held as of its last commit
+ *		(it may overcount, see above).
+ */
+int
+schedlock_session_bound_count(void)
+{
+	return session_bound_count;
+}
+
+/*
+ * schedlock_push_session_delta
  *		Record that the current (sub)transaction changes the number of
  *		session-bound locks this session holds by delta.
  */
-static void
-push_session_delta(int delta)
+void
+schedlock_push_session_delta(int delta)
 {
 	schedlock_ensure_room((void **) &pending, &maxpending, npending,
 						  sizeof(PendingDelta));
@@ -405,12 +405,12 @@ lock_xact_callback(XactEvent event, void *arg)
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot prepare a transaction that acquired or released a session-bound schedlock lock")));
 			if (session_bound_count > 0)
-				ensure_session_lock();
+				schedlock_ensure_session_lock();
 			break;
 		case XACT_EVENT_PRE_COMMIT:
 			/* the transaction may have released it (pg_advisory_unlock_all) */
-			if (session_bound_after_commit() > 0)
-				ensure_session_lock();
+			if (schedlock_session_bound_after_commit() > 0)
+				schedlock_ensure_session_lock();
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
@@ -755,7 +755,7 @@ check_lock_table_shape(Relation rel)
  *		at all (CatalogIndexInsert evaluates no expressions or predicates and
  *		checks no exclusion or deferred constraints); return whether it is a
  *		valid primary key on lock_name that lookups can use (a btree with the
- *		text opfamily and collation "C", which fetch_lock_row's scan key
+ *		text opfamily and collation "C", which schedlock_lock_table_fetch's scan key
  *		assumes).
  */
 static bool
@@ -859,7 +859,7 @@ check_lock_table(Relation rel)
 }
 
 /*
- * open_lock_table
+ * schedlock_lock_table_open
  *		Open schedlock.lock_state with RowExclusiveLock and return it; sets
  *		*indexid to its primary key.  Errors out when the extension is not
  *		installed in this database, or when check_lock_table refuses the
@@ -870,8 +870,8 @@ check_lock_table(Relation rel)
  * while the lock is taken, so a check is never older than the DDL it must
  * see).
  */
-static Relation
-open_lock_table(Oid *indexid)
+Relation
+schedlock_lock_table_open(Oid *indexid)
 {
 	Relation	rel;
 
@@ -926,14 +926,15 @@ open_lock_table(Oid *indexid)
 }
 
 /*
- * fetch_lock_row
+ * schedlock_lock_table_fetch
  *		Look up the row of a lock name through the primary key, with a fresh
  *		snapshot; returns a copy of the tuple (NULL when there is none) and
- *		fills *row.  Must hold the name's mutex, so the row cannot change
- *		underneath us.
+ *		fills *lease from it.  Must hold the name's mutex, so the row cannot
+ *		change underneath us.
  */
-static HeapTuple
-fetch_lock_row(Relation rel, Oid indexid, const char *name, LockRow *row)
+HeapTuple
+schedlock_lock_table_fetch(Relation rel, Oid indexid, const char *name,
+			   SchedlockLease *lease)
 {
 	ScanKeyData key;
 	SysScanDesc scan;
@@ -956,19 +957,24 @@ fetch_lock_row(Relation rel, Oid indexid, const char *name, LockRow *row)
 		memset(nulls, true, sizeof(nulls));
 		copy = heap_copytuple(tup);
 		heap_deform_tuple(copy, RelationGetDescr(rel), values, nulls);
-		row->token = DatumGetInt64(values[Anum_lock_token - 1]);
-		row->session_bound = DatumGetBool(values[Anum_lock_session_bound - 1]) &&
+		memset(lease, 0, sizeof(*lease));
+		lease->token = DatumGetInt64(values[Anum_lock_token - 1]);
+		lease->session_bound = DatumGetBool(values[Anum_lock_session_bound - 1]) &&
 			!nulls[Anum_lock_holder_pid - 1] && !nulls[Anum_lock_holder_start - 1];
-		row->holder_pid = nulls[Anum_lock_holder_pid - 1] ? 0 :
+		lease->holder_pid = nulls[Anum_lock_holder_pid - 1] ? 0 :
 			DatumGetInt32(values[Anum_lock_holder_pid - 1]);
-		row->holder_session_start = nulls[Anum_lock_holder_start - 1] ? 0 :
+		lease->holder_start = nulls[Anum_lock_holder_start - 1] ? 0 :
 			DatumGetTimestampTz(values[Anum_lock_holder_start - 1]);
-		row->lock_until = DatumGetTimestampTz(values[Anum_lock_lock_until - 1]);
-		row->released = !nulls[Anum_lock_released_at - 1];
-		row->has_role = !nulls[Anum_lock_holder_role - 1];
-		row->holder_role = row->has_role ?
+		lease->locked_at = DatumGetTimestampTz(values[Anum_lock_locked_at - 1]);
+		lease->lock_until = DatumGetTimestampTz(values[Anum_lock_lock_until - 1]);
+		lease->min_until = DatumGetTimestampTz(values[Anum_lock_min_until - 1]);
+		lease->released = !nulls[Anum_lock_released_at - 1];
+		if (lease->released)
+			lease->released_at =
+				DatumGetTimestampTz(values[Anum_lock_released_at - 1]);
+		lease->has_role = !nulls[Anum_lock_holder_role - 1];
+		lease->holder_role = lease->has_role ?
 			DatumGetObjectId(values[Anum_lock_holder_role - 1]) : InvalidOid;
-		row->table_1_0 = RelationGetDescr(rel)->natts == Natts_lock_1_0;
 	}
 	systable_endscan(scan);
 	UnregisterSnapshot(snapshot);
@@ -993,41 +999,169 @@ update_lock_row(Relation rel, HeapTuple oldtup, Datum *values, bool *nulls,
 }
 
 /*
- * blocks_acquire
- *		Whether the row keeps a new acquirer out at now: its lock_until
- *		(the lease, or after a release the lock_at_least_for window) has not
- *		passed and, when session-bound, the holding session still exists.
+ * schedlock_lock_table_is_1_0
+ *		Whether the table has the columns of version 1.0 (no holder_role):
+ *		the library was updated, the extension not yet.
+ */
+bool
+schedlock_lock_table_is_1_0(Relation rel)
+{
+	return RelationGetDescr(rel)->natts == Natts_lock_1_0;
+}
+
+/*
+ * schedlock_lock_table_write_lease
+ *		Write the lease an acquire hands out, held by holder (NULL: none), as
+ *		the row of name: a new row when oldtup is NULL, else every column of
+ *		oldtup but the name.
+ */
+void
+schedlock_lock_table_write_lease(Relation rel, HeapTuple oldtup,
+								 const char *name, const SchedlockLease *lease,
+								 text *holder)
+{
+	Datum		values[Natts_lock];
+	bool		nulls[Natts_lock];
+
+	memset(nulls, false, sizeof(nulls));
+	values[Anum_lock_name - 1] = CStringGetTextDatum(name);
+	values[Anum_lock_token - 1] = Int64GetDatum(lease->token);
+	if (holder != NULL)
+		values[Anum_lock_holder - 1] = PointerGetDatum(holder);
+	else
+		nulls[Anum_lock_holder - 1] = true;
+	values[Anum_lock_holder_pid - 1] = Int32GetDatum(lease->holder_pid);
+	values[Anum_lock_holder_start - 1] = TimestampTzGetDatum(lease->holder_start);
+	values[Anum_lock_session_bound - 1] = BoolGetDatum(lease->session_bound);
+	values[Anum_lock_locked_at - 1] = TimestampTzGetDatum(lease->locked_at);
+	values[Anum_lock_lock_until - 1] = TimestampTzGetDatum(lease->lock_until);
+	values[Anum_lock_min_until - 1] = TimestampTzGetDatum(lease->min_until);
+	nulls[Anum_lock_released_at - 1] = true;
+	values[Anum_lock_holder_role - 1] = ObjectIdGetDatum(lease->holder_role);
+
+	if (oldtup != NULL)
+	{
+		bool		repl[Natts_lock];
+
+		memset(repl, true, sizeof(repl));
+		repl[Anum_lock_name - 1] = false;
+		update_lock_row(rel, oldtup, values, nulls, repl);
+	}
+	else
+	{
+		HeapTuple	newtup = heap_form_tuple(RelationGetDescr(rel), values, nulls);
+
+		CatalogTupleInsert(rel, newtup);
+		heap_freetuple(newtup);
+		CommandCounterIncrement();
+	}
+}
+
+/*
+ * schedlock_lock_table_write_until
+ *		Write the lock_until of an extended lease to its row oldtup.
+ */
+void
+schedlock_lock_table_write_until(Relation rel, HeapTuple oldtup,
+								 const SchedlockLease *lease)
+{
+	Datum		values[Natts_lock];
+	bool		nulls[Natts_lock];
+	bool		repl[Natts_lock];
+
+	memset(repl, false, sizeof(repl));
+	memset(nulls, false, sizeof(nulls));
+	values[Anum_lock_lock_until - 1] = TimestampTzGetDatum(lease->lock_until);
+	repl[Anum_lock_lock_until - 1] = true;
+	update_lock_row(rel, oldtup, values, nulls, repl);
+}
+
+/*
+ * schedlock_lock_table_write_release
+ *		Write what a release changed of a lease (lock_until, released_at, no
+ *		longer session-bound) to its row oldtup.
+ */
+void
+schedlock_lock_table_write_release(Relation rel, HeapTuple oldtup,
+								   const SchedlockLease *lease)
+{
+	Datum		values[Natts_lock];
+	bool		nulls[Natts_lock];
+	bool		repl[Natts_lock];
+
+	memset(repl, false, sizeof(repl));
+	memset(nulls, false, sizeof(nulls));
+	values[Anum_lock_lock_until - 1] = TimestampTzGetDatum(lease->lock_until);
+	repl[Anum_lock_lock_until - 1] = true;
+	values[Anum_lock_released_at - 1] = TimestampTzGetDatum(lease->released_at);
+	repl[Anum_lock_released_at - 1] = true;
+	values[Anum_lock_session_bound - 1] = BoolGetDatum(lease->session_bound);
+	repl[Anum_lock_session_bound - 1] = true;
+	update_lock_row(rel, oldtup, values, nulls, repl);
+}
+
+/*
+ * schedlock_lock_table_session_names
+ *		The names of the rows whose holder_pid is this backend's (some may
+ *		be another session's with a reused pid, or released), read with a
+ *		fresh snapshot, in the current memory context.
+ */
+List *
+schedlock_lock_table_session_names(Relation rel)
+{
+	ScanKeyData key;
+	SysScanDesc scan;
+	Snapshot	snapshot;
+	HeapTuple	tup;
+	List	   *names = NIL;
+
+	ScanKeyInit(&key, Anum_lock_holder_pid, BTEqualStrategyNumber, F_INT4EQ,
+				Int32GetDatum(MyProcPid));
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	scan = systable_beginscan(rel, InvalidOid, false, snapshot, 1, &key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		bool		isnull;
+		Datum		name = heap_getattr(tup, Anum_lock_name,
+										RelationGetDescr(rel), &isnull);
+
+		names = lappend(names, TextDatumGetCString(name));
+	}
+	systable_endscan(scan);
+	UnregisterSnapshot(snapshot);
+	return names;
+}
+
+/*
+ * row_session_alive
+ *		The lease rules' question for a session-bound row of the table
+ *		(SchedlockSessionAliveFn): whether its holding session still exists.
  *
  * When the holding session is this one, make sure it holds its identity
  * lock again (it may have been released under us), so that other sessions
  * get the fast answer.
  */
 static bool
-blocks_acquire(const LockRow *row, TimestampTz now)
+row_session_alive(const SchedlockLease *lease, void *arg)
 {
-	if (row->lock_until <= now)
-		return false;
-	if (!row->session_bound)
-		return true;
-	if (row->holder_pid == MyProcPid &&
-		row->holder_session_start == MyStartTimestamp)
+	if (lease->holder_pid == MyProcPid &&
+		lease->holder_start == MyStartTimestamp)
 	{
-		if (session_bound_after_commit() > 0)
-			ensure_session_lock();
+		if (schedlock_session_bound_after_commit() > 0)
+			schedlock_ensure_session_lock();
 		return true;
 	}
-	return holder_session_alive(row->holder_pid, row->holder_session_start);
+	return schedlock_holder_session_alive(lease->holder_pid, lease->holder_start);
 }
 
 /*
- * lease_valid
- *		Whether the row's current lease is still in force at now: not
- *		released, not expired and, when session-bound, its session alive.
+ * row_blocks
+ *		Whether the table's row keeps a new acquirer out at now (lease.h).
  */
 static bool
-lease_valid(const LockRow *row, TimestampTz now)
+row_blocks(const SchedlockLease *lease, TimestampTz now)
 {
-	return !row->released && blocks_acquire(row, now);
+	return schedlock_lease_blocks(lease, now, row_session_alive, NULL);
 }
 
 /*
@@ -1051,11 +1185,11 @@ wait_for_mutex(const char *name, LOCKTAG *mutex)
  */
 static HeapTuple
 wait_and_fetch(const char *name, LOCKTAG *mutex, Relation *rel, Oid *indexid,
-			   LockRow *row, TimestampTz *now)
+			   SchedlockLease *lease, TimestampTz *now)
 {
 	*now = GetCurrentTimestamp();
-	*rel = open_lock_table(indexid);
-	return fetch_lock_row(*rel, *indexid, name, row);
+	*rel = schedlock_lock_table_open(indexid);
+	return schedlock_lock_table_fetch(*rel, *indexid, name, lease);
 }
 
 /*
@@ -1071,44 +1205,32 @@ give_up(Relation rel, LOCKTAG *mutex)
 }
 
 /*
- * end_lease
- *		End the lease of the row oldtup (read as *row under the name's
- *		mutex) at now, as a release does: lock_until becomes
- *		greatest(now, min_until), released_at now, and the row is no longer
- *		session-bound.  When the lease was bound to this session, the
- *		session holds one session-bound lock less once the transaction
- *		commits.
+ * release_row
+ *		End the lease of the row oldtup (read as *lease under the name's
+ *		mutex) held with token at now, as the lease rules release it, and
+ *		write the row.  False, changing nothing, when the rules refuse.
+ *		When the lease was bound to this session, the session holds one
+ *		session-bound lock less once the transaction commits.
  */
-static void
-end_lease(Relation rel, HeapTuple oldtup, const char *name, const LockRow *row,
-		  TimestampTz now)
+static bool
+release_row(Relation rel, HeapTuple oldtup, const char *name,
+			SchedlockLease *lease, int64 token, TimestampTz now)
 {
-	Datum		values[Natts_lock];
-	bool		nulls[Natts_lock];
-	bool		repl[Natts_lock];
-	bool		isnull;
-	TimestampTz min_until;
+	bool		mine = schedlock_lease_held_by(lease, MyProcPid,
+											   MyStartTimestamp);
 
-	min_until = DatumGetTimestampTz(heap_getattr(oldtup, Anum_lock_min_until,
-												 RelationGetDescr(rel), &isnull));
-	memset(repl, false, sizeof(repl));
-	memset(nulls, false, sizeof(nulls));
-	values[Anum_lock_lock_until - 1] = TimestampTzGetDatum(Max(now, min_until));
-	repl[Anum_lock_lock_until - 1] = true;
-	values[Anum_lock_released_at - 1] = TimestampTzGetDatum(now);
-	repl[Anum_lock_released_at - 1] = true;
-	values[Anum_lock_session_bound - 1] = BoolGetDatum(false);
-	repl[Anum_lock_session_bound - 1] = true;
-	update_lock_row(rel, oldtup, values, nulls, repl);
+	if (!schedlock_lease_release(lease, token, now))
+		return false;
+	schedlock_lock_table_write_release(rel, oldtup, lease);
 	/* the lock_at_least_for window still blocks; else the row blocks nobody */
-	if (min_until > now)
-		schedlock_marks_add(name, min_until, now);
+	if (lease->lock_until > now)
+		schedlock_marks_add(name, lease->lock_until, now);
 	else
 		schedlock_marks_unmark_at_commit(name);
 
-	if (row->session_bound && row->holder_pid == MyProcPid &&
-		row->holder_session_start == MyStartTimestamp)
-		push_session_delta(-1);
+	if (mine)
+		schedlock_push_session_delta(-1);
+	return true;
 }
 
 /*
@@ -1119,7 +1241,7 @@ end_lease(Relation rel, HeapTuple oldtup, const char *name, const LockRow *row,
  *		is the same for a right and a wrong token.
  */
 static void
-check_lease_role(const char *name, const LockRow *row, Relation rel,
+check_lease_role(const char *name, const SchedlockLease *lease, Relation rel,
 				 LOCKTAG *mutex, const char *funcname)
 {
 	char	   *rolename;
@@ -1128,42 +1250,27 @@ check_lease_role(const char *name, const LockRow *row, Relation rel,
 	 * In the table of 1.0 (library updated, extension not yet) no lease has
 	 * a role: the token alone identifies its holder, as in 1.0.
 	 */
-	if (row->table_1_0 || schedlock_may_use_lease(row->has_role, row->holder_role))
+	if ((rel != NULL && schedlock_lock_table_is_1_0(rel)) ||
+		schedlock_may_use_lease(lease->has_role, lease->holder_role))
 		return;
 	if (rel != NULL)
 		give_up(rel, mutex);
 	else
 		LockRelease(mutex, ExclusiveLock, false);
-	if (!row->has_role)
+	if (!lease->has_role)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for lock \"%s\"", name),
 				 errdetail("The lease was acquired before schedlock 1.1 recorded roles; only a superuser may call %s() for it.",
 						   funcname)));
-	rolename = GetUserNameFromId(row->holder_role, true);
+	rolename = GetUserNameFromId(lease->holder_role, true);
 	if (rolename == NULL)
-		rolename = psprintf("%u", row->holder_role);
+		rolename = psprintf("%u", lease->holder_role);
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 			 errmsg("permission denied for lock \"%s\"", name),
 			 errdetail("The lock's last lease was acquired by role \"%s\"; only members of that role may call %s() for it.",
 					   rolename, funcname)));
-}
-
-/*
- * check_shmem_role
- *		check_lease_role for a lease kept in shared memory.
- */
-static void
-check_shmem_role(const char *name, const SchedlockLease *lease,
-				 LOCKTAG *mutex, const char *funcname)
-{
-	LockRow		row;
-
-	memset(&row, 0, sizeof(row));
-	row.has_role = true;
-	row.holder_role = lease->holder_role;
-	check_lease_role(name, &row, NULL, mutex, funcname);
 }
 
 /*
@@ -1183,7 +1290,7 @@ scan_for_marks(TimestampTz now, int64 floor)
 	SnapshotData dirty;
 	bool		ok = true;
 
-	rel = open_lock_table(&indexid);
+	rel = schedlock_lock_table_open(&indexid);
 	if (rel->rd_rel->relam != HEAP_TABLE_AM_OID)
 	{
 		table_close(rel, RowExclusiveLock);
@@ -1226,12 +1333,12 @@ scan_for_marks(TimestampTz now, int64 floor)
 }
 
 /*
- * load_marks
+ * schedlock_lock_table_load_marks
  *		Load this database's marks (see lock_shmem.c), unless somebody else
  *		is doing it or it cannot be done now.
  */
-static void
-load_marks(TimestampTz now)
+void
+schedlock_lock_table_load_marks(TimestampTz now)
 {
 	uint64		gen;
 	volatile bool ok = false;
@@ -1273,7 +1380,7 @@ acquire_in_shmem(const char *name, const SchedlockLease *old, LOCKTAG *mutex,
 				 TimestampTz now, TimestampTz until, TimestampTz min_until,
 				 text *holder, int64 *token)
 {
-	SchedlockLease lease;
+	SchedlockShmemLease sl;
 	bool		has_prev = old != NULL;
 	int64		prev = old != NULL ? old->token : 0;
 	bool		probed = false;
@@ -1286,7 +1393,7 @@ acquire_in_shmem(const char *name, const SchedlockLease *old, LOCKTAG *mutex,
 			case MARKS_CLEAR:
 				break;
 			case MARKS_LOAD:
-				load_marks(now);
+				schedlock_lock_table_load_marks(now);
 				/* FALLTHROUGH */
 			case MARKS_PROBE:
 				probed = true;
@@ -1297,12 +1404,12 @@ acquire_in_shmem(const char *name, const SchedlockLease *old, LOCKTAG *mutex,
 	{
 		Relation	rel;
 		Oid			indexid;
-		LockRow		row;
+		SchedlockLease row;
 		HeapTuple	oldtup;
 
-		rel = open_lock_table(&indexid);
-		oldtup = fetch_lock_row(rel, indexid, name, &row);
-		if (oldtup != NULL && blocks_acquire(&row, now))
+		rel = schedlock_lock_table_open(&indexid);
+		oldtup = schedlock_lock_table_fetch(rel, indexid, name, &row);
+		if (oldtup != NULL && row_blocks(&row, now))
 		{
 			give_up(rel, mutex);
 			return SHMEM_TAKEN;
@@ -1318,20 +1425,14 @@ acquire_in_shmem(const char *name, const SchedlockLease *old, LOCKTAG *mutex,
 	if (!schedlock_lease_shmem_token(has_prev, prev, token))
 		return SHMEM_FALLBACK;
 
-	memset(&lease, 0, offsetof(SchedlockLease, holder));
-	lease.token = *token;
-	lease.holder_pid = MyProcPid;
-	lease.holder_start = MyStartTimestamp;
-	lease.holder_role = GetUserId();
-	lease.locked_at = now;
-	lease.lock_until = until;
-	lease.min_until = min_until;
-	lease.has_holder = holder != NULL;
+	schedlock_lease_start(&sl.lease, *token, now, until, min_until, true,
+						  MyProcPid, MyStartTimestamp, GetUserId());
+	sl.has_holder = holder != NULL;
 	if (holder != NULL)
-		text_to_cstring_buffer(holder, lease.holder, sizeof(lease.holder));
+		text_to_cstring_buffer(holder, sl.holder, sizeof(sl.holder));
 	else
-		lease.holder[0] = '\0';
-	if (!schedlock_lease_shmem_put(name, &lease, now))
+		sl.holder[0] = '\0';
+	if (!schedlock_lease_shmem_put(name, &sl, now))
 		return SHMEM_FALLBACK;
 	shmem_leases_taken = true;
 	if (probed)
@@ -1361,13 +1462,12 @@ schedlock_acquire(PG_FUNCTION_ARGS)
 	LOCKTAG		mutex;
 	Relation	rel;
 	Oid			indexid;
-	LockRow		row;
+	SchedlockLease row;
+	SchedlockLease lease;
 	HeapTuple	oldtup;
 	int64		token;
 	bool		from_wal;
 	XLogRecPtr	lsn;
-	Datum		values[Natts_lock];
-	bool		nulls[Natts_lock];
 
 	if (PG_ARGISNULL(4))
 		ereport(ERROR,
@@ -1379,18 +1479,25 @@ schedlock_acquire(PG_FUNCTION_ARGS)
 	now = GetCurrentTimestamp();
 	until = lease_until(now, most);
 	min_until = lease_end(now, least, "lock_at_least_for");
-	if (min_until < now)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("lock_at_least_for must not be negative"),
-				 errdetail("lock_at_least_for is \"%s\", which ends before now.",
-						   interval_text(least))));
-	if (min_until > until)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("lock_at_least_for must not exceed lock_at_most_for"),
-				 errdetail("lock_at_least_for is \"%s\", lock_at_most_for is \"%s\".",
-						   interval_text(least), interval_text(most))));
+	switch (schedlock_lease_window(now, until, min_until))
+	{
+		case SCHEDLOCK_WINDOW_OK:
+			break;
+		case SCHEDLOCK_WINDOW_LEAST_NEGATIVE:
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("lock_at_least_for must not be negative"),
+					 errdetail("lock_at_least_for is \"%s\", which ends before now.",
+							   interval_text(least))));
+			break;
+		case SCHEDLOCK_WINDOW_LEAST_EXCEEDS_MOST:
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("lock_at_least_for must not exceed lock_at_most_for"),
+					 errdetail("lock_at_least_for is \"%s\", lock_at_most_for is \"%s\".",
+							   interval_text(least), interval_text(most))));
+			break;
+	}
 	if (holder != NULL &&
 		pg_mbstrlen_with_len(VARDATA_ANY(holder), VARSIZE_ANY_EXHDR(holder)) >
 		SCHEDLOCK_MAX_HOLDER_LENGTH)
@@ -1412,10 +1519,10 @@ schedlock_acquire(PG_FUNCTION_ARGS)
 	 */
 	if (schedlock_lease_shmem_enabled())
 	{
-		SchedlockLease lease;
-		bool		in_shmem = schedlock_lease_shmem_get(name, &lease);
+		SchedlockShmemLease sl;
+		bool		in_shmem = schedlock_lease_shmem_get(name, &sl);
 
-		if (in_shmem && schedlock_lease_shmem_blocks(&lease, now))
+		if (in_shmem && schedlock_lease_blocks(&sl.lease, now, NULL, NULL))
 		{
 			LockRelease(&mutex, ExclusiveLock, false);
 			PG_RETURN_NULL();
@@ -1424,7 +1531,7 @@ schedlock_acquire(PG_FUNCTION_ARGS)
 			(holder == NULL ||
 			 VARSIZE_ANY_EXHDR(holder) < SCHEDLOCK_SHMEM_HOLDER_BYTES))
 		{
-			switch (acquire_in_shmem(name, in_shmem ? &lease : NULL, &mutex,
+			switch (acquire_in_shmem(name, in_shmem ? &sl.lease : NULL, &mutex,
 									 now, until, min_until, holder, &token))
 			{
 				case SHMEM_ACQUIRED:
@@ -1441,9 +1548,9 @@ schedlock_acquire(PG_FUNCTION_ARGS)
 			schedlock_lease_shmem_forget(name);
 	}
 
-	rel = open_lock_table(&indexid);
-	oldtup = fetch_lock_row(rel, indexid, name, &row);
-	if (oldtup != NULL && blocks_acquire(&row, now))
+	rel = schedlock_lock_table_open(&indexid);
+	oldtup = schedlock_lock_table_fetch(rel, indexid, name, &row);
+	if (oldtup != NULL && row_blocks(&row, now))
 	{
 		give_up(rel, &mutex);
 		PG_RETURN_NULL();
@@ -1456,40 +1563,12 @@ schedlock_acquire(PG_FUNCTION_ARGS)
 	if (from_wal)
 		schedlock_lease_shmem_note_token(token);
 	if (session_bound)
-		ensure_session_lock();
+		schedlock_ensure_session_lock();
 
-	memset(nulls, false, sizeof(nulls));
-	values[Anum_lock_name - 1] = CStringGetTextDatum(name);
-	values[Anum_lock_token - 1] = Int64GetDatum(token);
-	if (holder != NULL)
-		values[Anum_lock_holder - 1] = PointerGetDatum(holder);
-	else
-		nulls[Anum_lock_holder - 1] = true;
-	values[Anum_lock_holder_pid - 1] = Int32GetDatum(MyProcPid);
-	values[Anum_lock_holder_start - 1] = TimestampTzGetDatum(MyStartTimestamp);
-	values[Anum_lock_session_bound - 1] = BoolGetDatum(session_bound);
-	values[Anum_lock_locked_at - 1] = TimestampTzGetDatum(now);
-	values[Anum_lock_lock_until - 1] = TimestampTzGetDatum(until);
-	values[Anum_lock_min_until - 1] = TimestampTzGetDatum(min_until);
-	nulls[Anum_lock_released_at - 1] = true;
-	values[Anum_lock_holder_role - 1] = ObjectIdGetDatum(GetUserId());
-
-	if (oldtup != NULL)
-	{
-		bool		repl[Natts_lock];
-
-		memset(repl, true, sizeof(repl));
-		repl[Anum_lock_name - 1] = false;
-		update_lock_row(rel, oldtup, values, nulls, repl);
-	}
-	else
-	{
-		HeapTuple	newtup = heap_form_tuple(RelationGetDescr(rel), values, nulls);
-
-		CatalogTupleInsert(rel, newtup);
-		heap_freetuple(newtup);
-		CommandCounterIncrement();
-	}
+	/* the row records the holding session even when the lease is not bound */
+	schedlock_lease_start(&lease, token, now, until, min_until, session_bound,
+						  MyProcPid, MyStartTimestamp, GetUserId());
+	schedlock_lock_table_write_lease(rel, oldtup, name, &lease, holder);
 	/* a token from the row may exceed the batch's: mark the name for good */
 	schedlock_marks_add(name, from_wal ? until : DT_NOEND, now);
 	table_close(rel, RowExclusiveLock);
@@ -1505,7 +1584,7 @@ schedlock_acquire(PG_FUNCTION_ARGS)
 	ForceSyncCommit();
 
 	if (session_bound)
-		push_session_delta(1);
+		schedlock_push_session_delta(1);
 
 	/* the mutex stays until our transaction ends */
 	PG_RETURN_INT64(token);
@@ -1527,40 +1606,35 @@ schedlock_release(PG_FUNCTION_ARGS)
 	LOCKTAG		mutex;
 	Relation	rel;
 	Oid			indexid;
-	LockRow		row;
+	SchedlockLease row;
 	HeapTuple	oldtup;
 	TimestampTz now;
-	SchedlockLease lease;
+	SchedlockShmemLease sl;
 
 	check_writable("schedlock_release");
 
 	wait_for_mutex(name, &mutex);
-	if (schedlock_lease_shmem_get(name, &lease))
+	if (schedlock_lease_shmem_get(name, &sl))
 	{
 		now = GetCurrentTimestamp();
-		check_shmem_role(name, &lease, &mutex, "schedlock_release");
-		if (lease.token != token || lease.released)
+		check_lease_role(name, &sl.lease, NULL, &mutex, "schedlock_release");
+		if (!schedlock_lease_release(&sl.lease, token, now))
 		{
 			LockRelease(&mutex, ExclusiveLock, false);
 			PG_RETURN_BOOL(false);
 		}
-		/* as end_lease does; the mutex stays until our transaction ends */
-		lease.released = true;
-		lease.released_at = now;
-		lease.lock_until = Max(now, lease.min_until);
-		(void) schedlock_lease_shmem_put(name, &lease, now);
+		/* the mutex stays until our transaction ends */
+		(void) schedlock_lease_shmem_put(name, &sl, now);
 		PG_RETURN_BOOL(true);
 	}
 	oldtup = wait_and_fetch(name, &mutex, &rel, &indexid, &row, &now);
 	if (oldtup != NULL)
 		check_lease_role(name, &row, rel, &mutex, "schedlock_release");
-	if (oldtup == NULL || row.token != token || row.released)
+	if (oldtup == NULL || !release_row(rel, oldtup, name, &row, token, now))
 	{
 		give_up(rel, &mutex);
 		PG_RETURN_BOOL(false);
 	}
-
-	end_lease(rel, oldtup, name, &row, now);
 	table_close(rel, RowExclusiveLock);
 
 	PG_RETURN_BOOL(true);
@@ -1582,50 +1656,42 @@ schedlock_extend(PG_FUNCTION_ARGS)
 	LOCKTAG		mutex;
 	Relation	rel;
 	Oid			indexid;
-	LockRow		row;
+	SchedlockLease row;
 	HeapTuple	oldtup;
 	TimestampTz now;
-	Datum		values[Natts_lock];
-	bool		nulls[Natts_lock];
-	bool		repl[Natts_lock];
-	TimestampTz until;
-	SchedlockLease lease;
+	SchedlockShmemLease sl;
 
 	/* bad input fails before any waiting; judged again at the final now */
 	(void) lease_until(GetCurrentTimestamp(), most);
 	check_writable("schedlock_extend");
 
 	wait_for_mutex(name, &mutex);
-	if (schedlock_lease_shmem_get(name, &lease))
+	if (schedlock_lease_shmem_get(name, &sl))
 	{
 		now = GetCurrentTimestamp();
-		check_shmem_role(name, &lease, &mutex, "schedlock_extend");
-		if (lease.token != token || lease.released ||
-			!schedlock_lease_shmem_blocks(&lease, now))
+		check_lease_role(name, &sl.lease, NULL, &mutex, "schedlock_extend");
+		if (!schedlock_lease_extend(&sl.lease, token, now,
+									lease_until(now, most), NULL, NULL))
 		{
 			LockRelease(&mutex, ExclusiveLock, false);
 			PG_RETURN_BOOL(false);
 		}
 		/* no flush: a crash ends the session, and the lease with it */
-		lease.lock_until = lease_until(now, most);
-		PG_RETURN_BOOL(schedlock_lease_shmem_put(name, &lease, now));
+		PG_RETURN_BOOL(schedlock_lease_shmem_put(name, &sl, now));
 	}
 	oldtup = wait_and_fetch(name, &mutex, &rel, &indexid, &row, &now);
 	if (oldtup != NULL)
 		check_lease_role(name, &row, rel, &mutex, "schedlock_extend");
-	if (oldtup == NULL || row.token != token || !lease_valid(&row, now))
+	if (oldtup == NULL ||
+		!schedlock_lease_extend(&row, token, now, lease_until(now, most),
+								row_session_alive, NULL))
 	{
 		give_up(rel, &mutex);
 		PG_RETURN_BOOL(false);
 	}
 
-	memset(repl, false, sizeof(repl));
-	memset(nulls, false, sizeof(nulls));
-	until = lease_until(now, most);
-	values[Anum_lock_lock_until - 1] = TimestampTzGetDatum(until);
-	repl[Anum_lock_lock_until - 1] = true;
-	update_lock_row(rel, oldtup, values, nulls, repl);
-	schedlock_marks_add(name, until, now);
+	schedlock_lock_table_write_until(rel, oldtup, &row);
+	schedlock_marks_add(name, row.lock_until, now);
 	table_close(rel, RowExclusiveLock);
 
 	/* a renewal the caller relies on must survive a crash, as in acquire */
@@ -1651,47 +1717,56 @@ schedlock_assert(PG_FUNCTION_ARGS)
 	LOCKTAG		mutex;
 	Relation	rel;
 	Oid			indexid;
-	LockRow		row;
-	bool		found;
+	SchedlockLease row;
+	SchedlockLease *lease = NULL;
 	TimestampTz now;
 	char	   *reason = NULL;
-	SchedlockLease lease;
-	bool		in_shmem;
+	SchedlockShmemLease sl;
+	SchedlockSessionAliveFn alive = NULL;
 
 	/* a standby cannot hold off a takeover on the primary: refuse there */
 	check_primary("schedlock_assert");
 
 	wait_for_mutex(name, &mutex);
-	in_shmem = schedlock_lease_shmem_get(name, &lease);
-	if (in_shmem)
+	if (schedlock_lease_shmem_get(name, &sl))
 	{
 		now = GetCurrentTimestamp();
-		check_shmem_role(name, &lease, &mutex, "schedlock_assert");
-		found = true;
-		row.token = lease.token;
-		row.released = lease.released;
-		row.lock_until = lease.lock_until;
+		check_lease_role(name, &sl.lease, NULL, &mutex, "schedlock_assert");
+		lease = &sl.lease;
 	}
 	else
 	{
-		found = wait_and_fetch(name, &mutex, &rel, &indexid, &row, &now) != NULL;
-		if (found)
+		if (wait_and_fetch(name, &mutex, &rel, &indexid, &row, &now) != NULL)
+		{
 			check_lease_role(name, &row, rel, &mutex, "schedlock_assert");
+			lease = &row;
+			alive = row_session_alive;
+		}
 		table_close(rel, RowExclusiveLock);
 	}
 
-	if (!found)
-		reason = pstrdup("No lock of that name was ever acquired.");
-	else if (row.token != token)
-		reason = psprintf("The lock was acquired again since, with token " INT64_FORMAT ".",
-						  row.token);
-	else if (row.released)
-		reason = pstrdup("The lease was released.");
-	else if (row.lock_until <= now)
-		reason = psprintf("The lease expired at %s.",
-						  timestamptz_to_str(row.lock_until));
-	else if (in_shmem ? lease.session_ended : !lease_valid(&row, now))
-		reason = pstrdup("The session that held the session-bound lock has ended.");
+	switch (schedlock_lease_check(lease, token, now, alive, NULL))
+	{
+		case SCHEDLOCK_LEASE_HELD:
+			break;
+		case SCHEDLOCK_LEASE_NEVER_ACQUIRED:
+			reason = pstrdup("No lock of that name was ever acquired.");
+			break;
+		case SCHEDLOCK_LEASE_REACQUIRED:
+			reason = psprintf("The lock was acquired again since, with token " INT64_FORMAT ".",
+							  lease->token);
+			break;
+		case SCHEDLOCK_LEASE_RELEASED:
+			reason = pstrdup("The lease was released.");
+			break;
+		case SCHEDLOCK_LEASE_EXPIRED:
+			reason = psprintf("The lease expired at %s.",
+							  timestamptz_to_str(lease->lock_until));
+			break;
+		case SCHEDLOCK_LEASE_SESSION_ENDED:
+			reason = pstrdup("The session that held the session-bound lock has ended.");
+			break;
+	}
 
 	if (reason != NULL)
 		ereport(ERROR,
@@ -1712,7 +1787,7 @@ schedlock_assert(PG_FUNCTION_ARGS)
 Datum
 schedlock_session_alive(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(holder_session_alive(PG_GETARG_INT32(0),
+	PG_RETURN_BOOL(schedlock_holder_session_alive(PG_GETARG_INT32(0),
 										PG_GETARG_TIMESTAMPTZ(1)));
 }
 
@@ -1728,18 +1803,6 @@ schedlock_lease_visible(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_BOOL(schedlock_may_use_lease(!PG_ARGISNULL(0),
 								 PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0)));
-}
-
-/*
- * held_by_this_session
- *		Whether the row is a lease bound to this session and not released.
- */
-static bool
-held_by_this_session(const LockRow *row)
-{
-	return row->session_bound && !row->released &&
-		row->holder_pid == MyProcPid &&
-		row->holder_session_start == MyStartTimestamp;
 }
 
 /*
@@ -1764,19 +1827,16 @@ end_shmem_session_leases(void)
 	{
 		const char *name = lfirst(lc);
 		LOCKTAG		mutex;
-		SchedlockLease lease;
+		SchedlockShmemLease sl;
 
 		wait_for_mutex(name, &mutex);
-		if (schedlock_lease_shmem_get(name, &lease) && !lease.released &&
-			!lease.session_ended && lease.holder_pid == MyProcPid &&
-			lease.holder_start == MyStartTimestamp)
+		if (schedlock_lease_shmem_get(name, &sl) &&
+			schedlock_lease_held_by(&sl.lease, MyProcPid, MyStartTimestamp))
 		{
 			TimestampTz now = GetCurrentTimestamp();
 
-			lease.released = true;
-			lease.released_at = now;
-			lease.lock_until = Max(now, lease.min_until);
-			(void) schedlock_lease_shmem_put(name, &lease, now);
+			(void) schedlock_lease_release(&sl.lease, sl.lease.token, now);
+			(void) schedlock_lease_shmem_put(name, &sl, now);
 		}
 		else
 			LockRelease(&mutex, ExclusiveLock, false);
@@ -1808,59 +1868,43 @@ schedlock_lock_end_session_leases(void)
 	MemoryContext oldcxt = CurrentMemoryContext;
 	Relation	rel;
 	Oid			indexid;
-	ScanKeyData key;
-	SysScanDesc scan;
-	Snapshot	snapshot;
-	HeapTuple	tup;
-	List	   *names = NIL;
+	List	   *names;
 	ListCell   *lc;
 	int			rest;
 
 	Assert(!IsTransactionState());
 	end_shmem_session_leases();
-	if (session_bound_count == 0)
+	if (schedlock_session_bound_count() == 0)
 		return;
 
 	StartTransactionCommand();
 	/* updating the rows needs an active snapshot (heap_update asserts it) */
 	PushActiveSnapshot(GetTransactionSnapshot());
-	rel = open_lock_table(&indexid);
-	ScanKeyInit(&key, Anum_lock_holder_pid, BTEqualStrategyNumber, F_INT4EQ,
-				Int32GetDatum(MyProcPid));
-	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	scan = systable_beginscan(rel, InvalidOid, false, snapshot, 1, &key);
-	while (HeapTupleIsValid(tup = systable_getnext(scan)))
-	{
-		bool		isnull;
-		Datum		name = heap_getattr(tup, Anum_lock_name,
-										RelationGetDescr(rel), &isnull);
-
-		names = lappend(names, TextDatumGetCString(name));
-	}
-	systable_endscan(scan);
-	UnregisterSnapshot(snapshot);
+	rel = schedlock_lock_table_open(&indexid);
+	names = schedlock_lock_table_session_names(rel);
 
 	foreach(lc, names)
 	{
 		const char *name = lfirst(lc);
 		LOCKTAG		mutex;
-		LockRow		row;
+		SchedlockLease row;
 		HeapTuple	oldtup;
 
 		/* as release does: wait for the mutex, read the row afresh */
 		set_mutex_tag(&mutex, name);
 		(void) LockAcquire(&mutex, ExclusiveLock, false, false);
-		oldtup = fetch_lock_row(rel, indexid, name, &row);
-		if (oldtup != NULL && held_by_this_session(&row))
-			end_lease(rel, oldtup, name, &row, GetCurrentTimestamp());
-		else
+		oldtup = schedlock_lock_table_fetch(rel, indexid, name, &row);
+		if (oldtup == NULL ||
+			!schedlock_lease_held_by(&row, MyProcPid, MyStartTimestamp) ||
+			!release_row(rel, oldtup, name, &row, row.token,
+						 GetCurrentTimestamp()))
 			LockRelease(&mutex, ExclusiveLock, false);
 	}
 	table_close(rel, RowExclusiveLock);
 
-	rest = session_bound_after_commit();
+	rest = schedlock_session_bound_after_commit();
 	if (rest > 0)
-		push_session_delta(-rest);
+		schedlock_push_session_delta(-rest);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	MemoryContextSwitchTo(oldcxt);

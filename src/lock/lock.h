@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * lock.h
- *	  The lease locks' setup and the end of a session's leases (lock.c).
+ *	  The end of a session's leases, for the job backends (lock.c).
  *
  * IDENTIFICATION
  *	  src/lock/lock.h
@@ -11,7 +11,6 @@
 #ifndef SCHEDLOCK_LOCK_H
 #define SCHEDLOCK_LOCK_H
 
-extern void schedlock_lock_init(void);
 extern void schedlock_lock_end_session_leases(void);
 
 #endif							/* SCHEDLOCK_LOCK_H */

@@ -72,7 +72,8 @@
  * What is kept for a database (its entries, its marks and its slot) is
  * keyed by its OID, which CREATE DATABASE ... OID = n can give to a new
  * database once the old one is dropped.  DROP DATABASE removes it all
- * (schedlock_lock_shmem_drop_database, from the ProcessUtility hook).  A
+ * (schedlock_lease_shmem_drop_database and schedlock_marks_drop_database,
+ * from the ProcessUtility hook).  A
  * slot also records the xmin of the database's pg_database row when it was
  * taken, which every CREATE DATABASE gives a new value: an acquire does not
  * trust the marks of a slot with another xmin, and a load starts the slot
@@ -129,19 +130,12 @@ PGDLLEXPORT Datum schedlock_session_leases(PG_FUNCTION_ARGS);
 /* Tokens reserved by one flushed WAL record (token.h: 32 bytes of WAL each). */
 #define TOKEN_BATCH			1024
 
-/* The key of an entry: the database and the name (NUL-terminated). */
-typedef struct LeaseKey
-{
-	Oid			dbid;
-	char		name[SCHEDLOCK_SHMEM_NAME_BYTES];
-} LeaseKey;
-
 /* An entry of the shared hash table. */
 typedef struct LeaseEntry
 {
-	LeaseKey	key;			/* must be first */
+	SchedlockLeaseKey	key;			/* must be first */
 	int			pinned_by;		/* pid of a transaction that changed it */
-	SchedlockLease lease;
+	SchedlockShmemLease data;
 } LeaseEntry;
 
 /* The token batch, guarded by the second LWLock of the tranche. */
@@ -155,7 +149,7 @@ typedef struct LeaseTokens
 /* A mark: the name's row may block until until, or carries a large token. */
 typedef struct MarkEntry
 {
-	LeaseKey	key;			/* must be first */
+	SchedlockLeaseKey	key;			/* must be first */
 	TimestampTz until;			/* DT_NOEND: the row's token may be large */
 } MarkEntry;
 
@@ -211,7 +205,7 @@ typedef struct LeaseUndo
 	int			nestlevel;
 	char	   *name;
 	bool		existed;
-	SchedlockLease old;
+	SchedlockShmemLease old;
 } LeaseUndo;
 
 /* A name whose mark goes when the transaction commits (a release). */
@@ -245,7 +239,7 @@ static bool incarnation_callback_registered = false;
 static uint32
 lease_hash(const void *key, Size keysize)
 {
-	const LeaseKey *k = key;
+	const SchedlockLeaseKey *k = key;
 
 	return hash_bytes((const unsigned char *) k->name, (int) strlen(k->name)) ^
 		murmurhash32(k->dbid);
@@ -258,8 +252,8 @@ lease_hash(const void *key, Size keysize)
 static int
 lease_match(const void *key1, const void *key2, Size keysize)
 {
-	const LeaseKey *a = key1;
-	const LeaseKey *b = key2;
+	const SchedlockLeaseKey *a = key1;
+	const SchedlockLeaseKey *b = key2;
 
 	if (a->dbid != b->dbid)
 		return 1;
@@ -273,8 +267,8 @@ lease_match(const void *key1, const void *key2, Size keysize)
 static void *
 lease_keycopy(void *dest, const void *src, Size keysize)
 {
-	LeaseKey   *d = dest;
-	const LeaseKey *s = src;
+	SchedlockLeaseKey   *d = dest;
+	const SchedlockLeaseKey *s = src;
 
 	d->dbid = s->dbid;
 	strlcpy(d->name, s->name, sizeof(d->name));
@@ -282,47 +276,55 @@ lease_keycopy(void *dest, const void *src, Size keysize)
 }
 
 /*
- * schedlock_lock_shmem_size
- *		Shared memory the lease table and the token batch need.
+ * schedlock_lease_key_hashctl
+ *		Fill in *ctl for a shared hash table keyed by SchedlockLeaseKey with
+ *		entries of entrysize bytes; returns the flags for ShmemInitHash.
  */
-Size
-schedlock_lock_shmem_size(void)
+int
+schedlock_lease_key_hashctl(HASHCTL *ctl, Size entrysize)
+{
+	memset(ctl, 0, sizeof(*ctl));
+	ctl->keysize = sizeof(SchedlockLeaseKey);
+	ctl->entrysize = entrysize;
+	ctl->hash = lease_hash;
+	ctl->match = lease_match;
+	ctl->keycopy = lease_keycopy;
+	return HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_KEYCOPY;
+}
+
+/*
+ * schedlock_lease_shmem_request
+ *		Called from the shmem_request_hook: the lease table, the sessions
+ *		that put entries, the token batch, and the LWLocks of the leases, the
+ *		batch and the marks (SCHEDLOCK_LEASE_TRANCHE).
+ */
+void
+schedlock_lease_shmem_request(void)
 {
 	Size		size = MAXALIGN(sizeof(LeaseTokens));
 
-	size = add_size(size, MAXALIGN(sizeof(LeaseMarks)));
 	if (schedlock_max_session_locks > 0)
 	{
 		size = add_size(size, hash_estimate_size(schedlock_max_session_locks,
 												 sizeof(LeaseEntry)));
 		size = add_size(size, mul_size(MaxBackends, sizeof(LeaseSession)));
-		size = add_size(size, hash_estimate_size(schedlock_max_session_locks,
-												 sizeof(MarkEntry)));
 	}
-	return size;
+	RequestAddinShmemSpace(size);
+	RequestNamedLWLockTranche(SCHEDLOCK_LEASE_TRANCHE,
+							  SCHEDLOCK_LEASE_TRANCHE_LOCKS);
 }
 
 /*
- * schedlock_lock_shmem_request
- *		Called from the shmem_request_hook.
- */
-void
-schedlock_lock_shmem_request(void)
-{
-	RequestAddinShmemSpace(schedlock_lock_shmem_size());
-	RequestNamedLWLockTranche("schedlock_leases", 3);
-}
-
-/*
- * schedlock_lock_shmem_startup
+ * schedlock_lease_shmem_startup
  *		Called from the shmem_startup_hook: create or attach to the table and
  *		the token batch.  After a crash restart both start empty.
  */
 void
-schedlock_lock_shmem_startup(void)
+schedlock_lease_shmem_startup(void)
 {
 	bool		found;
 	HASHCTL		ctl;
+	int			flags;
 	LWLockPadded *locks;
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
@@ -330,39 +332,64 @@ schedlock_lock_shmem_startup(void)
 								   sizeof(LeaseTokens), &found);
 	if (!found)
 		memset(lease_tokens, 0, sizeof(LeaseTokens));
-	marks = ShmemInitStruct("schedlock lease mark state", sizeof(LeaseMarks), &found);
-	if (!found)
-		memset(marks, 0, sizeof(LeaseMarks));
-	locks = GetNamedLWLockTranche("schedlock_leases");
-	lease_lock = &locks[0].lock;
-	token_lock = &locks[1].lock;
-	mark_lock = &locks[2].lock;
+	locks = GetNamedLWLockTranche(SCHEDLOCK_LEASE_TRANCHE);
+	lease_lock = &locks[SCHEDLOCK_LEASE_LOCK].lock;
+	token_lock = &locks[SCHEDLOCK_TOKEN_LOCK].lock;
 	if (schedlock_max_session_locks > 0)
 	{
-		memset(&ctl, 0, sizeof(ctl));
-		ctl.keysize = sizeof(LeaseKey);
-		ctl.entrysize = sizeof(LeaseEntry);
-		ctl.hash = lease_hash;
-		ctl.match = lease_match;
-		ctl.keycopy = lease_keycopy;
+		flags = schedlock_lease_key_hashctl(&ctl, sizeof(LeaseEntry));
 		lease_table = ShmemInitHash("schedlock session leases",
 									schedlock_max_session_locks,
 									schedlock_max_session_locks,
-									&ctl,
-									HASH_ELEM | HASH_FUNCTION | HASH_COMPARE |
-									HASH_KEYCOPY);
+									&ctl, flags);
 		lease_sessions = ShmemInitStruct("schedlock lease sessions",
 										 mul_size(MaxBackends, sizeof(LeaseSession)),
 										 &found);
 		if (!found)
 			memset(lease_sessions, 0, mul_size(MaxBackends, sizeof(LeaseSession)));
-		ctl.entrysize = sizeof(MarkEntry);
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * schedlock_marks_shmem_request
+ *		Called from the shmem_request_hook: the marks and their databases.
+ */
+void
+schedlock_marks_shmem_request(void)
+{
+	Size		size = MAXALIGN(sizeof(LeaseMarks));
+
+	if (schedlock_max_session_locks > 0)
+		size = add_size(size, hash_estimate_size(schedlock_max_session_locks,
+												 sizeof(MarkEntry)));
+	RequestAddinShmemSpace(size);
+}
+
+/*
+ * schedlock_marks_shmem_startup
+ *		Called from the shmem_startup_hook: create or attach to the marks.
+ *		After a crash restart they start empty.
+ */
+void
+schedlock_marks_shmem_startup(void)
+{
+	bool		found;
+	HASHCTL		ctl;
+	int			flags;
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	marks = ShmemInitStruct("schedlock lease mark state", sizeof(LeaseMarks), &found);
+	if (!found)
+		memset(marks, 0, sizeof(LeaseMarks));
+	mark_lock = &GetNamedLWLockTranche(SCHEDLOCK_LEASE_TRANCHE)[SCHEDLOCK_MARK_LOCK].lock;
+	if (schedlock_max_session_locks > 0)
+	{
+		flags = schedlock_lease_key_hashctl(&ctl, sizeof(MarkEntry));
 		mark_table = ShmemInitHash("schedlock lease marks",
 								   schedlock_max_session_locks,
 								   schedlock_max_session_locks,
-								   &ctl,
-								   HASH_ELEM | HASH_FUNCTION | HASH_COMPARE |
-								   HASH_KEYCOPY);
+								   &ctl, flags);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -378,27 +405,14 @@ schedlock_lease_shmem_enabled(void)
 }
 
 /*
- * set_key
+ * schedlock_lease_key_set
  *		Fill in the key of a name in the current database.
  */
-static void
-set_key(LeaseKey *key, const char *name)
+void
+schedlock_lease_key_set(SchedlockLeaseKey *key, const char *name)
 {
 	key->dbid = MyDatabaseId;
 	strlcpy(key->name, name, sizeof(key->name));
-}
-
-/*
- * schedlock_lease_shmem_blocks
- *		Whether the entry keeps a new acquirer out at now: the lease runs
- *		(its session alive), or a release's lock_at_least_for window does.
- */
-bool
-schedlock_lease_shmem_blocks(const SchedlockLease *lease, TimestampTz now)
-{
-	if (lease->lock_until <= now)
-		return false;
-	return lease->released || !lease->session_ended;
 }
 
 /*
@@ -406,35 +420,35 @@ schedlock_lease_shmem_blocks(const SchedlockLease *lease, TimestampTz now)
  *		Copy the entry of a name in this database; false when there is none.
  */
 bool
-schedlock_lease_shmem_get(const char *name, SchedlockLease *lease)
+schedlock_lease_shmem_get(const char *name, SchedlockShmemLease *lease)
 {
-	LeaseKey	key;
+	SchedlockLeaseKey	key;
 	LeaseEntry *entry;
 
 	if (lease_table == NULL)
 		return false;
-	set_key(&key, name);
+	schedlock_lease_key_set(&key, name);
 	LWLockAcquire(lease_lock, LW_SHARED);
 	entry = hash_search(lease_table, &key, HASH_FIND, NULL);
 	if (entry != NULL)
-		*lease = entry->lease;
+		*lease = entry->data;
 	LWLockRelease(lease_lock);
 	return entry != NULL;
 }
 
 /*
- * remove_name
+ * schedlock_lease_key_remove
  *		Remove the entry of a name in this database from table (the lease
  *		table or the marks, keyed alike), under its lock.
  */
-static void
-remove_name(HTAB *table, LWLock *lock, const char *name)
+void
+schedlock_lease_key_remove(HTAB *table, LWLock *lock, const char *name)
 {
-	LeaseKey	key;
+	SchedlockLeaseKey	key;
 
 	if (table == NULL || strlen(name) >= sizeof(key.name))
 		return;
-	set_key(&key, name);
+	schedlock_lease_key_set(&key, name);
 	LWLockAcquire(lock, LW_EXCLUSIVE);
 	(void) hash_search(table, &key, HASH_REMOVE, NULL);
 	LWLockRelease(lock);
@@ -455,7 +469,7 @@ reclaim(TimestampTz now)
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
 		if (entry->pinned_by == 0 &&
-			!schedlock_lease_shmem_blocks(&entry->lease, now))
+			!schedlock_lease_blocks(&entry->data.lease, now, NULL, NULL))
 			(void) hash_search(lease_table, &entry->key, HASH_REMOVE, NULL);
 	}
 }
@@ -534,7 +548,7 @@ session_lives(int32 pid, TimestampTz start)
  *		it.
  */
 static void
-push_undo(const char *name, bool existed, const SchedlockLease *old)
+push_undo(const char *name, bool existed, const SchedlockShmemLease *old)
 {
 	schedlock_ensure_room((void **) &undo, &maxundo, nundo, sizeof(LeaseUndo));
 	undo[nundo].nestlevel = GetCurrentTransactionNestLevel();
@@ -563,9 +577,9 @@ lease_exit(int code, Datum arg)
 	hash_seq_init(&status, lease_table);
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
-		if (entry->lease.holder_pid == MyProcPid &&
-			entry->lease.holder_start == MyStartTimestamp)
-			entry->lease.session_ended = true;
+		if (entry->data.lease.holder_pid == MyProcPid &&
+			entry->data.lease.holder_start == MyStartTimestamp)
+			entry->data.lease.session_ended = true;
 	}
 	/* from now on an abort puts this session's leases back ended */
 	if (my_session_slot >= 0)
@@ -582,10 +596,10 @@ lease_exit(int code, Datum arg)
  *		reclaiming what blocks nobody.
  */
 bool
-schedlock_lease_shmem_put(const char *name, const SchedlockLease *lease,
+schedlock_lease_shmem_put(const char *name, const SchedlockShmemLease *lease,
 						  TimestampTz now)
 {
-	LeaseKey	key;
+	SchedlockLeaseKey	key;
 	LeaseEntry *entry;
 	bool		found;
 
@@ -596,7 +610,7 @@ schedlock_lease_shmem_put(const char *name, const SchedlockLease *lease,
 		before_shmem_exit(lease_exit, (Datum) 0);
 		exit_registered = true;
 	}
-	set_key(&key, name);
+	schedlock_lease_key_set(&key, name);
 	/* room for the undo record first: nothing may fail after the change */
 	push_undo(name, false, NULL);
 	nundo--;
@@ -630,9 +644,9 @@ schedlock_lease_shmem_put(const char *name, const SchedlockLease *lease,
 	}
 	undo[nundo].existed = found;
 	if (found)
-		undo[nundo].old = entry->lease;
+		undo[nundo].old = entry->data;
 	nundo++;
-	entry->lease = *lease;
+	entry->data = *lease;
 	entry->pinned_by = MyProcPid;
 	LWLockRelease(lease_lock);
 	return true;
@@ -647,7 +661,7 @@ schedlock_lease_shmem_put(const char *name, const SchedlockLease *lease,
 void
 schedlock_lease_shmem_forget(const char *name)
 {
-	remove_name(lease_table, lease_lock, name);
+	schedlock_lease_key_remove(lease_table, lease_lock, name);
 }
 
 /*
@@ -686,13 +700,13 @@ schedlock_lease_shmem_end_xact(bool commit, int level)
 	LWLockAcquire(lease_lock, LW_EXCLUSIVE);
 	for (i = nundo - 1; i >= 0; i--)
 	{
-		LeaseKey	key;
+		SchedlockLeaseKey	key;
 		LeaseEntry *entry;
 		bool		found;
 
 		if (undo[i].nestlevel < level)
 			continue;
-		set_key(&key, undo[i].name);
+		schedlock_lease_key_set(&key, undo[i].name);
 		if (!commit)
 		{
 			if (undo[i].existed)
@@ -702,10 +716,10 @@ schedlock_lease_shmem_end_xact(bool commit, int level)
 				{
 					/* the entry may have been removed meanwhile (forget) */
 					entry->pinned_by = MyProcPid;
-					entry->lease = undo[i].old;
-					if (!session_lives(entry->lease.holder_pid,
-									   entry->lease.holder_start))
-						entry->lease.session_ended = true;
+					entry->data = undo[i].old;
+					if (!session_lives(entry->data.lease.holder_pid,
+									   entry->data.lease.holder_start))
+						entry->data.lease.session_ended = true;
 				}
 			}
 			else
@@ -730,10 +744,10 @@ schedlock_lease_shmem_end_xact(bool commit, int level)
 		LWLockAcquire(lease_lock, LW_EXCLUSIVE);
 		for (i = 0; i < nundo; i++)
 		{
-			LeaseKey	key;
+			SchedlockLeaseKey	key;
 			LeaseEntry *entry;
 
-			set_key(&key, undo[i].name);
+			schedlock_lease_key_set(&key, undo[i].name);
 			entry = hash_search(lease_table, &key, HASH_FIND, NULL);
 			if (entry != NULL)
 				entry->pinned_by = MyProcPid;
@@ -760,10 +774,9 @@ schedlock_lease_shmem_mine(void)
 	hash_seq_init(&status, lease_table);
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
-		if (entry->key.dbid == MyDatabaseId && !entry->lease.released &&
-			!entry->lease.session_ended &&
-			entry->lease.holder_pid == MyProcPid &&
-			entry->lease.holder_start == MyStartTimestamp)
+		if (entry->key.dbid == MyDatabaseId &&
+			schedlock_lease_held_by(&entry->data.lease, MyProcPid,
+									MyStartTimestamp))
 			names = lappend(names, pstrdup(entry->key.name));
 	}
 	LWLockRelease(lease_lock);
@@ -1011,13 +1024,13 @@ mark_database(bool create, TransactionId incarnation)
 static bool
 add_mark(const char *name, TimestampTz until, TimestampTz now)
 {
-	LeaseKey	key;
+	SchedlockLeaseKey	key;
 	MarkEntry  *entry;
 	bool		found;
 
 	if (strlen(name) >= sizeof(key.name))
 		return false;
-	set_key(&key, name);
+	schedlock_lease_key_set(&key, name);
 	entry = hash_search(mark_table, &key, HASH_FIND, NULL);
 	if (entry != NULL)
 	{
@@ -1071,10 +1084,10 @@ schedlock_marks_check(const char *name, TimestampTz now)
 		result = (d == NULL || now >= d->next_load) ? MARKS_LOAD : MARKS_PROBE;
 	else
 	{
-		LeaseKey	key;
+		SchedlockLeaseKey	key;
 		MarkEntry  *entry;
 
-		set_key(&key, name);
+		schedlock_lease_key_set(&key, name);
 		entry = hash_search(mark_table, &key, HASH_FIND, NULL);
 		result = (entry != NULL && entry->until > now) ? MARKS_PROBE : MARKS_CLEAR;
 	}
@@ -1239,12 +1252,12 @@ schedlock_marks_end_xact(bool commit, int level)
 		LWLockAcquire(mark_lock, LW_EXCLUSIVE);
 		for (i = 0; i < nunmarks; i++)
 		{
-			LeaseKey	key;
+			SchedlockLeaseKey	key;
 			MarkEntry  *entry;
 
 			if (unmarks[i].name == NULL || strlen(unmarks[i].name) >= sizeof(key.name))
 				continue;
-			set_key(&key, unmarks[i].name);
+			schedlock_lease_key_set(&key, unmarks[i].name);
 			entry = hash_search(mark_table, &key, HASH_FIND, NULL);
 			if (entry != NULL && entry->until != DT_NOEND)
 				(void) hash_search(mark_table, &key, HASH_REMOVE, NULL);
@@ -1270,7 +1283,7 @@ schedlock_marks_end_xact(bool commit, int level)
 void
 schedlock_marks_forget(const char *name)
 {
-	remove_name(mark_table, mark_lock, name);
+	schedlock_lease_key_remove(mark_table, mark_lock, name);
 }
 
 /*
@@ -1339,17 +1352,16 @@ schedlock_marks_writer_end(bool had_slot)
 }
 
 /*
- * schedlock_lock_shmem_drop_database
- *		Database dbid has been dropped: remove its entries, its marks and
- *		its slot, so that a database given the same OID starts afresh.  No
- *		session is connected to it any more.
+ * schedlock_lease_shmem_drop_database
+ *		Database dbid has been dropped: remove its entries, so that a
+ *		database given the same OID starts afresh.  No session is connected
+ *		to it any more.
  */
 void
-schedlock_lock_shmem_drop_database(Oid dbid)
+schedlock_lease_shmem_drop_database(Oid dbid)
 {
 	HASH_SEQ_STATUS status;
 	LeaseEntry *entry;
-	int			i;
 
 	if (lease_table == NULL)
 		return;
@@ -1361,7 +1373,20 @@ schedlock_lock_shmem_drop_database(Oid dbid)
 			(void) hash_search(lease_table, &entry->key, HASH_REMOVE, NULL);
 	}
 	LWLockRelease(lease_lock);
+}
 
+/*
+ * schedlock_marks_drop_database
+ *		DROP DATABASE dbid has committed: remove its marks and free its
+ *		slot, so that a database given the same OID starts afresh.
+ */
+void
+schedlock_marks_drop_database(Oid dbid)
+{
+	int			i;
+
+	if (mark_table == NULL)
+		return;
 	LWLockAcquire(mark_lock, LW_EXCLUSIVE);
 	remove_database_marks(dbid);
 	for (i = 0; i < MARK_DATABASES; i++)
@@ -1399,12 +1424,12 @@ schedlock_session_leases(PG_FUNCTION_ARGS)
 	hash_seq_init(&status, lease_table);
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
-		SchedlockLease *copy;
+		SchedlockShmemLease *copy;
 
 		if (entry->key.dbid != MyDatabaseId)
 			continue;
-		copy = palloc(sizeof(SchedlockLease));
-		*copy = entry->lease;
+		copy = palloc(sizeof(SchedlockShmemLease));
+		*copy = entry->data;
 		keys = lappend(keys, pstrdup(entry->key.name));
 		leases = lappend(leases, copy);
 	}
@@ -1412,16 +1437,17 @@ schedlock_session_leases(PG_FUNCTION_ARGS)
 
 	forboth(lc1, keys, lc2, leases)
 	{
-		SchedlockLease *l = lfirst(lc2);
+		SchedlockShmemLease *sl = lfirst(lc2);
+		SchedlockLease *l = &sl->lease;
 		Datum		values[10];
 		bool		nulls[10];
 		bool		visible = schedlock_may_use_lease(true, l->holder_role);
 
 		memset(nulls, false, sizeof(nulls));
 		values[0] = CStringGetTextDatum((char *) lfirst(lc1));
-		values[1] = BoolGetDatum(schedlock_lease_shmem_blocks(l, now));
-		if (l->has_holder)
-			values[2] = CStringGetTextDatum(l->holder);
+		values[1] = BoolGetDatum(schedlock_lease_blocks(l, now, NULL, NULL));
+		if (sl->has_holder)
+			values[2] = CStringGetTextDatum(sl->holder);
 		else
 			nulls[2] = true;
 		values[3] = TimestampTzGetDatum(l->locked_at);

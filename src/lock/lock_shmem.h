@@ -16,8 +16,11 @@
 #include "mb/pg_wchar.h"
 #include "nodes/nodes.h"
 #include "nodes/pg_list.h"
+#include "storage/lwlock.h"
+#include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
+#include "lease.h"
 #include "schedlock.h"
 
 /* Bytes of a name: the longest name in the widest encoding, and a NUL. */
@@ -27,22 +30,30 @@
 /* Bytes of a holder kept in shared memory; longer ones go to the table. */
 #define SCHEDLOCK_SHMEM_HOLDER_BYTES	256
 
-/* A session-bound lease kept in shared memory (a copy of its entry). */
-typedef struct SchedlockLease
+/*
+ * The LWLocks of the leases kept in shared memory, one named tranche.  No
+ * code holds one of them while it takes another, or any other lock.
+ */
+#define SCHEDLOCK_LEASE_TRANCHE			"schedlock_leases"
+#define SCHEDLOCK_LEASE_LOCK			0	/* the lease table, its sessions */
+#define SCHEDLOCK_TOKEN_LOCK			1	/* the token batch */
+#define SCHEDLOCK_MARK_LOCK				2	/* the marks (lock_marks.c) */
+#define SCHEDLOCK_LEASE_TRANCHE_LOCKS	3
+
+/* The key of the shared tables: a database and a name (NUL-terminated). */
+typedef struct SchedlockLeaseKey
 {
-	int64		token;
-	int32		holder_pid;
-	TimestampTz holder_start;
-	bool		session_ended;	/* the holding session has exited */
-	bool		released;
-	Oid			holder_role;
-	TimestampTz locked_at;
-	TimestampTz lock_until;
-	TimestampTz min_until;
-	TimestampTz released_at;	/* valid when released */
+	Oid			dbid;
+	char		name[SCHEDLOCK_SHMEM_NAME_BYTES];
+} SchedlockLeaseKey;
+
+/* A session-bound lease kept in shared memory (a copy of its entry). */
+typedef struct SchedlockShmemLease
+{
+	SchedlockLease lease;		/* the lease (lease.h) */
 	bool		has_holder;
 	char		holder[SCHEDLOCK_SHMEM_HOLDER_BYTES];
-} SchedlockLease;
+} SchedlockShmemLease;
 
 /* What a session-bound acquire must do about the table's row of a name. */
 typedef enum SchedlockMarks
@@ -56,15 +67,18 @@ extern int	schedlock_max_session_locks;
 
 extern void schedlock_ensure_room(void **array, int *maxitems, int nitems,
 								  Size itemsize);
-extern Size schedlock_lock_shmem_size(void);
-extern void schedlock_lock_shmem_request(void);
-extern void schedlock_lock_shmem_startup(void);
+extern void schedlock_lease_key_set(SchedlockLeaseKey *key, const char *name);
+extern int	schedlock_lease_key_hashctl(HASHCTL *ctl, Size entrysize);
+extern void schedlock_lease_key_remove(HTAB *table, LWLock *lock,
+									   const char *name);
+extern void schedlock_lease_shmem_request(void);
+extern void schedlock_lease_shmem_startup(void);
+extern void schedlock_lease_shmem_drop_database(Oid dbid);
 extern bool schedlock_lease_shmem_enabled(void);
-extern bool schedlock_lease_shmem_blocks(const SchedlockLease *lease,
-										 TimestampTz now);
-extern bool schedlock_lease_shmem_get(const char *name, SchedlockLease *lease);
+extern bool schedlock_lease_shmem_get(const char *name,
+									  SchedlockShmemLease *lease);
 extern bool schedlock_lease_shmem_put(const char *name,
-									  const SchedlockLease *lease,
+									  const SchedlockShmemLease *lease,
 									  TimestampTz now);
 extern void schedlock_lease_shmem_forget(const char *name);
 extern bool schedlock_lease_shmem_pending(void);
@@ -86,6 +100,8 @@ extern void schedlock_marks_unmark_at_commit(const char *name);
 extern void schedlock_marks_end_xact(bool commit, int level);
 extern bool schedlock_marks_writer_start(void);
 extern void schedlock_marks_writer_end(bool had_slot);
-extern void schedlock_lock_shmem_drop_database(Oid dbid);
+extern void schedlock_marks_shmem_request(void);
+extern void schedlock_marks_shmem_startup(void);
+extern void schedlock_marks_drop_database(Oid dbid);
 
 #endif							/* SCHEDLOCK_LOCK_SHMEM_H */

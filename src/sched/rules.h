@@ -31,8 +31,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* An instant, in microseconds (the scale of TimestampTz). */
-typedef int64_t SchedlockTime;
+#include "instant.h"
 
 /* run_all catches up at most this many missed slots of a job. */
 #define SCHEDLOCK_RUN_ALL_LIMIT		100
