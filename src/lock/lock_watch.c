@@ -2,7 +2,7 @@
  *
  * lock_watch.c
  *	  Notice writes to schedlock.lock_state made by SQL, so that the marks
- *	  of lock_shmem.c stay true.
+ *	  of lock_marks.c stay true.
  *
  * The lock functions write the table themselves and keep the marks up to
  * date.  The table's owner (a superuser, or whoever installed the extension)
@@ -46,7 +46,8 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
-#include "lock_shmem.h"
+#include "lease_shmem.h"
+#include "lock_marks.h"
 #include "lock_watch.h"
 
 /* Whether the open transaction wrote the lock table by SQL. */

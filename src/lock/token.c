@@ -3,7 +3,7 @@
  * token.c
  *	  Fencing tokens: the token of an acquisition from the WAL insert
  *	  position, for the lock table (lock.c) and for the batches of
- *	  session-bound leases in shared memory (lock_shmem.c).
+ *	  session-bound leases in shared memory (lease_shmem.c).
  *
  * Fencing tokens are max(previous token + 1, timeline * 2^52 + WAL insert
  * position / 32), the position read under the name's mutex.  The WAL insert

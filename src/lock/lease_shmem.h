@@ -1,16 +1,16 @@
 /*-------------------------------------------------------------------------
  *
- * lock_shmem.h
- *	  Session-bound leases kept in shared memory (lock_shmem.c), shared
- *	  with lock.c.
+ * lease_shmem.h
+ *	  Session-bound leases kept in shared memory, and the token batches
+ *	  reserved for them (lease_shmem.c).
  *
  * IDENTIFICATION
- *	  src/lock/lock_shmem.h
+ *	  src/lock/lease_shmem.h
  *
  *-------------------------------------------------------------------------
  */
-#ifndef SCHEDLOCK_LOCK_SHMEM_H
-#define SCHEDLOCK_LOCK_SHMEM_H
+#ifndef SCHEDLOCK_LEASE_SHMEM_H
+#define SCHEDLOCK_LEASE_SHMEM_H
 
 #include "access/xlogdefs.h"
 #include "mb/pg_wchar.h"
@@ -55,14 +55,6 @@ typedef struct SchedlockShmemLease
 	char		holder[SCHEDLOCK_SHMEM_HOLDER_BYTES];
 } SchedlockShmemLease;
 
-/* What a session-bound acquire must do about the table's row of a name. */
-typedef enum SchedlockMarks
-{
-	MARKS_CLEAR,				/* nothing: the row does not matter */
-	MARKS_PROBE,				/* read the row */
-	MARKS_LOAD					/* load the database's marks, then read it */
-} SchedlockMarks;
-
 extern int	schedlock_max_session_locks;
 
 extern void schedlock_ensure_room(void **array, int *maxitems, int nitems,
@@ -88,20 +80,5 @@ extern bool schedlock_lease_shmem_token(bool has_prev, int64 prev,
 										int64 *token);
 extern void schedlock_lease_shmem_note_token(int64 token);
 extern int64 schedlock_lease_shmem_token_floor(void);
-extern SchedlockMarks schedlock_marks_check(const char *name, TimestampTz now);
-extern bool schedlock_marks_begin_load(uint64 *gen, TimestampTz now);
-extern bool schedlock_marks_load_add(const char *name, TimestampTz until,
-									 TimestampTz now);
-extern void schedlock_marks_end_load(uint64 gen, bool ok, TimestampTz now);
-extern void schedlock_marks_add(const char *name, TimestampTz until,
-								TimestampTz now);
-extern void schedlock_marks_forget(const char *name);
-extern void schedlock_marks_unmark_at_commit(const char *name);
-extern void schedlock_marks_end_xact(bool commit, int level);
-extern bool schedlock_marks_writer_start(void);
-extern void schedlock_marks_writer_end(bool had_slot);
-extern void schedlock_marks_shmem_request(void);
-extern void schedlock_marks_shmem_startup(void);
-extern void schedlock_marks_drop_database(Oid dbid);
 
-#endif							/* SCHEDLOCK_LOCK_SHMEM_H */
+#endif							/* SCHEDLOCK_LEASE_SHMEM_H */
