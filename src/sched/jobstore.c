@@ -43,6 +43,7 @@
 #include "storage/proc.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -305,31 +306,6 @@ schedlock_claim_notify_jobs(Oid role, ClaimPosition *pos, TimestampTz now,
 }
 
 /*
- * schedlock_jobs_have_search_path
- *		Whether schedlock.jobs has the search_path column of release 1.2.
- *		The library may be newer than the extension's tables until ALTER
- *		EXTENSION schedlock UPDATE; the answer is read once per transaction.
- *		In a transaction.
- */
-bool
-schedlock_jobs_have_search_path(void)
-{
-	static LocalTransactionId checked_in = InvalidLocalTransactionId;
-	static bool answer = false;
-	Oid			nsp;
-	Oid			relid;
-
-	if (checked_in == SCHEDLOCK_MY_LXID)
-		return answer;
-	nsp = get_namespace_oid("schedlock", true);
-	relid = OidIsValid(nsp) ? get_relname_relid("jobs", nsp) : InvalidOid;
-	answer = OidIsValid(relid) &&
-		get_attnum(relid, "search_path") != InvalidAttrNumber;
-	checked_in = SCHEDLOCK_MY_LXID;
-	return answer;
-}
-
-/*
  * first_timestamp
  *		Run the read-only query q (one timestamptz column) with values and
  *		put its first row's value into *at; false when it returned no row.
@@ -545,32 +521,64 @@ schedlock_table_oid(const char *relname)
 }
 
 /*
- * table_has_column
- *		Whether table relname of schema schedlock has column colname: how
- *		the library, which may be newer than the extension's tables until
- *		ALTER EXTENSION schedlock UPDATE, tells which release's tables it
- *		works on.  In a transaction.
+ * The release of the tables, once found; tables_jobs is the OID of
+ * schedlock.jobs it was read from.  tables_relcache_callback forgets it
+ * whenever that table's relcache entry (or every entry) is invalidated, as
+ * ALTER EXTENSION schedlock UPDATE's ALTER TABLE and DROP EXTENSION do, in
+ * the transaction that changes the table as in every other.
  */
-static bool
-table_has_column(const char *relname, const char *colname)
-{
-	Oid			relid = schedlock_table_oid(relname);
+static SchedlockTables tables_release = SCHEDLOCK_TABLES_NONE;
+static Oid	tables_jobs = InvalidOid;
+static bool tables_callback_registered = false;
 
-	return OidIsValid(relid) &&
-		get_attnum(relid, colname) != InvalidAttrNumber;
+/*
+ * tables_relcache_callback
+ *		Forget the tables' release when schedlock.jobs may have changed.
+ */
+static void
+tables_relcache_callback(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == tables_jobs)
+	{
+		tables_release = SCHEDLOCK_TABLES_NONE;
+		tables_jobs = InvalidOid;
+	}
 }
 
 /*
- * schedlock_jobs_have_stats
- *		Whether the tables have the columns of release 1.1: the run
- *		statistics of schedlock.jobs, and what schedlock.job_runs says of a
- *		run (detail, hint, duration, result_status, notices), which come in
- *		the same update.  In a transaction.
+ * schedlock_tables_release
+ *		Which release's tables the extension has in this database: the one
+ *		place where the library, which may be newer than the tables until
+ *		ALTER EXTENSION schedlock UPDATE, tells them apart.  Every update
+ *		adds its columns in one transaction, so one column of schedlock.jobs
+ *		tells each release: search_path (1.2, with job_runs.job_name),
+ *		last_start_lag (1.1, with the run statistics, the quarantine and
+ *		what job_runs says of a run).  NONE when there is no
+ *		schedlock.jobs (which is not remembered).  In a transaction.
  */
-bool
-schedlock_jobs_have_stats(void)
+SchedlockTables
+schedlock_tables_release(void)
 {
-	return table_has_column("jobs", "last_start_lag");
+	Oid			relid;
+
+	if (tables_release != SCHEDLOCK_TABLES_NONE)
+		return tables_release;
+	if (!tables_callback_registered)
+	{
+		CacheRegisterRelcacheCallback(tables_relcache_callback, (Datum) 0);
+		tables_callback_registered = true;
+	}
+	relid = schedlock_table_oid("jobs");
+	if (!OidIsValid(relid))
+		return SCHEDLOCK_TABLES_NONE;
+	if (get_attnum(relid, "search_path") != InvalidAttrNumber)
+		tables_release = SCHEDLOCK_TABLES_1_2;
+	else if (get_attnum(relid, "last_start_lag") != InvalidAttrNumber)
+		tables_release = SCHEDLOCK_TABLES_1_1;
+	else
+		tables_release = SCHEDLOCK_TABLES_1_0;
+	tables_jobs = relid;
+	return tables_release;
 }
 
 /*
@@ -2360,32 +2368,6 @@ schedlock_queue_run(int64 job_id, const char *job_name, TimestampTz now)
 							  1, types, values, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not queue a run of job \"%s\"", job_name);
 	return run_id;
-}
-
-/*
- * schedlock_runs_have_job_name
- *		Whether schedlock.job_runs has the columns of release 1.2: job_name,
- *		and no foreign key to schedlock.jobs, so that a job's history stays
- *		when the job is unscheduled.  Before ALTER EXTENSION schedlock UPDATE
- *		the history goes with the job (ON DELETE CASCADE), as in 1.1.  In a
- *		transaction.
- */
-bool
-schedlock_runs_have_job_name(void)
-{
-	return table_has_column("job_runs", "job_name");
-}
-
-/*
- * schedlock_jobs_have_quarantine
- *		Whether schedlock.jobs has the quarantine columns of release 1.1
- *		(the library may be newer than the extension's tables until ALTER
- *		EXTENSION schedlock UPDATE).  In a transaction.
- */
-bool
-schedlock_jobs_have_quarantine(void)
-{
-	return table_has_column("jobs", "quarantine_reason");
 }
 
 /*

@@ -99,6 +99,22 @@
 	"s AS (UPDATE schedlock.jobs j SET " SCHEDLOCK_RUN_STATS_ONE_SET \
 	"  FROM e WHERE j.job_id OPERATOR(pg_catalog.=) e.job_id) "
 
+/*
+ * Which release's tables the extension has in a database
+ * (schedlock_tables_release); the library works on the tables of every
+ * release until ALTER EXTENSION schedlock UPDATE, each statement in the
+ * form those tables take.
+ */
+typedef enum SchedlockTables
+{
+	SCHEDLOCK_TABLES_NONE = 0,	/* no schedlock.jobs */
+	SCHEDLOCK_TABLES_1_0,
+	SCHEDLOCK_TABLES_1_1,		/* run statistics, quarantine, run detail */
+	SCHEDLOCK_TABLES_1_2		/* jobs.search_path; job_runs.job_name and
+								 * no foreign key to jobs: the history
+								 * stays when a job is unscheduled */
+} SchedlockTables;
+
 /* A claimed job, copied out of SPI memory into the worker's run memory. */
 typedef struct ClaimedJob
 {
@@ -217,7 +233,6 @@ extern bool schedlock_claim_job(SchedlockClaimKind kind, Oid role,
 extern int	schedlock_claim_notify_jobs(Oid role, ClaimPosition *pos,
 										TimestampTz now, ClaimedJob *jobs,
 										int max, MemoryContext cxt);
-extern bool schedlock_jobs_have_search_path(void);
 extern bool schedlock_failures_only(const char *record_runs);
 extern void schedlock_forget_run(int64 run_id);
 extern bool schedlock_next_role_wakeup(Oid role, TimestampTz *next);
@@ -264,9 +279,35 @@ extern void schedlock_run_failed(int64 job_id, TimestampTz scheduled_for,
 								 int32 attempt, TimestampTz now);
 extern void schedlock_run_succeeded(int64 job_id);
 extern Oid	schedlock_table_oid(const char *relname);
-extern bool schedlock_jobs_have_stats(void);
-extern bool schedlock_runs_have_job_name(void);
-extern bool schedlock_jobs_have_quarantine(void);
+extern SchedlockTables schedlock_tables_release(void);
+
+/* the run statistics and what job_runs says of a run (release 1.1) */
+static inline bool
+schedlock_jobs_have_stats(void)
+{
+	return schedlock_tables_release() >= SCHEDLOCK_TABLES_1_1;
+}
+
+/* the quarantine columns of schedlock.jobs (release 1.1) */
+static inline bool
+schedlock_jobs_have_quarantine(void)
+{
+	return schedlock_tables_release() >= SCHEDLOCK_TABLES_1_1;
+}
+
+/* a job's search_path, fixed when it is scheduled (release 1.2) */
+static inline bool
+schedlock_jobs_have_search_path(void)
+{
+	return schedlock_tables_release() >= SCHEDLOCK_TABLES_1_2;
+}
+
+/* job_runs.job_name: the history stays without its job (release 1.2) */
+static inline bool
+schedlock_runs_have_job_name(void)
+{
+	return schedlock_tables_release() >= SCHEDLOCK_TABLES_1_2;
+}
 extern void schedlock_recompute_next_run(int64 job_id, TimestampTz now);
 
 /* runs of NOTIFY jobs claimed and finished by applications (notify_api.c) */
