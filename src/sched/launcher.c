@@ -9,7 +9,7 @@
  * which databases exist.  It knows each database's queues from shared
  * memory (sched_shmem.c): a queue is a role with jobs in a database, and its due
  * time is the earliest next run of those jobs.  A database's housekeeper
- * (worker.c) publishes every queue's due time; after that, each job
+ * (housekeeper.c) publishes every queue's due time; after that, each job
  * backend publishes its own queue's, and the SQL API moves a queue's due
  * time earlier at the commit of schedule_job, alter_job or run_job.
  *
@@ -428,7 +428,9 @@ start_backend(SchedlockBackendKind kind, SchedlockDatabase *db, Oid role)
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
 	worker.bgw_restart_time = BGW_NEVER_RESTART;
 	snprintf(worker.bgw_library_name, BGW_MAXLEN, "schedlock");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "schedlock_worker_main");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN,
+			 kind == SCHEDLOCK_BACKEND_JOBS ?
+			 "schedlock_worker_main" : "schedlock_housekeeper_main");
 	if (kind == SCHEDLOCK_BACKEND_JOBS)
 	{
 		snprintf(worker.bgw_name, BGW_MAXLEN,

@@ -3,7 +3,7 @@
  * worker.c
  *	  The processes the launcher starts on demand: a job backend, connected
  *	  to one database as one role, that claims and runs that role's due
- *	  jobs; and a database's housekeeper, which runs no job.
+ *	  jobs; and, started the same way, a database's housekeeper.
  *
  * A job backend connects with BackgroundWorkerInitializeConnectionByOid
  * as the role that its queue's jobs run as (their owner, or run_as): that
@@ -45,16 +45,8 @@
  * schema.  The job's command, and everything its transaction does at
  * commit, runs as the role.
  *
- * The housekeeper connects as the bootstrap superuser and runs no role's
- * SQL: it closes runs lost by backends that ended (stopped, terminated,
- * crashed, or on a server before a restart or failover), fires the
- * @reboot jobs once per server life (or since promotion), closes NOTIFY
- * runs whose deadline passed, prunes old history, fails the due runs of a
- * role whose backend cannot start (its role cannot log in), and publishes
- * every queue's next due time; then it exits.  The launcher starts it when
- * a database is first seen, when one of its backends ended in a run, when
- * a NOTIFY deadline or the next pruning comes, and when the jobs changed
- * in a way that cannot be told per role (an adoption, an import).
+ * The housekeeper (housekeeper.c) runs in a process of the same kind, and
+ * uses the transactions and the dispatch of this file.
  *
  * A cancel (pg_cancel_backend, or the job's timeout) cancels the job's
  * statement while one runs, and is ignored otherwise: the backend's own
@@ -66,7 +58,7 @@
  * see quarantine.c.
  *
  * The backend asks the scheduling rules (rules.c) what to do and runs the
- * statements of jobstore.c on the scheduler's tables; it holds neither.
+ * statements of src/sched/store on the scheduler's tables; it holds neither.
  *
  * IDENTIFICATION
  *	  src/sched/worker.c
@@ -182,26 +174,6 @@
  * publish_set).
  */
 static bool notify_sets_failed = false;
-
-/*
- * Transactions of overdue NOTIFY runs closed per housekeeping pass
- * (EXPIRE_BATCH_ROWS each, jobstore.h).
- */
-#define EXPIRE_MAX_BATCHES	100
-
-/*
- * History pruning deletes PRUNE_BATCH_ROWS rows per transaction
- * (jobstore.h), oldest first, for at most PRUNE_PASS_MS per housekeeping
- * pass.  A pass that leaves overdue runs or history behind comes back
- * HOUSEKEEP_AGAIN_MS later, so that pruning takes at most about half of
- * one process's time (and its WAL rate about half of what deleting without
- * a pause would write), and the housekeeper's budget slot is free in
- * between.  Caught up, the next pruning is when the oldest finished run
- * passes the retention, at least PRUNE_EVERY_MS away.
- */
-#define PRUNE_PASS_MS		1000
-#define HOUSEKEEP_AGAIN_MS	1000
-#define PRUNE_EVERY_MS		60000
 
 /* This process's slot in shared memory. */
 static SchedlockBackendSlot *MySlot = NULL;
@@ -402,8 +374,8 @@ end_bookkeeping(void)
  *		snapshot, for bookkeeping; commit it as the role; commit it and
  *		report its statistics (in the worker_spi order).
  */
-static void
-begin_tx(const char *activity)
+void
+schedlock_worker_begin_tx(const char *activity)
 {
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -432,8 +404,8 @@ commit_tx(void)
 	MemoryContextSwitchTo(run_cxt);
 }
 
-static void
-end_tx(void)
+void
+schedlock_worker_end_tx(void)
 {
 	commit_tx();
 	/* at most once a second; the main loop flushes the rest before sleeping */
@@ -807,7 +779,7 @@ run_atomic(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 		if (start > GetCurrentTimestamp())
 			schedlock_wave_join(start);
 		wait_until(start);
-		begin_tx("schedlock: running a job");
+		schedlock_worker_begin_tx("schedlock: running a job");
 	}
 	else
 		wait_until(start);
@@ -838,7 +810,7 @@ run_atomic(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 		schedlock_record_outcome(job, plan, run_id, error, result_status,
 								 notices);
 	if (commit)
-		end_tx();
+		schedlock_worker_end_tx();
 }
 
 /*
@@ -875,10 +847,10 @@ run_toplevel(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 	/* the others due at this instant start before this run's bookkeeping */
 	schedlock_wave_started();
 	schedlock_wave_wait_for_others();
-	begin_tx("schedlock: recording a run");
+	schedlock_worker_begin_tx("schedlock: recording a run");
 	schedlock_record_outcome(job, plan, run_id, error, result_status,
 							 notices);
-	end_tx();
+	schedlock_worker_end_tx();
 }
 
 /*
@@ -1137,18 +1109,18 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 	ErrorData  *error;
 	bool		toplevel;
 
-	begin_tx("schedlock: claiming due jobs");
+	schedlock_worker_begin_tx("schedlock: claiming due jobs");
 	horizon = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 										  WORKER_CLAIM_LEAD_MS);
 	if (!claim_job(SCHEDLOCK_CLAIM_ANY, role, pos, horizon, &job))
 	{
-		end_tx();
+		schedlock_worker_end_tx();
 		return false;
 	}
 	start = settle_claim(&job, &plan, horizon, true);
 	if (plan.kind != PLAN_RUN)
 	{
-		end_tx();
+		schedlock_worker_end_tx();
 		return true;
 	}
 
@@ -1181,7 +1153,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 			}
 		}
 		wait_until(start);
-		end_tx();
+		schedlock_worker_end_tx();
 		notify_sets_failed = false;
 		return true;
 	}
@@ -1198,7 +1170,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 		run_atomic(&job, &plan, plan.run_id, start, error, false);
 		set_running_job(0);
 		dispatch_batch(role, pos, start_error);
-		end_tx();
+		schedlock_worker_end_tx();
 		if (MySlot->kind == SCHEDLOCK_BACKEND_JOBS)
 			schedlock_exec_after_run(false);
 		return true;
@@ -1208,7 +1180,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 	run_id = schedlock_record_run(&job, &plan, "running", start, 0, false);
 	if (run_id == 0)
 	{
-		end_tx();
+		schedlock_worker_end_tx();
 		return true;
 	}
 	set_running_job(job.job_id);
@@ -1223,12 +1195,12 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 		run_atomic(&job, &plan, run_id, start, error, false);
 		set_running_job(0);
 		dispatch_batch(role, pos, start_error);
-		end_tx();
+		schedlock_worker_end_tx();
 	}
 	else
 	{
 		/* the claim commits first, the command runs at top level */
-		end_tx();
+		schedlock_worker_end_tx();
 		run_toplevel(&job, &plan, run_id, start, error);
 	}
 	set_running_job(0);
@@ -1238,14 +1210,14 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 }
 
 /*
- * dispatch_due
+ * schedlock_dispatch_due
  *		Claim and handle the role's due jobs until none is left, or
  *		WORKER_MAX_CLAIMS_PER_PASS; at the second claim, tell the launcher
  *		that the queue has a backlog (it may add a backend).  Returns how
  *		many it claimed, and in *more whether it stopped early.
  */
-static int
-dispatch_due(Oid role, const char *start_error, bool *more)
+int
+schedlock_dispatch_due(Oid role, const char *start_error, bool *more)
 {
 	ClaimPosition pos = {DT_NOBEGIN, 0};
 	int			claims = 0;
@@ -1298,10 +1270,10 @@ next_due(void)
 {
 	TimestampTz next;
 
-	begin_tx("schedlock: computing the next wakeup");
+	schedlock_worker_begin_tx("schedlock: computing the next wakeup");
 	if (!schedlock_next_role_wakeup(my_role, &next))
 		next = DT_NOEND;
-	end_tx();
+	schedlock_worker_end_tx();
 	return next;
 }
 
@@ -1367,10 +1339,10 @@ warn_unclaimed(TimestampTz next)
 		return;
 	unclaimed_checked_at = now;
 
-	begin_tx("schedlock: looking for jobs it could not claim");
+	schedlock_worker_begin_tx("schedlock: looking for jobs it could not claim");
 	n = schedlock_overdue_jobs(my_role, before, jobs, WORKER_UNCLAIMED_MAX,
 							   run_cxt);
-	end_tx();
+	schedlock_worker_end_tx();
 
 	for (i = 0; i < n; i++)
 	{
@@ -1441,7 +1413,7 @@ job_backend_loop(void)
 
 		(void) schedlock_set_idle(MySlot, false);
 		seen = schedlock_note_count();
-		claims = dispatch_due(my_role, NULL, &more);
+		claims = schedlock_dispatch_due(my_role, NULL, &more);
 		if (claims > 0 && first && schedlock_history_retention > 0)
 		{
 			/* history to prune, one retention period from now at most */
@@ -1497,295 +1469,19 @@ job_backend_loop(void)
 }
 
 /*
- * expire_runs
- *		Close NOTIFY runs not claimed, or not finished, by their deadline
- *		as timed out, and retry them per policy: at most EXPIRE_BATCH_ROWS
- *		per transaction, EXPIRE_MAX_BATCHES per pass.  Returns whether it
- *		left some behind.
+ * schedlock_worker_start
+ *		What a job backend and a housekeeper do first, from their entry
+ *		points: take the slot (arg is its number, bgw_extra its
+ *		generation), connect, and look for the extension (leave without
+ *		it).  Returns the slot; *cxt is the memory for one pass.
  */
-static bool
-expire_runs(void)
-{
-	int			batches;
-
-	for (batches = 0; batches < EXPIRE_MAX_BATCHES; batches++)
-	{
-		uint64		closed;
-
-		begin_tx("schedlock: closing overdue runs");
-		closed = schedlock_expire_runs(GetCurrentTimestamp());
-		end_tx();
-		if (closed < EXPIRE_BATCH_ROWS)
-			return false;
-		CHECK_FOR_INTERRUPTS();
-	}
-	return true;
-}
-
-/*
- * prune_history
- *		Delete finished runs older than schedlock.history_retention, oldest
- *		first, in transactions of PRUNE_BATCH_ROWS rows, for at most
- *		PRUNE_PASS_MS.  Each batch starts its index scan where the last one
- *		ended, so that it does not step again over the entries its
- *		predecessors deleted.  Returns whether it left some behind.
- */
-static bool
-prune_history(void)
-{
-	TimestampTz now = GetCurrentTimestamp();
-	TimestampTz stop = TimestampTzPlusMilliseconds(now, PRUNE_PASS_MS);
-	TimestampTz from = DT_NOBEGIN;
-
-	if (schedlock_history_retention <= 0)
-		return false;
-	for (;;)
-	{
-		uint64		deleted;
-
-		begin_tx("schedlock: pruning run history");
-		deleted = schedlock_prune_runs(now, schedlock_history_retention,
-									   &from);
-		end_tx();
-		if (deleted < PRUNE_BATCH_ROWS)
-			return false;
-		if (GetCurrentTimestamp() >= stop)
-			return true;
-		CHECK_FOR_INTERRUPTS();
-	}
-}
-
-/*
- * fail_unstartable_roles
- *		For every queue of this database whose backend could not start
- *		(fail_due), fail the role's due runs with that error, so that they
- *		show why they did not run and the jobs move on (retry, next slot).
- */
-static void
-fail_unstartable_roles(void)
-{
-	Oid			roles[64];
-	char		errors[64][256];
-	int			n = 0;
-	int			i;
-
-	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
-	for (i = 0; i < SCHEDLOCK_MAX_QUEUES && n < lengthof(roles); i++)
-	{
-		SchedlockQueue *q = &schedlock_shared->queues[i];
-
-		if (q->in_use && q->dboid == MyDatabaseId && q->fail_due)
-		{
-			roles[n] = q->role;
-			strlcpy(errors[n], q->start_error, 256);
-			q->fail_due = false;
-			n++;
-		}
-	}
-	LWLockRelease(schedlock_shared->lock);
-	for (i = 0; i < n; i++)
-	{
-		bool		more;
-
-		(void) dispatch_due(roles[i], errors[i], &more);
-		MemoryContextReset(run_cxt);
-	}
-}
-
-/*
- * publish_queues
- *		Publish every queue's next due time of this database, from the jobs
- *		table: queues that have no enabled job left are due never; and the
- *		count of its jobs, for schedlock.cluster_status().  Returns
- *		the next housekeeping instant (a NOTIFY deadline), DT_NOEND: none.
- */
-static TimestampTz
-publish_queues(void)
-{
-	SchedlockRoleDue *dues;
-	SchedlockJobCounts counts;
-	SchedlockDatabase *db;
-	int			ndues;
-	TimestampTz next_deadline;
-	bool		wake = false;
-	uint64		seen;
-	int			i;
-
-	seen = schedlock_note_count();
-	begin_tx("schedlock: publishing due times");
-	schedlock_count_jobs(&counts);
-	dues = schedlock_roles_due(&ndues, run_cxt);
-	if (!schedlock_next_deadline(&next_deadline))
-		next_deadline = DT_NOEND;
-	end_tx();
-
-	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
-	db = schedlock_find_database(MyDatabaseId, false);
-	if (db != NULL)
-	{
-		db->counted_at = GetCurrentTimestamp();
-		db->njobs = counts.njobs;
-		db->nenabled = counts.nenabled;
-		db->nfailing = counts.nfailing;
-		db->nquarantined = counts.nquarantined;
-	}
-	/* a queue noted by a commit since the scan began keeps its time */
-	for (i = 0; i < SCHEDLOCK_MAX_QUEUES; i++)
-	{
-		SchedlockQueue *q = &schedlock_shared->queues[i];
-
-		if (q->in_use && q->dboid == MyDatabaseId && q->noted <= seen)
-			q->due_at = DT_NOEND;
-	}
-	for (i = 0; i < ndues; i++)
-	{
-		SchedlockQueue *q = schedlock_find_queue(MyDatabaseId, dues[i].role,
-												 true);
-
-		if (q == NULL)
-		{
-			ereport(WARNING,
-					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("schedlock cannot serve the jobs of role %u in this database",
-							dues[i].role),
-					 errdetail("All %d queues (one per role with jobs per database) are in use.",
-							   SCHEDLOCK_MAX_QUEUES)));
-			continue;
-		}
-		q->due_at = q->noted > seen ? Min(q->due_at, dues[i].due_at) :
-			dues[i].due_at;
-		wake = true;
-	}
-	/* unused queues go */
-	for (i = 0; i < SCHEDLOCK_MAX_QUEUES; i++)
-	{
-		SchedlockQueue *q = &schedlock_shared->queues[i];
-
-		if (q->in_use && q->dboid == MyDatabaseId && q->due_at == DT_NOEND &&
-			q->nbackends == 0 && !q->fail_due)
-			q->in_use = false;
-	}
-	LWLockRelease(schedlock_shared->lock);
-	if (wake)
-		schedlock_wake_launcher();
-	return next_deadline;
-}
-
-/*
- * housekeep
- *		One housekeeping pass of this database (see the file header), then
- *		publish the database's state and the next housekeeping instant.
- */
-static void
-housekeep(void)
-{
-	SchedlockDatabase *db;
-	bool		known;
-	bool		reboot_due;
-	bool		was_paused;
-	bool		paused;
-	bool		behind = false;
-	TimestampTz next = DT_NOEND;
-
-	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
-	db = schedlock_find_database(MyDatabaseId, false);
-	known = db != NULL && db->known;
-	reboot_due = db == NULL || !db->reboot_fired;
-	was_paused = db != NULL && db->paused;
-	if (db != NULL)
-	{
-		/*
-		 * What asks for housekeeping from now on (a NOTIFY deadline of a run
-		 * notified meanwhile) is kept: the pass only lowers the time below.
-		 */
-		db->housekeep = false;
-		db->housekeep_at = DT_NOEND;
-	}
-	LWLockRelease(schedlock_shared->lock);
-
-	/*
-	 * In a copy of the database nothing is touched until adoption (copies.c).
-	 * Housekeepers come and go: the WARNING is logged by the one that finds
-	 * the pause first, not by every one after it.
-	 */
-	paused = schedlock_jobs_paused(!known, !was_paused);
-	if (!paused)
-	{
-		begin_tx("schedlock: closing lost runs");
-		(void) schedlock_close_lost_runs();
-		if (reboot_due)
-		{
-			/* after pg_upgrade or a restore the jobs' roles may be unrecorded */
-			(void) schedlock_sync_job_roles();
-			schedlock_fire_reboot_jobs(GetCurrentTimestamp());
-		}
-		/* no interrupt between the commit and the record: @reboot fires once */
-		HOLD_INTERRUPTS();
-		end_tx();
-		if (reboot_due)
-		{
-			LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
-			db = schedlock_find_database(MyDatabaseId, false);
-			if (db != NULL)
-				db->reboot_fired = true;
-			LWLockRelease(schedlock_shared->lock);
-		}
-		RESUME_INTERRUPTS();
-
-		if (schedlock_enabled)
-		{
-			behind |= expire_runs();
-			fail_unstartable_roles();
-		}
-		behind |= prune_history();
-		next = publish_queues();
-		/* while dispatch is off, deadlines wait for it to come back */
-		if (!schedlock_enabled)
-			next = DT_NOEND;
-		if (schedlock_history_retention > 0)
-		{
-			TimestampTz prune_at;
-
-			begin_tx("schedlock: looking at run history");
-			if (schedlock_oldest_finished_run(&prune_at))
-				next = Min(next,
-						   Max(TimestampTzPlusMilliseconds(prune_at,
-														   (int64) schedlock_history_retention * 60000),
-							   TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-														   PRUNE_EVERY_MS)));
-			end_tx();
-		}
-		if (behind)
-			next = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-											   HOUSEKEEP_AGAIN_MS);
-	}
-
-	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
-	db = schedlock_find_database(MyDatabaseId, false);
-	if (db != NULL)
-	{
-		db->known = true;
-		db->paused = paused;
-		db->housekeep_at = Min(db->housekeep_at, next);
-	}
-	MySlot->finished = true;
-	LWLockRelease(schedlock_shared->lock);
-	schedlock_wake_launcher();
-}
-
-/*
- * schedlock_worker_main
- *		Entry point of a job backend or housekeeper; bgw_main_arg is its
- *		slot number, bgw_extra its slot's generation.
- */
-void
-schedlock_worker_main(Datum arg)
+SchedlockBackendSlot *
+schedlock_worker_start(Datum arg, MemoryContext *cxt)
 {
 	int			slotno = DatumGetInt32(arg);
 	uint64		generation;
 	Oid			dboid;
 	Oid			role;
-	sigjmp_buf	local_sigjmp_buf;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -1832,25 +1528,42 @@ schedlock_worker_main(Datum arg)
 							   "schedlock job" : "schedlock housekeeper");
 	ereport(DEBUG1,
 			(errmsg_internal("%s started", MyBgworkerEntry->bgw_name)));
+	*cxt = run_cxt;
+	return MySlot;
+}
 
+/*
+ * schedlock_worker_recover_error
+ *		After an error that reached the sigsetjmp of a job backend's or
+ *		housekeeper's entry point: log it, abort the transaction and charge
+ *		the job being handled (quarantine.c), and forget the run.
+ */
+void
+schedlock_worker_recover_error(void)
+{
+	/* a capture is never left on (run_command.c ends it on every way out) */
+	schedlock_capture_abort();
+	schedlock_wave_leave();
+	schedlock_worker_recover(run_cxt);
+	job_cancel_end();
+	set_running_job(0);
+}
+
+/*
+ * schedlock_worker_main
+ *		Entry point of a job backend; bgw_main_arg is its slot number,
+ *		bgw_extra its slot's generation.
+ */
+void
+schedlock_worker_main(Datum arg)
+{
+	MemoryContext cxt;
+	sigjmp_buf	local_sigjmp_buf;
+
+	(void) schedlock_worker_start(arg, &cxt);
 	/* an error in the loop is logged and the loop goes on (quarantine.c) */
 	if (sigsetjmp(local_sigjmp_buf, 1) != 0)
-	{
-		/* a capture is never left on (run_command.c ends it on every way out) */
-		schedlock_capture_abort();
-		schedlock_wave_leave();
-		schedlock_worker_recover(run_cxt);
-		job_cancel_end();
-		set_running_job(0);
-		if (MySlot->kind == SCHEDLOCK_BACKEND_HOUSEKEEPER)
-			proc_exit(1);
-	}
+		schedlock_worker_recover_error();
 	PG_exception_stack = &local_sigjmp_buf;
-
-	if (MySlot->kind == SCHEDLOCK_BACKEND_HOUSEKEEPER)
-	{
-		housekeep();
-		proc_exit(0);
-	}
 	job_backend_loop();
 }
