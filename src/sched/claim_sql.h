@@ -3,7 +3,7 @@
  * claim_sql.h
  *	  The job backends' claim statements, as SQL text.
  *
- * jobstore.c prepares and runs these statements for the job backends
+ * store_claim.c prepares and runs these statements for the job backends
  * (worker.c).  They live in a header of their own, which includes nothing
  * and needs nothing of PostgreSQL, so that the isolation spec
  * test/isolation/specs/job_claim.spec races exactly the statements the
@@ -44,7 +44,7 @@
 /*
  * The claimed job's columns; the last two are its search_path and
  * record_runs, which the tables of release 1.1 lack (NULL there: see
- * jobstore.c).
+ * store_claim.c).
  */
 #define SCHEDLOCK_CLAIM_COLUMNS(v12_columns) \
 	"SELECT job_id, job_name, owner::pg_catalog.oid, schedule, command, " \

@@ -21,7 +21,7 @@
  * the roles that may occupy the job backends; on the tables of 1.1, where
  * the EXECUTE privilege is the grant, the check lets every caller through.
  *
- * The statements on the scheduler's tables are jobstore.c's; the rules for
+ * The statements on the scheduler's tables are src/sched/store's; the rules for
  * a job's next_run_at are rules.c's.
  *
  * While they act as the extension owner, search_path is pinned (see
@@ -1104,7 +1104,7 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
  * schedlock_unschedule_job
  *		SQL: unschedule_job(job_name, if_exists) -> boolean
  *
- * Deletes the caller's job; its run history stays (jobstore.c,
+ * Deletes the caller's job; its run history stays (store_jobs.c,
  * delete_jobs): a run in progress finishes and is recorded.  A name the
  * caller has no job of is an error (42704), as for alter_job and pg_cron's
  * cron.unschedule, unless if_exists, which returns false instead.  Under

@@ -5,7 +5,7 @@
  *	  schedlock_claim_run, schedlock_claim_run_payload and
  *	  schedlock_finish_run.  The run bookkeeping they share
  *	  with the workers (failures, retries, next_run_at) and their
- *	  statements are in jobstore.c.
+ *	  statements are in src/sched/store (store_notify.c).
  *
  * A run row moves through these states (docs/jobs.md, "A run's life",
  * describes them for users):
@@ -236,7 +236,7 @@ schedlock_finish_run(PG_FUNCTION_ARGS)
  * The pid of the job backend of this database that is running the job
  * right now (atomic runs are not visible in job_runs until they commit),
  * or NULL.  The statements that tell a run in progress from a lost one use
- * it too (RUNNER_GONE, jobstore.c).
+ * it too (RUNNER_GONE, store_int.h).
  */
 Datum
 schedlock_job_worker_pid(PG_FUNCTION_ARGS)

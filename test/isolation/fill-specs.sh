@@ -7,7 +7,7 @@
 # A spec may name a statement of the C source as @NAME@, where NAME is a
 # macro of src/sched/claim_sql.h (e.g. @SCHEDLOCK_CLAIM_SQL@).  For every
 # TREE/test/isolation/specs/*.spec this compiles a program that prints the
-# macro -- so the text is exactly what the compiler gives jobstore.c -- and
+# macro -- so the text is exactly what the compiler gives store_claim.c -- and
 # replaces @NAME@ with it, in place.  TREE is a scratch copy of the source
 # tree (test/run-all.sh passes its own), or SPECDIR a copy of the specs
 # (the Makefile's tmp_isolation/specs); the committed specs keep their

@@ -2,10 +2,10 @@
  *
  * jobstore.h
  *	  The statements on schedlock.jobs and schedlock.job_runs that the
- *	  scheduler runs (jobstore.c), and the claimed job they pass around.
+ *	  scheduler runs (src/sched/store), and the claimed job they pass around.
  *
  * IDENTIFICATION
- *	  src/sched/jobstore.h
+ *	  src/sched/store/jobstore.h
  *
  *-------------------------------------------------------------------------
  */

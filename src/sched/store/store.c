@@ -1,0 +1,324 @@
+/*-------------------------------------------------------------------------
+ *
+ * store.c
+ *	  The scheduler's data-access layer: which release's tables a database
+ *	  has, and what the other store files share (a run's end in the log,
+ *	  a job's next_run_at after a failure or a success).
+ *
+ * The statements of the job backends, the housekeepers and the job API on
+ * schedlock.jobs and schedlock.job_runs are in this folder, one file per
+ * kind of caller (a database's copies and adoption, the roles' bookkeeping
+ * and the pg_cron import still keep their own: copies.c, job_roles.c,
+ * import_pg_cron.c):
+ *	store_claim.c		claiming due jobs (the job backends)
+ *	store_runs.c		recording runs, their outcome and the job's state
+ *	store_close.c		lost, overdue and @reboot runs, history pruning
+ *						(the housekeeper)
+ *	store_status.c		due times and counts (the housekeeper, the launcher)
+ *	store_notify.c		NOTIFY runs claimed and finished by applications
+ *	store_quarantine.c	dispatch errors and the quarantine
+ *	store_jobs.c		the job API's writes
+ * jobstore.h declares them all; store_int.h holds what only these files
+ * share.
+ *
+ * Every statement that ends runs also counts them in their jobs' run
+ * statistics (release 1.1: SCHEDLOCK_RUN_STATS_CTE in jobstore.h), in the
+ * same statement; on the tables of 1.0 it runs without.
+ *
+ * The callers decide; these files only read and write.  What a job does
+ * next (its next slot, retry, next_run_at) is worked out by the scheduling
+ * rules (rules.c) from what is read here, and written back here.  The
+ * worker's claim statements are the text of claim_sql.h (which
+ * test/isolation/fill-specs.sh puts into the job_claim spec).
+ *
+ * Every function expects to be called in a transaction, connected to SPI,
+ * as a role that may write the scheduler's tables (a worker's bootstrap
+ * superuser, or the extension owner in the SQL API: see notify_api.c).  Every
+ * statement names its tables with their schema and its operators as
+ * OPERATOR(pg_catalog.x).
+ *
+ * IDENTIFICATION
+ *	  src/sched/store/store.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+
+#include "jobstore.h"
+#include "kept_query.h"
+#include "rules.h"
+#include "runlog.h"
+#include "store_int.h"
+
+/*
+ * schedlock_table_oid
+ *		The OID of table relname of schema schedlock, or InvalidOid when
+ *		there is none.  In a transaction.
+ */
+Oid
+schedlock_table_oid(const char *relname)
+{
+	Oid			nsp = get_namespace_oid("schedlock", true);
+
+	return OidIsValid(nsp) ? get_relname_relid(relname, nsp) : InvalidOid;
+}
+
+/*
+ * The release of the tables, once found; tables_jobs is the OID of
+ * schedlock.jobs it was read from.  tables_relcache_callback forgets it
+ * whenever that table's relcache entry (or every entry) is invalidated, as
+ * ALTER EXTENSION schedlock UPDATE's ALTER TABLE and DROP EXTENSION do, in
+ * the transaction that changes the table as in every other.
+ */
+static SchedlockTables tables_release = SCHEDLOCK_TABLES_NONE;
+static Oid	tables_jobs = InvalidOid;
+static bool tables_callback_registered = false;
+
+/*
+ * tables_relcache_callback
+ *		Forget the tables' release when schedlock.jobs may have changed.
+ */
+static void
+tables_relcache_callback(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == tables_jobs)
+	{
+		tables_release = SCHEDLOCK_TABLES_NONE;
+		tables_jobs = InvalidOid;
+	}
+}
+
+/*
+ * schedlock_tables_release
+ *		Which release's tables the extension has in this database: the one
+ *		place where the library, which may be newer than the tables until
+ *		ALTER EXTENSION schedlock UPDATE, tells them apart.  Every update
+ *		adds its columns in one transaction, so one column of schedlock.jobs
+ *		tells each release: search_path (1.2, with job_runs.job_name),
+ *		last_start_lag (1.1, with the run statistics, the quarantine and
+ *		what job_runs says of a run).  NONE when there is no
+ *		schedlock.jobs (which is not remembered).  In a transaction.
+ */
+SchedlockTables
+schedlock_tables_release(void)
+{
+	Oid			relid;
+
+	if (tables_release != SCHEDLOCK_TABLES_NONE)
+		return tables_release;
+	if (!tables_callback_registered)
+	{
+		CacheRegisterRelcacheCallback(tables_relcache_callback, (Datum) 0);
+		tables_callback_registered = true;
+	}
+	relid = schedlock_table_oid("jobs");
+	if (!OidIsValid(relid))
+		return SCHEDLOCK_TABLES_NONE;
+	if (get_attnum(relid, "search_path") != InvalidAttrNumber)
+		tables_release = SCHEDLOCK_TABLES_1_2;
+	else if (get_attnum(relid, "last_start_lag") != InvalidAttrNumber)
+		tables_release = SCHEDLOCK_TABLES_1_1;
+	else
+		tables_release = SCHEDLOCK_TABLES_1_0;
+	tables_jobs = relid;
+	return tables_release;
+}
+
+/*
+ * schedlock_log_closed_run
+ *		Log row i of tuptable, whose columns from first on are those of
+ *		ENDED_RUNS_SELECT from run_id on, as schedlock.log_runs asks.
+ */
+void
+schedlock_log_closed_run(SPITupleTable *tuptable, uint64 i, int first)
+{
+	HeapTuple	tup = tuptable->vals[i];
+	TupleDesc	desc = tuptable->tupdesc;
+	bool		isnull;
+	int64		run_id = DatumGetInt64(SPI_getbinval(tup, desc, first, &isnull));
+	Datum		duration = SPI_getbinval(tup, desc, first + 5, &isnull);
+
+	if (schedlock_log_runs == SCHEDLOCK_LOG_RUNS_NONE)
+		return;
+	schedlock_log_run_end(SPI_getvalue(tup, desc, first + 1),
+						  SPI_getvalue(tup, desc, first + 6), run_id,
+						  SPI_getvalue(tup, desc, first + 2),
+						  SPI_getvalue(tup, desc, first + 3),
+						  SPI_getvalue(tup, desc, first + 4),
+						  isnull ? NULL : DatumGetIntervalP(duration));
+}
+
+/*
+ * read_job_timing
+ *		Read and lock (FOR NO KEY UPDATE, as an UPDATE of the row would) the
+ *		job's max_attempts, retry_delay in seconds (as EXTRACT(epoch FROM
+ *		...)), next slot, pending retry time, count of queued run_job()
+ *		calls and enabled, into SPI_tuptable (columns 1 to 6).  False when
+ *		the job does not exist (any more).  Caller is connected to SPI.
+ */
+static bool
+read_job_timing(int64 job_id)
+{
+	static SchedlockQuery q = {
+		"SELECT max_attempts, "
+		"  pg_catalog.date_part('epoch', retry_delay)::pg_catalog.float8, "
+		"  next_slot, retry_at, manual_pending, enabled "
+		"FROM schedlock.jobs WHERE job_id OPERATOR(pg_catalog.=) $1 "
+		"FOR NO KEY UPDATE",
+		1, {INT8OID}
+	};
+	Datum		values[1] = {Int64GetDatum(job_id)};
+
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read job " INT64_FORMAT, job_id);
+	return SPI_processed == 1;
+}
+
+/*
+ * timing_column
+ *		Column n of the row read_job_timing read; *isnull says if NULL.
+ */
+static Datum
+timing_column(int n, bool *isnull)
+{
+	return SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, n, isnull);
+}
+
+/*
+ * timing_next_run_at
+ *		The next_run_at of the row read_job_timing read, with its pending
+ *		retry replaced by the given one when has_retry is not -1 (0: none,
+ *		1: retry_at), by schedlock_rule_next_run_at.  False when it has none
+ *		(NULL), as while the job is disabled.
+ */
+static bool
+timing_next_run_at(int has_retry, TimestampTz retry_at, TimestampTz now,
+				   TimestampTz *next_run_at)
+{
+	bool		slot_null;
+	bool		retry_null;
+	bool		manual_null;
+	Datum		slot = timing_column(3, &slot_null);
+	Datum		old_retry = timing_column(4, &retry_null);
+	Datum		manual = timing_column(5, &manual_null);
+	bool		enabled_null;
+	Datum		enabled = timing_column(6, &enabled_null);
+
+	if (has_retry < 0)
+	{
+		has_retry = !retry_null;
+		retry_at = retry_null ? 0 : DatumGetTimestampTz(old_retry);
+	}
+	return schedlock_rule_next_run_at(!enabled_null && DatumGetBool(enabled),
+									  !slot_null,
+									  slot_null ? 0 : DatumGetTimestampTz(slot),
+									  has_retry != 0, retry_at,
+									  manual_null ? 0 : DatumGetInt32(manual),
+									  now, next_run_at);
+}
+
+/*
+ * schedlock_recompute_next_run
+ *		Set the job's next_run_at from its next slot, pending retry and
+ *		queued run_job() calls (schedlock_rule_next_run_at).  Caller is
+ *		connected to SPI.
+ */
+void
+schedlock_recompute_next_run(int64 job_id, TimestampTz now)
+{
+	static SchedlockQuery q = {
+		"UPDATE schedlock.jobs SET next_run_at = $2 "
+		"WHERE job_id OPERATOR(pg_catalog.=) $1",
+		2, {INT8OID, TIMESTAMPTZOID}
+	};
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
+	TimestampTz next_run_at;
+
+	if (!read_job_timing(job_id))
+		return;
+	values[0] = Int64GetDatum(job_id);
+	nulls[1] = timing_next_run_at(-1, 0, now, &next_run_at) ? ' ' : 'n';
+	values[1] = TimestampTzGetDatum(next_run_at);
+	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update the next run of job " INT64_FORMAT, job_id);
+}
+
+/*
+ * schedlock_run_failed
+ *		Count a failed (or timed out, or lost) attempt of a slot and, while
+ *		attempts are left, schedule the next one after an exponential
+ *		backoff (schedlock_rule_retry, rules.c), and set the job's
+ *		next_run_at.  attempt 0 means "no retry" (runs asked for with
+ *		run_job: schedlock_rule_failed_attempt).  Caller is connected to SPI.
+ */
+void
+schedlock_run_failed(int64 job_id, TimestampTz scheduled_for, int32 attempt,
+					 TimestampTz now)
+{
+	static SchedlockQuery q = {
+		"UPDATE schedlock.jobs SET "
+		"  consecutive_failures = consecutive_failures OPERATOR(pg_catalog.+) 1, "
+		"  retry_slot = CASE WHEN $2 THEN $3 ELSE retry_slot END, "
+		"  retry_attempt = CASE WHEN $2 THEN $4 ELSE retry_attempt END, "
+		"  retry_at = CASE WHEN $2 THEN $5 ELSE retry_at END, "
+		"  next_run_at = $6 "
+		"WHERE job_id OPERATOR(pg_catalog.=) $1",
+		6, {INT8OID, BOOLOID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID,
+		TIMESTAMPTZOID}
+	};
+	Datum		values[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	bool		isnull;
+	Datum		d;
+	int32		max_attempts;
+	double		retry_delay;
+	bool		retried;
+	int32		next_attempt = 0;
+	TimestampTz retry_at = 0;
+	TimestampTz next_run_at;
+
+	if (!read_job_timing(job_id))
+		return;
+	d = timing_column(1, &isnull);
+	max_attempts = isnull ? 0 : DatumGetInt32(d);
+	d = timing_column(2, &isnull);
+	retry_delay = isnull ? 0 : DatumGetFloat8(d);
+	retried = schedlock_rule_retry(attempt, max_attempts, retry_delay, now,
+								   &next_attempt, &retry_at);
+
+	values[0] = Int64GetDatum(job_id);
+	values[1] = BoolGetDatum(retried);
+	values[2] = TimestampTzGetDatum(scheduled_for);
+	values[3] = Int32GetDatum(next_attempt);
+	values[4] = TimestampTzGetDatum(retry_at);
+	nulls[5] = timing_next_run_at(retried ? 1 : -1, retry_at, now,
+								  &next_run_at) ? ' ' : 'n';
+	values[5] = TimestampTzGetDatum(next_run_at);
+	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not record a failure of job " INT64_FORMAT, job_id);
+}
+
+/*
+ * schedlock_run_succeeded
+ *		Reset the job's count of consecutive failures.  Caller is connected
+ *		to SPI.
+ */
+void
+schedlock_run_succeeded(int64 job_id)
+{
+	static SchedlockQuery q = {
+		"UPDATE schedlock.jobs SET consecutive_failures = 0 "
+		"WHERE job_id OPERATOR(pg_catalog.=) $1 "
+		"  AND consecutive_failures OPERATOR(pg_catalog.<>) 0",
+		1, {INT8OID}
+	};
+	Datum		values[1] = {Int64GetDatum(job_id)};
+
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not record a success of job " INT64_FORMAT, job_id);
+}

@@ -1,0 +1,347 @@
+/*-------------------------------------------------------------------------
+ *
+ * store_claim.c
+ *	  Claiming due jobs: the job backends' claim statements and the
+ *	  questions asked before a claimed job runs.
+ *
+ * IDENTIFICATION
+ *	  src/sched/store/store_claim.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "utils/lsyscache.h"
+
+#include "claim_sql.h"
+#include "jobstore.h"
+#include "kept_query.h"
+#include "schedlock.h"
+#include "store_int.h"
+
+/*
+ * read_claimed_job
+ *		Copy claimed row number row out of SPI memory, into cxt, with the
+ *		name of the role the job runs as.
+ */
+static void
+read_claimed_job(ClaimedJob *job, uint64 row, MemoryContext cxt)
+{
+	HeapTuple	tup = SPI_tuptable->vals[row];
+	TupleDesc	desc = SPI_tuptable->tupdesc;
+	bool		isnull;
+	Datum		d;
+
+	job->job_id = DatumGetInt64(col(tup, desc, 1, &isnull));
+	job->job_name = col_text(tup, desc, 2, cxt);
+	job->owner = DatumGetObjectId(col(tup, desc, 3, &isnull));
+	job->schedule = col_text(tup, desc, 4, cxt);
+	job->command = col_text(tup, desc, 5, cxt);
+	job->channel = col_text(tup, desc, 6, cxt);
+	job->payload = col_text(tup, desc, 7, cxt);
+	job->timezone = col_text(tup, desc, 8, cxt);
+	d = col(tup, desc, 9, &isnull);
+	/* whole milliseconds, rounded up: a timeout never becomes "none" */
+	job->timeout_ms = isnull ? 0 : (int) Min(ceil(DatumGetFloat8(d)), (double) INT_MAX);
+	job->misfire = col_text(tup, desc, 10, cxt);
+	job->atomic = DatumGetBool(col(tup, desc, 11, &isnull));
+	d = col(tup, desc, 12, &isnull);
+	job->run_as = isnull ? InvalidOid : DatumGetObjectId(d);
+	job->reboot = DatumGetBool(col(tup, desc, 13, &isnull));
+	d = col(tup, desc, 14, &isnull);
+	job->has_next_slot = !isnull;
+	job->next_slot = isnull ? 0 : DatumGetTimestampTz(d);
+	d = col(tup, desc, 15, &isnull);
+	job->has_retry = !isnull;
+	job->retry_slot = isnull ? 0 : DatumGetTimestampTz(d);
+	d = col(tup, desc, 16, &isnull);
+	job->retry_attempt = isnull ? 1 : DatumGetInt32(d);
+	d = col(tup, desc, 17, &isnull);
+	job->retry_at = isnull ? 0 : DatumGetTimestampTz(d);
+	job->manual_pending = DatumGetInt32(col(tup, desc, 18, &isnull));
+	/* 19: next_run_at, read by schedlock_claim_job */
+	ItemPointerCopy((ItemPointer) DatumGetPointer(col(tup, desc, 20, &isnull)), &job->ctid);
+	job->failures = DatumGetInt32(col(tup, desc, 21, &isnull));
+	job->search_path = col_text(tup, desc, 22, cxt);
+	job->failures_only = schedlock_failures_only(col_text(tup, desc, 23, cxt));
+	{
+		char	   *role = GetUserNameFromId(OidIsValid(job->run_as) ?
+											 job->run_as : job->owner, true);
+
+		job->role_name = MemoryContextStrdup(cxt, role ? role : "?");
+	}
+}
+
+/*
+ * schedlock_failures_only
+ *		Whether a job whose record_runs column is record_runs (NULL: the
+ *		setting's) keeps only its failed, timed-out and lost runs.
+ */
+bool
+schedlock_failures_only(const char *record_runs)
+{
+	if (record_runs == NULL)
+		return schedlock_record_runs == SCHEDLOCK_RECORD_RUNS_FAILURES;
+	return strcmp(record_runs, "failures") == 0;
+}
+
+/* The claim statements: see claim_sql.h. */
+static SchedlockQuery claim_query = {
+	SCHEDLOCK_CLAIM_SQL,
+	4, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID}
+};
+static SchedlockQuery claim_notify_query = {
+	SCHEDLOCK_CLAIM_NOTIFY_SQL,
+	4, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID}
+};
+static SchedlockQuery claim_atomic_query = {
+	SCHEDLOCK_CLAIM_ATOMIC_SQL,
+	4, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID}
+};
+static SchedlockQuery claim_query_1_1 = {
+	SCHEDLOCK_CLAIM_SQL_1_1,
+	4, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID}
+};
+static SchedlockQuery claim_notify_query_1_1 = {
+	SCHEDLOCK_CLAIM_NOTIFY_SQL_1_1,
+	4, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID}
+};
+
+/*
+ * schedlock_claim_job
+ *		Run the claim statement of the given kind for the jobs of role from
+ *		position *pos as of now; on success read the claimed job into *job
+ *		(its strings in cxt), move *pos to it and return true.  In a
+ *		transaction, connected to SPI.
+ */
+bool
+schedlock_claim_job(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
+					TimestampTz now, ClaimedJob *job, MemoryContext cxt)
+{
+	bool		v12 = schedlock_jobs_have_search_path();
+	SchedlockQuery *q;
+	Datum		values[4];
+	bool		isnull;
+
+	if (kind == SCHEDLOCK_CLAIM_NOTIFY)
+		q = v12 ? &claim_notify_query : &claim_notify_query_1_1;
+	else if (kind == SCHEDLOCK_CLAIM_ATOMIC)
+	{
+		if (!v12)
+			return false;
+		q = &claim_atomic_query;
+	}
+	else
+		q = v12 ? &claim_query : &claim_query_1_1;
+	values[0] = TimestampTzGetDatum(now);
+	values[1] = TimestampTzGetDatum(pos->next_run_at);
+	values[2] = Int64GetDatum(pos->job_id);
+	values[3] = ObjectIdGetDatum(role);
+	if (schedlock_query_run(q, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not claim due jobs");
+	if (SPI_processed == 0)
+		return false;
+	read_claimed_job(job, 0, cxt);
+	pos->job_id = job->job_id;
+	pos->next_run_at = DatumGetTimestampTz(col(SPI_tuptable->vals[0],
+											   SPI_tuptable->tupdesc, 19,
+											   &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	return true;
+}
+
+/*
+ * schedlock_claim_notify_jobs
+ *		Claim up to max of the role's NOTIFY jobs due as of now from
+ *		position *pos in one statement, read them into jobs[] (strings in
+ *		cxt), move *pos to the last and return how many.  Tables of release
+ *		1.2 only (the caller checks).  In a transaction, connected to SPI.
+ */
+int
+schedlock_claim_notify_jobs(Oid role, ClaimPosition *pos, TimestampTz now,
+							ClaimedJob *jobs, int max, MemoryContext cxt)
+{
+	static SchedlockQuery q = {
+		SCHEDLOCK_CLAIM_NOTIFY_MANY_SQL,
+		5, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID, INT8OID}
+	};
+	Datum		values[5];
+	bool		isnull;
+	uint64		n;
+
+	Assert(max > 0 && schedlock_jobs_have_search_path());
+	values[0] = TimestampTzGetDatum(now);
+	values[1] = TimestampTzGetDatum(pos->next_run_at);
+	values[2] = Int64GetDatum(pos->job_id);
+	values[3] = ObjectIdGetDatum(role);
+	values[4] = Int64GetDatum((int64) max);
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not claim due jobs");
+	n = Min(SPI_processed, (uint64) max);
+	for (uint64 i = 0; i < n; i++)
+		read_claimed_job(&jobs[i], i, cxt);
+	if (n > 0)
+	{
+		pos->job_id = jobs[n - 1].job_id;
+		pos->next_run_at = DatumGetTimestampTz(col(SPI_tuptable->vals[n - 1],
+												   SPI_tuptable->tupdesc, 19,
+												   &isnull));
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return (int) n;
+}
+
+/*
+ * schedlock_run_in_progress
+ *		Whether a run of the job is pending or running (overlap); a run
+ *		whose job backend is gone is not, and is closed as lost here
+ *		(schedlock_close_lost_runs), so that it does not wait for the
+ *		database's next housekeeping.
+ */
+bool
+schedlock_run_in_progress(int64 job_id)
+{
+	static SchedlockQuery q = {
+		"SELECT COALESCE(pg_catalog.bool_or(NOT s.gone), false), "
+		"  COALESCE(pg_catalog.bool_or(s.gone), false) "
+		"FROM (SELECT (x.status OPERATOR(pg_catalog.=) 'running' "
+		"    AND x.claimed_at IS NULL AND " RUNNER_GONE("x") ") AS gone "
+		"  FROM schedlock.job_runs x "
+		"  WHERE x.job_id OPERATOR(pg_catalog.=) $1 "
+		"    AND x.status OPERATOR(pg_catalog.=) ANY ('{pending,running}')) s",
+		4, {INT8OID, OIDOID, TEXTOID, INT4OID}
+	};
+	Datum		values[4];
+	bool		isnull;
+	bool		live;
+	bool		gone;
+
+	values[0] = Int64GetDatum(job_id);
+	runner_args(values);
+
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		elog(ERROR, "could not look for runs in progress");
+	live = DatumGetBool(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+							&isnull));
+	gone = DatumGetBool(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2,
+							&isnull));
+	SPI_freetuptable(SPI_tuptable);
+	if (gone)
+		(void) schedlock_close_lost_runs();
+	return live;
+}
+
+/*
+ * schedlock_open_runs_among
+ *		For the n claimed jobs of jobs[], whether a run of each is pending
+ *		or running (the overlap rule's question, as schedlock_run_in_progress
+ *		asks it of one job, which also closes the runs of a backend that is
+ *		gone), into open[]; one statement.  It runs after the claim, whose
+ *		row locks stand: any run of those jobs was made by a transaction
+ *		that held the lock before, and has committed, so this statement's
+ *		snapshot sees it (the claim's own snapshot may be older).  A
+ *		subquery with LIMIT rather than EXISTS, which the planner may turn
+ *		into a hash of every open run (thousands pending after a burst).
+ */
+void
+schedlock_open_runs_among(ClaimedJob *jobs, int n, bool *open)
+{
+	static SchedlockQuery q = {
+		"SELECT (SELECT true FROM schedlock.job_runs x "
+		"  WHERE x.job_id OPERATOR(pg_catalog.=) u.job_id "
+		"    AND x.status OPERATOR(pg_catalog.=) ANY ('{pending,running}') "
+		"  LIMIT 1) IS NOT NULL "
+		"FROM pg_catalog.unnest($1) WITH ORDINALITY AS u(job_id, i) "
+		"ORDER BY u.i",
+		1, {INT8ARRAYOID}
+	};
+	Datum	   *ids = palloc(sizeof(Datum) * n);
+	Datum		values[1];
+	bool		isnull;
+
+	for (int i = 0; i < n; i++)
+		ids[i] = Int64GetDatum(jobs[i].job_id);
+	values[0] = array_of(ids, NULL, n, INT8OID);
+	/* not read-only: a snapshot of its own, taken now */
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT ||
+		SPI_processed != (uint64) n)
+		elog(ERROR, "could not look for runs in progress");
+	for (int i = 0; i < n; i++)
+		open[i] = DatumGetBool(col(SPI_tuptable->vals[i],
+								   SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+}
+
+/*
+ * schedlock_run_may_defer
+ *		Whether a run of the job for this slot's attempt can be recorded
+ *		only once it has ended, together with the job's advanced state
+ *		(schedlock_record_ended_run): no run of the job is pending or
+ *		running, none is left by a backend that is gone (closing it changes
+ *		the job), and the slot's attempt has no row yet.  If so, returns the
+ *		run's id, taken from the sequence now (so that a log line before the
+ *		run names it), else 0.  One statement, looking at the job's open
+ *		runs and at the unique key.
+ */
+int64
+schedlock_run_may_defer(int64 job_id, TimestampTz scheduled_for,
+						int32 attempt)
+{
+	static SchedlockQuery q = {
+		"SELECT pg_catalog.nextval('schedlock.job_runs_run_id_seq'::pg_catalog.regclass) "
+		"WHERE NOT EXISTS (SELECT FROM schedlock.job_runs x "
+		"    WHERE x.job_id OPERATOR(pg_catalog.=) $1 "
+		"      AND x.status OPERATOR(pg_catalog.=) ANY ('{pending,running}')) "
+		"  AND NOT EXISTS (SELECT FROM schedlock.job_runs x "
+		"    WHERE x.job_id OPERATOR(pg_catalog.=) $1 "
+		"      AND x.scheduled_for OPERATOR(pg_catalog.=) $2 "
+		"      AND x.attempt OPERATOR(pg_catalog.=) $3)",
+		3, {INT8OID, TIMESTAMPTZOID, INT4OID}
+	};
+	Datum		values[3];
+	bool		isnull;
+	int64		run_id = 0;
+
+	values[0] = Int64GetDatum(job_id);
+	values[1] = TimestampTzGetDatum(scheduled_for);
+	values[2] = Int32GetDatum(attempt);
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not look for runs in progress");
+	if (SPI_processed == 1)
+		run_id = DatumGetInt64(col(SPI_tuptable->vals[0],
+								   SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	return run_id;
+}
+
+/*
+ * schedlock_next_queued_run
+ *		The oldest queued run_job() run of the job: its run id and
+ *		scheduled_for.  False when there is none.  In a transaction,
+ *		connected to SPI.
+ */
+bool
+schedlock_next_queued_run(int64 job_id, int64 *run_id,
+						  TimestampTz *scheduled_for)
+{
+	static SchedlockQuery q = {
+		"SELECT run_id, scheduled_for FROM schedlock.job_runs "
+		"WHERE job_id OPERATOR(pg_catalog.=) $1 "
+		"  AND status OPERATOR(pg_catalog.=) 'queued' "
+		"ORDER BY run_id LIMIT 1",
+		1, {INT8OID}
+	};
+	Datum		values[1] = {Int64GetDatum(job_id)};
+	bool		isnull;
+
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read queued runs");
+	if (SPI_processed != 1)
+		return false;
+	*run_id = DatumGetInt64(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	*scheduled_for = DatumGetTimestampTz(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	return true;
+}

@@ -1,0 +1,431 @@
+/*-------------------------------------------------------------------------
+ *
+ * store_jobs.c
+ *	  The job API's writes (job_api.c): jobs created, changed, found,
+ *	  queued and deleted, as the extension owner.
+ *
+ * IDENTIFICATION
+ *	  src/sched/store/store_jobs.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/lsyscache.h"
+
+#include "jobstore.h"
+#include "kept_query.h"
+#include "sched_shmem.h"
+#include "store_int.h"
+
+/*
+ * def_params
+ *		Fill SPI parameters $3 .. $14 from a definition (see the queries).
+ */
+static void
+def_params(const JobDef *def, Datum *values, char *nulls)
+{
+	values[2] = CStringGetTextDatum(def->schedule);
+	values[3] = def->command ? CStringGetTextDatum(def->command) : (Datum) 0;
+	nulls[3] = def->command ? ' ' : 'n';
+	values[4] = def->channel ? CStringGetTextDatum(def->channel) : (Datum) 0;
+	nulls[4] = def->channel ? ' ' : 'n';
+	values[5] = def->has_payload ? def->payload : (Datum) 0;
+	nulls[5] = def->has_payload ? ' ' : 'n';
+	values[6] = CStringGetTextDatum(def->timezone);
+	values[7] = def->timeout ? IntervalPGetDatum(def->timeout) : (Datum) 0;
+	nulls[7] = def->timeout ? ' ' : 'n';
+	values[8] = Int32GetDatum(def->max_attempts);
+	values[9] = IntervalPGetDatum(def->retry_delay);
+	values[10] = CStringGetTextDatum(def->misfire);
+	values[11] = BoolGetDatum(def->atomic);
+	values[12] = BoolGetDatum(def->enabled);
+	values[13] = ObjectIdGetDatum(def->run_as);
+	nulls[13] = OidIsValid(def->run_as) ? ' ' : 'n';
+}
+
+/* Types of the parameters of the job write statements, $1 .. $17. */
+static Oid	write_types[17] = {
+	TEXTOID, REGROLEOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID,
+	INTERVALOID, INT4OID, INTERVALOID, TEXTOID, BOOLOID, BOOLOID, REGROLEOID,
+	BOOLOID, TIMESTAMPTZOID, TIMESTAMPTZOID
+};
+
+/*
+ * schedlock_upsert_job
+ *		Create job job_name of role owner from def, or replace the
+ *		definition of the one it has: its next slot is slot (none unless
+ *		has_slot), and so is its next_run_at while enabled (NULL while
+ *		disabled), and a pending retry and a quarantine are forgotten.  The
+ *		run statistics of a job it replaces are kept.  *manual_pending gets the job's queued run_job()
+ *		calls.  Returns the job id.  As the extension owner.
+ */
+int64
+schedlock_upsert_job(const char *job_name, Oid owner, const JobDef *def,
+					 bool reboot, bool has_slot, TimestampTz slot,
+					 int32 *manual_pending)
+{
+	Datum		values[17];
+	char		nulls[17];
+	bool		isnull;
+
+	memset(nulls, ' ', sizeof(nulls));
+	values[0] = CStringGetTextDatum(job_name);
+	values[1] = ObjectIdGetDatum(owner);
+	def_params(def, values, nulls);
+	values[14] = BoolGetDatum(reboot);
+	values[15] = TimestampTzGetDatum(slot);
+	nulls[15] = has_slot ? ' ' : 'n';
+
+	/* the upsert releases a quarantine (on the tables of 1.1) */
+	if (SPI_execute_with_args(psprintf("INSERT INTO schedlock.jobs AS j (job_name, owner, "
+							  "  schedule, command, notify_channel, payload, timezone, "
+							  "  timeout, max_attempts, retry_delay, misfire, atomic, "
+							  "  enabled, run_as, reboot, next_slot, next_run_at) "
+							  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
+							  "  $12, $13, $14, $15, $16, CASE WHEN $13 THEN $16 END) "
+							  "ON CONFLICT (owner, job_name) DO UPDATE SET "
+							  "  schedule = EXCLUDED.schedule, command = EXCLUDED.command, "
+							  "  notify_channel = EXCLUDED.notify_channel, "
+							  "  payload = EXCLUDED.payload, timezone = EXCLUDED.timezone, "
+							  "  timeout = EXCLUDED.timeout, "
+							  "  max_attempts = EXCLUDED.max_attempts, "
+							  "  retry_delay = EXCLUDED.retry_delay, "
+							  "  misfire = EXCLUDED.misfire, atomic = EXCLUDED.atomic, "
+							  "  enabled = EXCLUDED.enabled, run_as = EXCLUDED.run_as, "
+							  "  reboot = EXCLUDED.reboot, next_slot = EXCLUDED.next_slot, "
+							  "  retry_slot = NULL, retry_attempt = NULL, retry_at = NULL, "
+							  "  %s"
+							  "  next_run_at = EXCLUDED.next_run_at "
+							  "RETURNING job_id, manual_pending",
+									   schedlock_jobs_have_quarantine() ?
+									   "dispatch_errors = 0, dispatch_error_at = NULL, "
+									   "quarantine_reason = NULL, " : ""),
+							  16, write_types, values, nulls, false, 0) != SPI_OK_INSERT_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not write job \"%s\"", job_name);
+	*manual_pending = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
+												  SPI_tuptable->tupdesc, 2, &isnull));
+	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+									   SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/*
+ * schedlock_job_written
+ *		After the SQL API wrote job job_id: set its search_path (unless
+ *		NULL; on tables that have the column), and, unless the job is
+ *		disabled, have the backend of its role, or the launcher, look at the
+ *		role's jobs when the transaction commits
+ *		(schedlock_note_due_at_commit).  As the extension owner.
+ */
+void
+schedlock_job_written(int64 job_id, const char *search_path)
+{
+	static SchedlockQuery set_q = {
+		"UPDATE schedlock.jobs SET search_path = COALESCE($2, search_path) "
+		"WHERE job_id OPERATOR(pg_catalog.=) $1 "
+		"RETURNING (COALESCE(run_as, owner)::pg_catalog.oid), next_run_at, enabled",
+		2, {INT8OID, TEXTOID}
+	};
+	static SchedlockQuery read_q = {
+		"SELECT (COALESCE(run_as, owner)::pg_catalog.oid), next_run_at, enabled "
+		"FROM schedlock.jobs WHERE job_id OPERATOR(pg_catalog.=) $1",
+		1, {INT8OID}
+	};
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
+	bool		isnull;
+	Oid			role;
+
+	values[0] = Int64GetDatum(job_id);
+	values[1] = search_path ? CStringGetTextDatum(search_path) : (Datum) 0;
+	nulls[1] = search_path ? ' ' : 'n';
+	if (schedlock_jobs_have_search_path())
+	{
+		if (schedlock_query_run(&set_q, values, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
+			elog(ERROR, "could not write the search_path of job " INT64_FORMAT, job_id);
+	}
+	/* not read-only: the row was written by this transaction's last command */
+	else if (schedlock_query_run(&read_q, values, nulls, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read job " INT64_FORMAT, job_id);
+	if (SPI_processed != 1)
+		return;
+	role = DatumGetObjectId(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+								1, &isnull));
+	(void) col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+
+	/*
+	 * The role's backend looks at its jobs at once: the transaction may
+	 * still change the row (a superuser's UPDATE of next_run_at), and a
+	 * backend that finds its next job beyond its idle time leaves at once.
+	 */
+	if (!isnull)
+		schedlock_note_due_at_commit(role, DT_NOBEGIN);
+	SPI_freetuptable(SPI_tuptable);
+}
+
+/*
+ * schedlock_set_record_runs
+ *		Set which runs of job job_id are kept: "all", "failures", or NULL
+ *		for schedlock.record_runs.  As the extension owner, on the tables of
+ *		release 1.2 (else 55000).
+ */
+void
+schedlock_set_record_runs(int64 job_id, const char *record_runs)
+{
+	static SchedlockQuery q = {
+		"UPDATE schedlock.jobs SET record_runs = $2 "
+		"WHERE job_id OPERATOR(pg_catalog.=) $1",
+		2, {INT8OID, TEXTOID}
+	};
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
+
+	if (!schedlock_jobs_have_search_path())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("record_runs needs the tables of schedlock 1.2"),
+				 errhint("Run ALTER EXTENSION schedlock UPDATE.")));
+	values[0] = Int64GetDatum(job_id);
+	values[1] = record_runs ? CStringGetTextDatum(record_runs) : (Datum) 0;
+	nulls[1] = record_runs ? ' ' : 'n';
+	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not set record_runs of job " INT64_FORMAT, job_id);
+}
+
+/*
+ * schedlock_update_job
+ *		Write def as the definition of job job_id (named job_name, for the
+ *		message).  When reslot, its next slot becomes slot (none unless
+ *		has_slot) and a pending retry is forgotten; enabling it releases a
+ *		quarantine.  The caller sets next_run_at after
+ *		(schedlock_recompute_next_run).  As the extension owner.
+ */
+void
+schedlock_update_job(int64 job_id, const char *job_name, const JobDef *def,
+					 bool reboot, bool reslot, bool has_slot,
+					 TimestampTz slot)
+{
+	Datum		values[17];
+	char		nulls[17];
+
+	memset(nulls, ' ', sizeof(nulls));
+	values[0] = Int64GetDatum(job_id);
+	def_params(def, values, nulls);
+	values[14] = BoolGetDatum(reboot);
+	values[15] = BoolGetDatum(reslot);
+	if (has_slot)
+		values[1] = TimestampTzGetDatum(slot);
+	else
+	{
+		values[1] = (Datum) 0;
+		nulls[1] = 'n';
+	}
+	{
+		Oid			types[17];
+
+		memcpy(types, write_types, sizeof(types));
+		types[0] = INT8OID;
+		types[1] = TIMESTAMPTZOID;
+		types[15] = BOOLOID;
+		/* enabling the job releases a quarantine (on the tables of 1.1) */
+		if (SPI_execute_with_args(psprintf("UPDATE schedlock.jobs SET "
+								  "  schedule = $3, command = $4, notify_channel = $5, "
+								  "  payload = $6, timezone = $7, timeout = $8, "
+								  "  max_attempts = $9, retry_delay = $10, misfire = $11, "
+								  "  atomic = $12, enabled = $13, run_as = $14, reboot = $15, "
+								  "  next_slot = CASE WHEN $16 THEN $2 ELSE next_slot END, "
+								  "  retry_slot = CASE WHEN $16 THEN NULL ELSE retry_slot END, "
+								  "  retry_attempt = CASE WHEN $16 THEN NULL ELSE retry_attempt END, "
+								  "  retry_at = CASE WHEN $16 THEN NULL ELSE retry_at END "
+								  "  %s"
+								  "WHERE job_id OPERATOR(pg_catalog.=) $1",
+										   schedlock_jobs_have_quarantine() ?
+										   ", dispatch_errors = CASE WHEN $13 THEN 0 ELSE dispatch_errors END, "
+										   "  dispatch_error_at = CASE WHEN $13 THEN NULL ELSE dispatch_error_at END, "
+										   "  quarantine_reason = CASE WHEN $13 THEN NULL ELSE quarantine_reason END " : ""),
+								  16, types, values, nulls, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not update job \"%s\"", job_name);
+	}
+}
+
+/*
+ * schedlock_find_job
+ *		Look up the caller's job by name and lock its row; a superuser may
+ *		also name another role's job when only one role has a job of that
+ *		name.  Raises 42704 when there is none.  Caller is connected to SPI
+ *		and runs as the extension owner; caller is the calling role.
+ *		Leaves the row in SPI_tuptable: job_id, then the given columns.
+ */
+int64
+schedlock_find_job(const char *job_name, Oid caller, const char *columns)
+{
+	Oid			types[2] = {TEXTOID, REGROLEOID};
+	Datum		values[2];
+	char	   *query;
+	bool		isnull;
+
+	values[0] = CStringGetTextDatum(job_name);
+	values[1] = ObjectIdGetDatum(caller);
+	query = psprintf("SELECT job_id, %s FROM schedlock.jobs "
+					 "WHERE job_name OPERATOR(pg_catalog.=) $1 "
+					 "  AND owner OPERATOR(pg_catalog.=) $2 FOR UPDATE", columns);
+	if (SPI_execute_with_args(query, 2, types, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read job \"%s\"", job_name);
+	if (SPI_processed == 0 && superuser_arg(caller))
+	{
+		query = psprintf("SELECT job_id, %s FROM schedlock.jobs "
+						 "WHERE job_name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+						 columns);
+		if (SPI_execute_with_args(query, 1, types, values, NULL, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not read job \"%s\"", job_name);
+		if (SPI_processed > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_AMBIGUOUS_PARAMETER),
+					 errmsg("job name \"%s\" is ambiguous", job_name),
+					 errdetail("Several roles have a job of that name."),
+					 errhint("SET ROLE to the job's owner first.")));
+	}
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("job \"%s\" does not exist", job_name),
+				 errhint("Jobs are visible only to the role that scheduled them.")));
+	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+									   SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/*
+ * schedlock_queue_run
+ *		Queue a run_job() run of job job_id (named job_name, for the
+ *		message) scheduled for now; the caller sets next_run_at after.
+ *		Returns the run id.  As the extension owner.
+ */
+int64
+schedlock_queue_run(int64 job_id, const char *job_name, TimestampTz now)
+{
+	Oid			types[2] = {INT8OID, TIMESTAMPTZOID};
+	Datum		values[2];
+	int64		run_id;
+	bool		isnull;
+
+	values[0] = Int64GetDatum(job_id);
+	values[1] = TimestampTzGetDatum(now);
+	if (SPI_execute_with_args(schedlock_runs_have_job_name() ?
+							  "INSERT INTO schedlock.job_runs (job_id, owner, "
+							  "  scheduled_for, attempt, manual, status, job_name) "
+							  "SELECT job_id, owner, $2, 1, true, 'queued', job_name "
+							  "  FROM schedlock.jobs WHERE job_id OPERATOR(pg_catalog.=) $1 "
+							  "RETURNING run_id" :
+							  "INSERT INTO schedlock.job_runs (job_id, owner, "
+							  "  scheduled_for, attempt, manual, status) "
+							  "SELECT job_id, owner, $2, 1, true, 'queued' "
+							  "  FROM schedlock.jobs WHERE job_id OPERATOR(pg_catalog.=) $1 "
+							  "RETURNING run_id",
+							  2, types, values, NULL, false, 0) != SPI_OK_INSERT_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not queue a run of job \"%s\"", job_name);
+	run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+										 SPI_tuptable->tupdesc, 1, &isnull));
+	if (SPI_execute_with_args("UPDATE schedlock.jobs "
+							  "SET manual_pending = manual_pending OPERATOR(pg_catalog.+) 1 "
+							  "WHERE job_id OPERATOR(pg_catalog.=) $1",
+							  1, types, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not queue a run of job \"%s\"", job_name);
+	return run_id;
+}
+
+/*
+ * delete_jobs
+ *		Delete the jobs "where" selects (a condition on schedlock.jobs with
+ *		parameters $1..$nargs); returns how many.  Their history stays
+ *		(release 1.2): a run in progress finishes and is recorded, a
+ *		run_job() run not yet started is closed as skipped, and every run
+ *		keeps the job's name.  As the extension owner, connected to SPI.
+ */
+static uint64
+delete_jobs(const char *where, int nargs, Oid *types, Datum *values)
+{
+	char	   *sql;
+	bool		isnull;
+
+	if (!schedlock_runs_have_job_name())
+	{
+		sql = psprintf("DELETE FROM schedlock.jobs WHERE %s", where);
+		if (SPI_execute_with_args(sql, nargs, types, values, NULL, false, 0) != SPI_OK_DELETE)
+			elog(ERROR, "could not delete a job");
+		return SPI_processed;
+	}
+	sql = psprintf("WITH d AS (DELETE FROM schedlock.jobs WHERE %s "
+				   "  RETURNING job_id, job_name), "
+				   "u AS (UPDATE schedlock.job_runs r SET "
+				   "  job_name = COALESCE(r.job_name, d.job_name), "
+				   "  status = CASE WHEN r.status OPERATOR(pg_catalog.=) 'queued' "
+				   "    THEN 'skipped' ELSE r.status END, "
+				   "  finished_at = CASE WHEN r.status OPERATOR(pg_catalog.=) 'queued' "
+				   "    THEN pg_catalog.now() ELSE r.finished_at END, "
+				   "  message = CASE WHEN r.status OPERATOR(pg_catalog.=) 'queued' "
+				   "    THEN 'the job was unscheduled before the run started' "
+				   "    ELSE r.message END "
+				   "  FROM d WHERE r.job_id OPERATOR(pg_catalog.=) d.job_id "
+				   "    AND (r.job_name IS NULL "
+				   "         OR r.status OPERATOR(pg_catalog.=) 'queued')) "
+				   "SELECT pg_catalog.count(*) FROM d", where);
+	if (SPI_execute_with_args(sql, nargs, types, values, NULL, false, 0) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		elog(ERROR, "could not delete a job");
+	return (uint64) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+												SPI_tuptable->tupdesc, 1,
+												&isnull));
+}
+
+/*
+ * schedlock_delete_job
+ *		Delete role owner's job job_name (see delete_jobs).  False when it
+ *		has none.  As the extension owner.
+ */
+bool
+schedlock_delete_job(const char *job_name, Oid owner)
+{
+	Oid			types[2] = {TEXTOID, REGROLEOID};
+	Datum		values[2];
+
+	values[0] = CStringGetTextDatum(job_name);
+	values[1] = ObjectIdGetDatum(owner);
+	return delete_jobs("job_name OPERATOR(pg_catalog.=) $1 "
+					   "AND owner OPERATOR(pg_catalog.=) $2",
+					   2, types, values) > 0;
+}
+
+/*
+ * schedlock_delete_job_by_id
+ *		Delete job job_id (see delete_jobs) when role owner owns it or
+ *		any_owner.  False when there is no such job.  As the extension
+ *		owner.
+ */
+bool
+schedlock_delete_job_by_id(int64 job_id, Oid owner, bool any_owner)
+{
+	Oid			types[3] = {INT8OID, REGROLEOID, BOOLOID};
+	Datum		values[3];
+
+	values[0] = Int64GetDatum(job_id);
+	values[1] = ObjectIdGetDatum(owner);
+	values[2] = BoolGetDatum(any_owner);
+	return delete_jobs("job_id OPERATOR(pg_catalog.=) $1 "
+					   "AND ($3 OR owner OPERATOR(pg_catalog.=) $2)",
+					   3, types, values) > 0;
+}
+
+/*
+ * schedlock_delete_job_id
+ *		Delete job job_id (see delete_jobs).  As the extension owner.
+ */
+void
+schedlock_delete_job_id(int64 job_id, const char *job_name)
+{
+	Oid			t1[1] = {INT8OID};
+	Datum		v1[1] = {Int64GetDatum(job_id)};
+
+	(void) delete_jobs("job_id OPERATOR(pg_catalog.=) $1", 1, t1, v1);
+}

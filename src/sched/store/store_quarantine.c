@@ -1,0 +1,138 @@
+/*-------------------------------------------------------------------------
+ *
+ * store_quarantine.c
+ *	  Dispatch errors and the quarantine (quarantine.c).
+ *
+ * IDENTIFICATION
+ *	  src/sched/store/store_quarantine.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/lsyscache.h"
+
+#include "jobstore.h"
+#include "store_int.h"
+
+/*
+ * schedlock_fail_dispatch_runs
+ *		Close the SQL runs this worker left running (a dispatch that failed
+ *		in the worker's own bookkeeping) as failed at now, with the error's
+ *		SQLSTATE and message, and count them in their jobs' statistics.
+ */
+void
+schedlock_fail_dispatch_runs(TimestampTz now, const char *state,
+							 const char *message)
+{
+#define FAIL_DISPATCH_SQL(set_duration) \
+	"UPDATE schedlock.job_runs r SET status = 'failed', " \
+	"  finished_at = $1, sqlstate = $2, message = $3, " \
+	"  deadline = NULL " set_duration \
+	"WHERE r.status OPERATOR(pg_catalog.=) 'running' " \
+	"  AND r.worker_pid OPERATOR(pg_catalog.=) $4 " \
+	"  AND r.claimed_at IS NULL " \
+	"RETURNING " ENDED_RUN_COLUMNS("r", "$1")
+	Oid			types[4] = {TIMESTAMPTZOID, TEXTOID, TEXTOID, INT4OID};
+	Datum		values[4];
+	uint64		i;
+
+	values[0] = TimestampTzGetDatum(now);
+	values[1] = CStringGetTextDatum(state);
+	values[2] = CStringGetTextDatum(message);
+	values[3] = Int32GetDatum(MyProcPid);
+	if (SPI_execute_with_args(schedlock_jobs_have_stats() ?
+							  "WITH e AS ("
+							  FAIL_DISPATCH_SQL(", duration = $1 OPERATOR(pg_catalog.-) r.started_at ")
+							  "), " SCHEDLOCK_RUN_STATS_CTE ENDED_RUNS_SELECT :
+							  "WITH e AS (" FAIL_DISPATCH_SQL("") ") " ENDED_RUNS_SELECT,
+							  4, types, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not close the runs of a failed dispatch");
+	for (i = 0; i < SPI_processed; i++)
+		schedlock_log_closed_run(SPI_tuptable, i, 5);
+}
+
+/*
+ * schedlock_read_dispatch_errors
+ *		Lock the job's row and read its dispatch errors in a row (*errors),
+ *		whether a run of it was recorded, or succeeded, since the last one
+ *		(*run_since: a succeeded run is not kept under record_runs =
+ *		failures, but its time is in jobs.last_success_at), its name and
+ *		the role it runs as (palloc'd), and next_run_at.  False when the
+ *		job does not exist or is quarantined already.  Needs the quarantine
+ *		columns of release 1.1 (schedlock_jobs_have_quarantine).
+ */
+bool
+schedlock_read_dispatch_errors(int64 job_id, bool *run_since, int32 *errors,
+							   char **job_name, char **role_name,
+							   bool *has_next_run_at, TimestampTz *next_run_at)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(job_id)};
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Datum		d;
+
+	if (SPI_execute_with_args("SELECT EXISTS ("
+							  "    SELECT 1 FROM schedlock.job_runs r "
+							  "    WHERE r.job_id OPERATOR(pg_catalog.=) j.job_id "
+							  "      AND GREATEST(r.started_at, r.finished_at) "
+							  "          OPERATOR(pg_catalog.>) j.dispatch_error_at) "
+							  "  OR COALESCE(j.last_success_at OPERATOR(pg_catalog.>) j.dispatch_error_at, false), "
+							  "  j.dispatch_errors, "
+							  "  j.job_name, j.quarantine_reason IS NOT NULL, "
+							  "  j.next_run_at, "
+							  "  pg_catalog.pg_get_userbyid(COALESCE(j.run_as, j.owner)::pg_catalog.oid) "
+							  "FROM schedlock.jobs j "
+							  "WHERE j.job_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF j",
+							  1, types, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read job " INT64_FORMAT, job_id);
+	if (SPI_processed != 1)
+		return false;
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	if (DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull)))
+		return false;
+	*run_since = DatumGetBool(SPI_getbinval(tup, desc, 1, &isnull));
+	*errors = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+	*job_name = SPI_getvalue(tup, desc, 3);
+	d = SPI_getbinval(tup, desc, 5, &isnull);
+	*has_next_run_at = !isnull;
+	*next_run_at = isnull ? 0 : DatumGetTimestampTz(d);
+	*role_name = SPI_getvalue(tup, desc, 6);
+	return true;
+}
+
+/*
+ * schedlock_save_dispatch_error
+ *		Record the job's breaks-th dispatch error in a row, at now: hold it
+ *		until hold_until (its next_run_at), and when reason is not NULL,
+ *		quarantine it (disabled, with the reason, and so no next_run_at).
+ */
+void
+schedlock_save_dispatch_error(int64 job_id, int breaks, TimestampTz now,
+							  TimestampTz hold_until, const char *reason)
+{
+	Oid			types[5] = {INT8OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID};
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+
+	values[0] = Int64GetDatum(job_id);
+	values[1] = Int32GetDatum(breaks);
+	values[2] = TimestampTzGetDatum(now);
+	values[3] = TimestampTzGetDatum(hold_until);
+	if (reason != NULL)
+		values[4] = CStringGetTextDatum(reason);
+	else
+		nulls[4] = 'n';
+	if (SPI_execute_with_args("UPDATE schedlock.jobs SET dispatch_errors = $2, "
+							  "  dispatch_error_at = $3, "
+							  "  enabled = enabled AND $5 IS NULL, "
+							  "  quarantine_reason = $5, "
+							  "  next_run_at = CASE WHEN enabled AND $5 IS NULL "
+							  "    THEN $4 END "
+							  "WHERE job_id OPERATOR(pg_catalog.=) $1",
+							  5, types, values, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not record a dispatch error of job " INT64_FORMAT, job_id);
+}

@@ -1,0 +1,550 @@
+/*-------------------------------------------------------------------------
+ *
+ * store_runs.c
+ *	  Recording runs: a claimed job's advanced state, its run, its outcome,
+ *	  and a set of NOTIFY runs in one statement.
+ *
+ * IDENTIFICATION
+ *	  src/sched/store/store_runs.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/lsyscache.h"
+
+#include "claim_sql.h"
+#include "jobstore.h"
+#include "kept_query.h"
+#include "rules.h"
+#include "runlog.h"
+#include "store_int.h"
+
+/*
+ * The advanced state of a claimed job as six statement parameters, in this
+ * order: next_slot, retry_slot, retry_attempt, retry_at, manual_pending,
+ * next_run_at (as of now).  Every statement that advances a job takes them
+ * so (schedlock_save_job_state, schedlock_record_ended_run,
+ * schedlock_publish_notify_runs).
+ */
+#define JOB_STATE_NPARAMS 6
+
+static void
+job_state_params(ClaimedJob *job, TimestampTz now, Datum *values,
+				 char *nulls)
+{
+	TimestampTz next_run_at;
+
+	values[0] = TimestampTzGetDatum(job->next_slot);
+	nulls[0] = job->has_next_slot ? ' ' : 'n';
+	values[1] = TimestampTzGetDatum(job->retry_slot);
+	values[2] = Int32GetDatum(job->retry_attempt);
+	values[3] = TimestampTzGetDatum(job->retry_at);
+	nulls[1] = nulls[2] = nulls[3] = job->has_retry ? ' ' : 'n';
+	values[4] = Int32GetDatum(job->manual_pending);
+	nulls[4] = ' ';
+	/* the claim found the job enabled, and holds its row */
+	nulls[5] = schedlock_rule_next_run_at(true,
+										  job->has_next_slot, job->next_slot,
+										  job->has_retry, job->retry_at,
+										  job->manual_pending, now,
+										  &next_run_at) ? ' ' : 'n';
+	values[5] = TimestampTzGetDatum(next_run_at);
+}
+
+/*
+ * The outcome of a run as six statement parameters, in this order:
+ * sqlstate, message, detail, hint, result_status, notices.  error: the
+ * run's error, or NULL when it succeeded (then the message is
+ * default_message, which may be NULL); result_status: the command tag of
+ * the last statement ("" or NULL: none); notices: its captured output, or
+ * NULL.  *state and *message get the SQLSTATE (NULL on success) and the
+ * message, for the log line.
+ */
+#define RUN_OUTCOME_NPARAMS 6
+
+static void
+run_outcome_params(ErrorData *error, const char *default_message,
+				   const char *result_status, const char *notices,
+				   Datum *values, char *nulls, char **state,
+				   const char **message)
+{
+	memset(nulls, 'n', RUN_OUTCOME_NPARAMS);
+	*state = NULL;
+	*message = default_message;
+	if (error)
+	{
+		/* unpack_sql_state returns a static buffer that ereport reuses */
+		*state = pstrdup(unpack_sql_state(error->sqlerrcode));
+		*message = error->message ? error->message : "unknown error";
+		values[0] = CStringGetTextDatum(*state);
+		nulls[0] = ' ';
+		if (error->detail)
+		{
+			values[2] = CStringGetTextDatum(error->detail);
+			nulls[2] = ' ';
+		}
+		if (error->hint)
+		{
+			values[3] = CStringGetTextDatum(error->hint);
+			nulls[3] = ' ';
+		}
+	}
+	if (*message != NULL)
+	{
+		values[1] = CStringGetTextDatum(*message);
+		nulls[1] = ' ';
+	}
+	if (result_status != NULL && result_status[0] != '\0')
+	{
+		values[4] = CStringGetTextDatum(result_status);
+		nulls[4] = ' ';
+	}
+	if (notices != NULL)
+	{
+		values[5] = CStringGetTextDatum(notices);
+		nulls[5] = ' ';
+	}
+}
+
+/*
+ * schedlock_save_job_state
+ *		Write the advanced next_slot, retry and queue state of the job and
+ *		its next_run_at (schedlock_rule_next_run_at).
+ */
+void
+schedlock_save_job_state(ClaimedJob *job, TimestampTz now)
+{
+	/* the row this transaction has locked: found by its ctid, no index */
+	static SchedlockQuery q = {
+		"UPDATE schedlock.jobs SET next_slot = $2, "
+		"  retry_slot = $3, retry_attempt = $4, retry_at = $5, "
+		"  manual_pending = $6, next_run_at = $7 "
+		"WHERE ctid OPERATOR(pg_catalog.=) $8 "
+		"  AND job_id OPERATOR(pg_catalog.=) $1",
+		8, {INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID,
+		INT4OID, TIMESTAMPTZOID, TIDOID}
+	};
+	Datum		values[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+
+	values[0] = Int64GetDatum(job->job_id);
+	job_state_params(job, now, &values[1], &nulls[1]);
+	values[7] = PointerGetDatum(&job->ctid);
+	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE ||
+		SPI_processed != 1)
+		elog(ERROR, "could not advance job " INT64_FORMAT, job->job_id);
+}
+
+/*
+ * schedlock_record_run
+ *		Insert the run's row (or turn the queued run_job() row into it) with
+ *		the given status.  Returns the run id, or 0 when the slot's attempt
+ *		exists already (the unique key refused it).
+ */
+int64
+schedlock_record_run(ClaimedJob *job, ClaimPlan *plan, const char *status,
+					 TimestampTz now, TimestampTz deadline, bool has_deadline)
+{
+	static SchedlockQuery update_queued = {
+		"UPDATE schedlock.job_runs SET status = $5, "
+		"  started_at = CASE WHEN $5 OPERATOR(pg_catalog.=) 'skipped' "
+		"    THEN NULL ELSE $6 END, "
+		"  finished_at = CASE WHEN $5 OPERATOR(pg_catalog.=) 'skipped' "
+		"    THEN $6 END, "
+		"  worker_pid = $7, timeline = $8, message = $9, deadline = $10 "
+		"WHERE run_id OPERATOR(pg_catalog.=) $1 "
+		"  AND status OPERATOR(pg_catalog.=) 'queued' "
+		"RETURNING run_id",
+		10, {INT8OID, REGROLEOID, TIMESTAMPTZOID, INT4OID, TEXTOID,
+		TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, TIMESTAMPTZOID}
+	};
+	/* the tables of 1.1 have no job_runs.job_name ($11 unused) */
+	static SchedlockQuery insert_1_1 = {
+		"INSERT INTO schedlock.job_runs (job_id, owner, "
+		"  scheduled_for, attempt, status, started_at, "
+		"  finished_at, worker_pid, timeline, message, deadline) "
+		"VALUES ($1, $2, $3, $4, $5, "
+		"  CASE WHEN $5 OPERATOR(pg_catalog.=) 'skipped' THEN NULL ELSE $6 END, "
+		"  CASE WHEN $5 OPERATOR(pg_catalog.=) 'skipped' THEN $6 END, "
+		"  $7, $8, $9, $10) "
+		"ON CONFLICT (job_id, scheduled_for, attempt) DO NOTHING "
+		"RETURNING run_id",
+		11, {INT8OID, REGROLEOID, TIMESTAMPTZOID, INT4OID, TEXTOID,
+		TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID}
+	};
+	static SchedlockQuery insert = {
+		"INSERT INTO schedlock.job_runs (job_id, owner, "
+		"  scheduled_for, attempt, status, started_at, "
+		"  finished_at, worker_pid, timeline, message, deadline, job_name) "
+		"VALUES ($1, $2, $3, $4, $5, "
+		"  CASE WHEN $5 OPERATOR(pg_catalog.=) 'skipped' THEN NULL ELSE $6 END, "
+		"  CASE WHEN $5 OPERATOR(pg_catalog.=) 'skipped' THEN $6 END, "
+		"  $7, $8, $9, $10, $11) "
+		"ON CONFLICT (job_id, scheduled_for, attempt) DO NOTHING "
+		"RETURNING run_id",
+		11, {INT8OID, REGROLEOID, TIMESTAMPTZOID, INT4OID, TEXTOID,
+		TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID}
+	};
+	Datum		values[11];
+	char		nulls[11];
+	bool		isnull;
+	bool		finished = (strcmp(status, "skipped") == 0);
+	int			rc;
+	int64		run_id;
+
+	memset(nulls, ' ', sizeof(nulls));
+	values[0] = Int64GetDatum(plan->manual_run_id ? plan->manual_run_id : job->job_id);
+	values[1] = ObjectIdGetDatum(job->owner);
+	values[2] = TimestampTzGetDatum(plan->scheduled_for);
+	values[3] = Int32GetDatum(plan->attempt);
+	values[4] = CStringGetTextDatum(status);
+	values[5] = TimestampTzGetDatum(now);
+	values[6] = Int32GetDatum(finished ? 0 : MyProcPid);
+	nulls[6] = finished ? 'n' : ' ';
+	values[7] = Int32GetDatum((int32) GetWALInsertionTimeLine());
+	values[8] = plan->message ? CStringGetTextDatum(plan->message) : (Datum) 0;
+	nulls[8] = plan->message ? ' ' : 'n';
+	values[9] = TimestampTzGetDatum(deadline);
+	nulls[9] = has_deadline ? ' ' : 'n';
+	values[10] = CStringGetTextDatum(job->job_name);
+
+	rc = schedlock_query_run(plan->manual_run_id ? &update_queued :
+							 schedlock_runs_have_job_name() ? &insert : &insert_1_1,
+							 values, nulls, false, 0);
+	if (rc != SPI_OK_INSERT_RETURNING && rc != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not record a run of job " INT64_FORMAT, job->job_id);
+	if (SPI_processed != 1)
+		return 0;
+	run_id = DatumGetInt64(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	return run_id;
+}
+
+/*
+ * schedlock_publish_notify_runs
+ *		For n claimed NOTIFY jobs whose plan is to run their slot (no queued
+ *		run_job() row, no run in progress: see dispatch_notify_batch in
+ *		worker.c), in one statement: write each job's advanced state as of
+ *		horizon (schedlock_save_job_state), record its run as pending since
+ *		now with its claim deadline (schedlock_record_run), and queue its
+ *		notification (delivered when the transaction commits), in the order
+ *		of the jobs.  A slot's attempt that has a row already is neither
+ *		recorded nor notified, as with schedlock_record_run.  Tables of
+ *		release 1.2, connected to SPI, in a transaction.
+ */
+void
+schedlock_publish_notify_runs(ClaimedJob *jobs, ClaimPlan *plans,
+							  TimestampTz *deadlines, int n,
+							  TimestampTz now, TimestampTz horizon)
+{
+	/* the second column counts the notifications, which makes them happen */
+	static SchedlockQuery q = {
+		"WITH u AS MATERIALIZED (SELECT * FROM ROWS FROM ("
+		"    pg_catalog.unnest($1), pg_catalog.unnest($2), "
+		"    pg_catalog.unnest($3), pg_catalog.unnest($4), "
+		"    pg_catalog.unnest($5), pg_catalog.unnest($6), "
+		"    pg_catalog.unnest($7), pg_catalog.unnest($8), "
+		"    pg_catalog.unnest($9), pg_catalog.unnest($10), "
+		"    pg_catalog.unnest($11), pg_catalog.unnest($12), "
+		"    pg_catalog.unnest($13), pg_catalog.unnest($14), "
+		"    pg_catalog.unnest($15)) "
+		"  WITH ORDINALITY AS u(job_id, tid, next_slot, retry_slot, "
+		"    retry_attempt, retry_at, manual_pending, next_run_at, owner, "
+		"    scheduled_for, attempt, message, deadline, job_name, channel, i)), "
+		"j AS (UPDATE schedlock.jobs t SET next_slot = u.next_slot, "
+		"    retry_slot = u.retry_slot, retry_attempt = u.retry_attempt, "
+		"    retry_at = u.retry_at, manual_pending = u.manual_pending, "
+		"    next_run_at = u.next_run_at "
+		"  FROM u WHERE t.ctid OPERATOR(pg_catalog.=) u.tid "
+		"    AND t.job_id OPERATOR(pg_catalog.=) u.job_id "
+		"  RETURNING t.job_id), "
+		"r AS (INSERT INTO schedlock.job_runs (job_id, owner, scheduled_for, "
+		"    attempt, status, started_at, worker_pid, timeline, message, "
+		"    deadline, job_name) "
+		"  SELECT u.job_id, u.owner::pg_catalog.regrole, u.scheduled_for, "
+		"    u.attempt, 'pending', $16, $17, $18, u.message, u.deadline, "
+		"    u.job_name FROM u ORDER BY u.i "
+		"  ON CONFLICT (job_id, scheduled_for, attempt) DO NOTHING "
+		"  RETURNING run_id, job_id, scheduled_for, attempt) "
+		"SELECT (SELECT pg_catalog.count(*) FROM j), "
+		"  (SELECT pg_catalog.count(*) FROM (SELECT "
+		SCHEDLOCK_NOTIFY_RUN_SQL("u.channel", "u.job_name", "r.job_id",
+								 "r.run_id", "r.scheduled_for", "r.attempt")
+		"    FROM r JOIN u USING (job_id) ORDER BY u.i) s)",
+		18, {INT8ARRAYOID, TIDARRAYOID, TIMESTAMPTZARRAYOID,
+			TIMESTAMPTZARRAYOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID,
+			INT4ARRAYOID, TIMESTAMPTZARRAYOID, OIDARRAYOID,
+			TIMESTAMPTZARRAYOID, INT4ARRAYOID, TEXTARRAYOID,
+			TIMESTAMPTZARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
+		TIMESTAMPTZOID, INT4OID, INT4OID}
+	};
+	/* the columns of u, $1 to $15 */
+	enum
+	{
+		U_JOB_ID, U_TID, U_NEXT_SLOT, U_RETRY_SLOT, U_RETRY_ATTEMPT,
+		U_RETRY_AT, U_MANUAL_PENDING, U_NEXT_RUN_AT, U_OWNER,
+		U_SCHEDULED_FOR, U_ATTEMPT, U_MESSAGE, U_DEADLINE, U_JOB_NAME,
+		U_CHANNEL, U_NCOLS
+	};
+	static const Oid elemtypes[U_NCOLS] = {
+		INT8OID, TIDOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID,
+		TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID, OIDOID, TIMESTAMPTZOID,
+		INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID
+	};
+	Datum	   *elems[U_NCOLS];
+	bool	   *elnulls[U_NCOLS];
+	Datum		values[18];
+	bool		isnull;
+	int64		advanced;
+
+	Assert(n > 0);
+	for (int c = 0; c < U_NCOLS; c++)
+	{
+		elems[c] = palloc(sizeof(Datum) * n);
+		elnulls[c] = palloc0(sizeof(bool) * n);
+	}
+	for (int i = 0; i < n; i++)
+	{
+		ClaimedJob *job = &jobs[i];
+		ClaimPlan  *plan = &plans[i];
+		Datum		state[JOB_STATE_NPARAMS];
+		char		state_nulls[JOB_STATE_NPARAMS];
+
+		Assert(plan->kind == PLAN_RUN && plan->manual_run_id == 0);
+		elems[U_JOB_ID][i] = Int64GetDatum(job->job_id);
+		elems[U_TID][i] = PointerGetDatum(&job->ctid);
+		/* U_NEXT_SLOT to U_NEXT_RUN_AT, in job_state_params' order */
+		job_state_params(job, horizon, state, state_nulls);
+		for (int c = 0; c < JOB_STATE_NPARAMS; c++)
+		{
+			elems[U_NEXT_SLOT + c][i] = state[c];
+			elnulls[U_NEXT_SLOT + c][i] = (state_nulls[c] == 'n');
+		}
+		elems[U_OWNER][i] = ObjectIdGetDatum(job->owner);
+		elems[U_SCHEDULED_FOR][i] = TimestampTzGetDatum(plan->scheduled_for);
+		elems[U_ATTEMPT][i] = Int32GetDatum(plan->attempt);
+		elems[U_MESSAGE][i] = plan->message ?
+			CStringGetTextDatum(plan->message) : (Datum) 0;
+		elnulls[U_MESSAGE][i] = plan->message == NULL;
+		elems[U_DEADLINE][i] = TimestampTzGetDatum(deadlines[i]);
+		elems[U_JOB_NAME][i] = CStringGetTextDatum(job->job_name);
+		elems[U_CHANNEL][i] = CStringGetTextDatum(job->channel);
+	}
+	for (int c = 0; c < U_NCOLS; c++)
+		values[c] = array_of(elems[c], elnulls[c], n, elemtypes[c]);
+	values[15] = TimestampTzGetDatum(now);
+	values[16] = Int32GetDatum(MyProcPid);
+	values[17] = Int32GetDatum((int32) GetWALInsertionTimeLine());
+
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		elog(ERROR, "could not publish NOTIFY runs");
+	advanced = DatumGetInt64(col(SPI_tuptable->vals[0],
+								 SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	if (advanced != n)
+		elog(ERROR, "could not advance %d jobs (advanced " INT64_FORMAT ")",
+			 n, advanced);
+}
+
+/*
+ * schedlock_record_outcome
+ *		Close a run as succeeded or failed (error), with what the run said:
+ *		the error's SQLSTATE, message, detail and hint, its duration, the
+ *		command tag of its last statement (result_status, may be NULL or
+ *		"") and its captured output (notices, may be NULL), and count it in
+ *		the job's statistics, all in one statement; log it per
+ *		schedlock.log_runs, and update the job's failure count and retry
+ *		(a success resets the count in that statement).  Connected to SPI,
+ *		in a transaction.
+ */
+void
+schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
+						 ErrorData *error, const char *result_status,
+						 const char *notices)
+{
+	static SchedlockQuery q = {
+		"WITH e AS ("
+		"UPDATE schedlock.job_runs r SET status = $2, "
+		"  finished_at = $3, sqlstate = $4, "
+		"  message = COALESCE($5, message), detail = $6, hint = $7, "
+		"  duration = $3 OPERATOR(pg_catalog.-) started_at, "
+		"  result_status = $8, notices = $9 "
+		"WHERE run_id OPERATOR(pg_catalog.=) $1 "
+		"RETURNING " ENDED_RUN_COLUMNS("r", "$3") "), "
+		SCHEDLOCK_RUN_STATS_ONE_CTE "SELECT e.duration FROM e",
+		9, {INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID, TEXTOID,
+		TEXTOID, TEXTOID, TEXTOID}
+	};
+	static SchedlockQuery q_1_0 = {
+		"UPDATE schedlock.job_runs SET status = $2, "
+		"  finished_at = $3, sqlstate = $4, "
+		"  message = COALESCE($5, message) "
+		"WHERE run_id OPERATOR(pg_catalog.=) $1 "
+		"RETURNING $3 OPERATOR(pg_catalog.-) started_at",
+		5, {INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID}
+	};
+	TimestampTz now = GetCurrentTimestamp();
+	Datum		values[9];
+	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	char	   *state;
+	const char *message;
+	Datum		duration = (Datum) 0;
+	bool		isnull = true;
+	bool		stats = schedlock_jobs_have_stats();
+
+	values[0] = Int64GetDatum(run_id);
+	values[1] = CStringGetTextDatum(error ? "failed" : "succeeded");
+	values[2] = TimestampTzGetDatum(now);
+	/* $4 to $9; a success keeps the message the run's row has */
+	run_outcome_params(error, NULL, result_status, notices, &values[3],
+					   &nulls[3], &state, &message);
+	if (schedlock_query_run(stats ? &q : &q_1_0, values, nulls, false, 0) !=
+		(stats ? SPI_OK_SELECT : SPI_OK_UPDATE_RETURNING))
+		elog(ERROR, "could not record the outcome of run " INT64_FORMAT, run_id);
+	if (SPI_processed == 1)
+		duration = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+								 1, &isnull);
+	schedlock_log_run_end(job->job_name, job->role_name, run_id,
+						  error ? "failed" : "succeeded", state, message,
+						  isnull ? NULL : DatumGetIntervalP(duration));
+	if (error)
+	{
+		schedlock_run_failed(job->job_id, plan->scheduled_for,
+							 schedlock_rule_failed_attempt(plan->manual_run_id != 0,
+														   plan->attempt),
+							 now);
+	}
+	else if (job->failures != 0 && !stats)
+		schedlock_run_succeeded(job->job_id);
+	if (error == NULL && job->failures_only)
+		schedlock_forget_run(run_id);
+}
+
+/*
+ * schedlock_record_ended_run
+ *		Record a run that has ended in the claiming transaction, and the
+ *		job's advanced state with it (plan->deferred: schedlock_save_job_state
+ *		was not called), in one statement: the run's row is inserted as it
+ *		ended, and the job's row gets its next slot, retry and next_run_at as
+ *		of the claim's horizon, and the run counted in its statistics.  A
+ *		command that changed its own job's row (schedlock.alter_job of its
+ *		own job: the row is no longer the version claimed, at plan's ctid)
+ *		keeps what it wrote there, as it would have had the job been
+ *		advanced before it ran; a slot it left due is found recorded when it
+ *		is claimed again, and is not run twice.  The rest is as
+ *		schedlock_record_outcome: the log line, and a failure's count and
+ *		retry.  Returns the run id.  A row of the slot's attempt that
+ *		appeared meanwhile (schedlock_run_may_defer found none) is an error:
+ *		the run's effects must not commit beside it.
+ */
+int64
+schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
+						   TimestampTz started_at,
+						   ErrorData *error, const char *result_status,
+						   const char *notices)
+{
+	static SchedlockQuery q = {
+		"WITH e AS ("
+		"INSERT INTO schedlock.job_runs (run_id, job_id, owner, "
+		"  scheduled_for, attempt, status, started_at, finished_at, "
+		"  worker_pid, timeline, message, sqlstate, detail, hint, duration, "
+		"  result_status, notices, job_name) "
+		"VALUES ($24, $1, $2, $3, $4, $5, $6, $7, $8, $9, $11, $10, $12, $13, "
+		"  $7 OPERATOR(pg_catalog.-) $6, $14, $15, $16) "
+		"ON CONFLICT (job_id, scheduled_for, attempt) DO NOTHING "
+		"RETURNING run_id, job_id, status, started_at, finished_at, "
+		"  scheduled_for, duration) "
+		"UPDATE schedlock.jobs j SET "
+		"  next_slot = CASE WHEN j.ctid OPERATOR(pg_catalog.=) $23 "
+		"    THEN $17 ELSE j.next_slot END, "
+		"  retry_slot = CASE WHEN j.ctid OPERATOR(pg_catalog.=) $23 "
+		"    THEN $18 ELSE j.retry_slot END, "
+		"  retry_attempt = CASE WHEN j.ctid OPERATOR(pg_catalog.=) $23 "
+		"    THEN $19 ELSE j.retry_attempt END, "
+		"  retry_at = CASE WHEN j.ctid OPERATOR(pg_catalog.=) $23 "
+		"    THEN $20 ELSE j.retry_at END, "
+		"  manual_pending = CASE WHEN j.ctid OPERATOR(pg_catalog.=) $23 "
+		"    THEN $21 ELSE j.manual_pending END, "
+		"  next_run_at = CASE WHEN j.ctid OPERATOR(pg_catalog.=) $23 "
+		"    THEN $22 ELSE j.next_run_at END, "
+		SCHEDLOCK_RUN_STATS_ONE_SET
+		"FROM e "
+		"WHERE j.job_id OPERATOR(pg_catalog.=) e.job_id "
+		"RETURNING e.run_id, e.duration",
+		24, {INT8OID, REGROLEOID, TIMESTAMPTZOID, INT4OID, TEXTOID,
+			TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID,
+			TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+			TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID,
+			INT4OID, TIMESTAMPTZOID, TIDOID, INT8OID}
+	};
+	TimestampTz now = GetCurrentTimestamp();
+	Datum		values[24];
+	char		nulls[24];
+	char	   *state;
+	const char *message;
+	Datum		duration;
+	bool		isnull;
+	int64		run_id;
+
+	Assert(plan->deferred && plan->manual_run_id == 0 && plan->run_id != 0);
+	memset(nulls, ' ', sizeof(nulls));
+	values[0] = Int64GetDatum(job->job_id);
+	values[1] = ObjectIdGetDatum(job->owner);
+	values[2] = TimestampTzGetDatum(plan->scheduled_for);
+	values[3] = Int32GetDatum(plan->attempt);
+	values[4] = CStringGetTextDatum(error ? "failed" : "succeeded");
+	values[5] = TimestampTzGetDatum(started_at);
+	values[6] = TimestampTzGetDatum(now);
+	values[7] = Int32GetDatum(MyProcPid);
+	values[8] = Int32GetDatum((int32) GetWALInsertionTimeLine());
+	/* $10 to $15; a success keeps the slot's note (catch-up) */
+	run_outcome_params(error, plan->message, result_status, notices,
+					   &values[9], &nulls[9], &state, &message);
+	values[15] = CStringGetTextDatum(job->job_name);
+	/* $17 to $22: the job's state, as schedlock_save_job_state writes it */
+	job_state_params(job, plan->horizon, &values[16], &nulls[16]);
+	values[22] = PointerGetDatum(&job->ctid);
+	values[23] = Int64GetDatum(plan->run_id);
+
+	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not record a run of job " INT64_FORMAT, job->job_id);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNIQUE_VIOLATION),
+				 errmsg("a run of job %s for its slot at %s attempt %d was recorded by another process",
+						quote_literal_cstr(job->job_name),
+						timestamptz_to_str(plan->scheduled_for), plan->attempt)));
+	run_id = DatumGetInt64(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	duration = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2,
+							 &isnull);
+	schedlock_log_run_end(job->job_name, job->role_name, run_id,
+						  error ? "failed" : "succeeded", state,
+						  error ? message : NULL,
+						  isnull ? NULL : DatumGetIntervalP(duration));
+	SPI_freetuptable(SPI_tuptable);
+	if (error)
+		schedlock_run_failed(job->job_id, plan->scheduled_for,
+							 schedlock_rule_failed_attempt(false, plan->attempt),
+							 now);
+	return run_id;
+}
+
+/*
+ * schedlock_forget_run
+ *		Delete the record of a run that need not be kept (record_runs =
+ *		failures: a succeeded run, once its statistics are counted).
+ */
+void
+schedlock_forget_run(int64 run_id)
+{
+	static SchedlockQuery q = {
+		"DELETE FROM schedlock.job_runs WHERE run_id OPERATOR(pg_catalog.=) $1",
+		1, {INT8OID}
+	};
+	Datum		values[1] = {Int64GetDatum(run_id)};
+
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not delete run " INT64_FORMAT, run_id);
+}
