@@ -12,12 +12,30 @@
  */
 #include "postgres.h"
 
+#include "access/xlog.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+#include "storage/proc.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
 
+#include "claim_sql.h"
+#include "compat.h"
+#include "job_api.h"
 #include "jobstore.h"
 #include "kept_query.h"
 #include "rules.h"
+#include "runlog.h"
+#include "sched_shmem.h"
+#include "schedlock.h"
 #include "store_int.h"
 
 /*
