@@ -90,6 +90,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "claim_plan.h"
 #include "claim_sql.h"
 #include "compat.h"
 #include "copies.h"
@@ -459,112 +460,6 @@ leave_no_extension(void)
 	proc_exit(0);
 }
 
-/* A job's schedule and time zone, for job_next_slot. */
-typedef struct JobSchedule
-{
-	SchedlockCronSchedule sched;
-	pg_tz	   *tz;
-} JobSchedule;
-
-/*
- * job_next_slot
- *		SchedlockNextSlotFn of the slot rule: the next slot of the job's
- *		schedule (a JobSchedule) strictly after an instant, in its time zone,
- *		from the cron engine.
- */
-static bool
-job_next_slot(const void *arg, SchedlockTime after, SchedlockTime *next)
-{
-	const JobSchedule *js = arg;
-
-	return schedlock_cron_next_time(&js->sched, after, js->tz, next);
-}
-
-/*
- * plan_slot
- *		Decide what to do about the job's due slot next_slot, under its
- *		misfire policy, and advance next_slot (schedlock_rule_due_slot).
- */
-static void
-plan_slot(ClaimedJob *job, TimestampTz now, ClaimPlan *plan)
-{
-	JobSchedule js;
-	SchedlockMisfire misfire;
-	SchedlockSlotPlan slot;
-
-	plan->scheduled_for = job->next_slot;
-	plan->attempt = 1;
-
-	/* a one-off job (job_api.c): its one slot runs, however late, and it ends */
-	if (schedlock_schedule_is_once(job->schedule))
-	{
-		plan->kind = PLAN_RUN;
-		job->has_next_slot = false;
-		return;
-	}
-	schedlock_cron_parse_or_error(job->schedule, &js.sched);
-	js.tz = schedlock_cron_lookup_timezone(job->timezone);
-	/* a misfire policy written by hand that is none of them is run_once */
-	(void) schedlock_misfire_parse(job->misfire, &misfire);
-	schedlock_rule_due_slot(job->next_slot, now, misfire,
-							job->reboot || schedlock_cron_is_reboot(&js.sched),
-							job_next_slot, &js, &slot);
-	plan->kind = (slot.action == SCHEDLOCK_SLOT_SKIP) ? PLAN_SKIP : PLAN_RUN;
-	if (slot.message[0] != '\0')
-		plan->message = MemoryContextStrdup(run_cxt, slot.message);
-	job->has_next_slot = slot.has_next;
-	if (slot.has_next)
-		job->next_slot = slot.next;
-}
-
-/*
- * plan_claim
- *		Decide what to do with the claimed job (schedlock_rule_claim_serves:
- *		a queued run_job() call first, then a due retry, then the due slot).
- */
-static void
-plan_claim(ClaimedJob *job, TimestampTz now, ClaimPlan *plan)
-{
-	SchedlockClaimServes serves;
-
-	memset(plan, 0, sizeof(*plan));
-	plan->kind = PLAN_NOTHING;
-
-	serves = schedlock_rule_claim_serves(job->manual_pending, job->has_retry,
-										 job->retry_at, job->has_next_slot,
-										 job->next_slot, now);
-	if (serves == SCHEDLOCK_SERVES_RUN_JOB)
-	{
-		job->manual_pending--;
-		if (schedlock_next_queued_run(job->job_id, &plan->manual_run_id,
-									  &plan->scheduled_for))
-		{
-			plan->kind = PLAN_RUN;
-			plan->attempt = 1;
-			return;
-		}
-		/* no queued run is left after all: the count was off */
-		job->manual_pending = 0;
-		serves = schedlock_rule_claim_serves(0, job->has_retry, job->retry_at,
-											 job->has_next_slot,
-											 job->next_slot, now);
-	}
-	if (serves == SCHEDLOCK_SERVES_RETRY)
-	{
-		plan->kind = PLAN_RUN;
-		plan->scheduled_for = job->retry_slot;
-		plan->due_at = job->retry_at;
-		plan->attempt = job->retry_attempt;
-		job->has_retry = false;
-		return;
-	}
-	if (serves == SCHEDLOCK_SERVES_SLOT)
-	{
-		plan_slot(job, now, plan);
-		plan->due_at = plan->scheduled_for;
-	}
-}
-
 /*
  * notify_run
  *		Send the NOTIFY of a run; it is delivered when the claim commits.
@@ -590,79 +485,6 @@ notify_run(ClaimedJob *job, ClaimPlan *plan, int64 run_id)
 	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not notify run " INT64_FORMAT, run_id);
 	SPI_freetuptable(SPI_tuptable);
-}
-
-/*
- * settle_plan
- *		The part of settle_claim after plan_claim, for a job planned
- *		already (see dispatch_notify_batch).
- */
-static TimestampTz
-settle_plan(ClaimedJob *job, ClaimPlan *plan, TimestampTz horizon,
-			bool may_defer)
-{
-	TimestampTz now;
-
-	/*
-	 * An atomic SQL job due already when the claiming transaction began
-	 * runs in it: nobody sees the run before it has ended, so its row is
-	 * written once, as it ended, together with the job's advanced state
-	 * (schedlock_record_ended_run), when nothing stands in the way (a run
-	 * in progress, one lost by a backend, the slot's row).  A queued
-	 * run_job() call has its row already, and record_runs = failures drops
-	 * succeeded rows: those take the general way.
-	 */
-	if (may_defer && plan->kind == PLAN_RUN && plan->manual_run_id == 0 &&
-		plan->due_at <= GetCurrentTransactionStartTimestamp() &&
-		job->command != NULL && job->atomic && !job->failures_only &&
-		schedlock_runs_have_job_name() &&
-		(plan->run_id = schedlock_run_may_defer(job->job_id,
-												plan->scheduled_for,
-												plan->attempt)) != 0)
-	{
-		plan->deferred = true;
-		plan->horizon = horizon;
-		return Max(GetCurrentTimestamp(), plan->due_at);
-	}
-	schedlock_save_job_state(job, horizon);
-
-	if (plan->kind == PLAN_RUN)
-	{
-		const char *overlap = schedlock_rule_overlap(schedlock_run_in_progress(job->job_id));
-
-		if (overlap != NULL)
-		{
-			plan->kind = PLAN_SKIP;
-			plan->message = overlap;
-		}
-	}
-	now = GetCurrentTimestamp();
-	/*
-	 * A skipped slot is no failure: not recorded when only those are (a
-	 * queued run_job() call it serves is forgotten instead).
-	 */
-	if (plan->kind == PLAN_SKIP && !job->failures_only)
-		(void) schedlock_record_run(job, plan, "skipped", now, 0, false);
-	else if (plan->kind == PLAN_SKIP && plan->manual_run_id != 0)
-		schedlock_forget_run(plan->manual_run_id);
-	return Max(now, plan->due_at);
-}
-
-/*
- * settle_claim
- *		Decide what to do with a job claimed as of horizon and advance it.
- *		A slot that is not to run (misfire skip, or overlap with a run in
- *		progress) is recorded as skipped here; plan->kind says whether to
- *		run.  Returns when the run is to start: now, or the instant it falls
- *		due (its slot, or its retry time) when that lies ahead, by at most
- *		WORKER_CLAIM_LEAD_MS.
- */
-static TimestampTz
-settle_claim(ClaimedJob *job, ClaimPlan *plan, TimestampTz horizon,
-			 bool may_defer)
-{
-	plan_claim(job, horizon, plan);
-	return settle_plan(job, plan, horizon, may_defer);
 }
 
 /*
@@ -931,7 +753,7 @@ dispatch_batch(Oid role, ClaimPosition *pos, const char *start_error)
 		if (!claim_job(SCHEDLOCK_CLAIM_ATOMIC, role, pos, began, &job))
 			return;
 		n++;
-		start = settle_claim(&job, &plan, began, true);
+		start = schedlock_settle_claim(&job, &plan, began, true, run_cxt);
 		if (plan.kind != PLAN_RUN)
 			continue;
 		error = job_error(&job, start_error);
@@ -1056,7 +878,7 @@ dispatch_notify_batch(Oid role, ClaimPosition *pos, TimestampTz start,
 			ErrorData  *error;
 
 			schedlock_dispatch_blame(jobs[i].job_id);
-			plan_claim(&jobs[i], start, &plans[i]);
+			schedlock_plan_claim(&jobs[i], start, &plans[i], run_cxt);
 			/* the role check of each job (notify_job does it alone) */
 			error = schedlock_check_job_role(jobs[i].owner, jobs[i].run_as,
 											 run_cxt);
@@ -1067,7 +889,7 @@ dispatch_notify_batch(Oid role, ClaimPosition *pos, TimestampTz start,
 				set_plans[nset++] = plans[i];
 				continue;
 			}
-			(void) settle_plan(&jobs[i], &plans[i], start, false);
+			(void) schedlock_settle_plan(&jobs[i], &plans[i], start, false);
 			if (plans[i].kind == PLAN_RUN)
 				notify_job(&jobs[i], &plans[i], start, error);
 		}
@@ -1117,7 +939,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 		schedlock_worker_end_tx();
 		return false;
 	}
-	start = settle_claim(&job, &plan, horizon, true);
+	start = schedlock_settle_claim(&job, &plan, horizon, true, run_cxt);
 	if (plan.kind != PLAN_RUN)
 	{
 		schedlock_worker_end_tx();
@@ -1147,7 +969,8 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 				   claim_job(SCHEDLOCK_CLAIM_NOTIFY, role, &batch, start,
 							 &job))
 			{
-				(void) settle_claim(&job, &plan, start, false);
+				(void) schedlock_settle_claim(&job, &plan, start, false,
+											 run_cxt);
 				if (plan.kind == PLAN_RUN)
 					notify_job(&job, &plan, start, NULL);
 			}

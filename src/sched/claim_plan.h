@@ -1,0 +1,24 @@
+/*-------------------------------------------------------------------------
+ *
+ * claim_plan.h
+ *	  What becomes of a claimed job (claim_plan.c).
+ *
+ * IDENTIFICATION
+ *	  src/sched/claim_plan.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SCHEDLOCK_CLAIM_PLAN_H
+#define SCHEDLOCK_CLAIM_PLAN_H
+
+#include "jobstore.h"
+
+extern void schedlock_plan_claim(ClaimedJob *job, TimestampTz now,
+								 ClaimPlan *plan, MemoryContext cxt);
+extern TimestampTz schedlock_settle_plan(ClaimedJob *job, ClaimPlan *plan,
+										 TimestampTz horizon, bool may_defer);
+extern TimestampTz schedlock_settle_claim(ClaimedJob *job, ClaimPlan *plan,
+										  TimestampTz horizon, bool may_defer,
+										  MemoryContext cxt);
+
+#endif							/* SCHEDLOCK_CLAIM_PLAN_H */
