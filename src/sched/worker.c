@@ -99,6 +99,7 @@
 #include "job_roles.h"
 #include "jobstore.h"
 #include "logident.h"
+#include "notify_dispatch.h"
 #include "quarantine.h"
 #include "rules.h"
 #include "run_command.h"
@@ -488,13 +489,13 @@ notify_run(ClaimedJob *job, ClaimPlan *plan, int64 run_id)
 }
 
 /*
- * wait_until
+ * schedlock_worker_wait_until
  *		Sleep until the instant start, if it has not come yet.  Everything
  *		that can be done for a run before its instant is done before this.
  *		A signal ends pg_usleep early: sleep the rest again.
  */
-static void
-wait_until(TimestampTz start)
+void
+schedlock_worker_wait_until(TimestampTz start)
 {
 	TimestampTz now;
 
@@ -547,13 +548,13 @@ notify_deadline(ClaimedJob *job, TimestampTz now)
  */
 static void
 notify_job(ClaimedJob *job, ClaimPlan *plan, TimestampTz now,
-		   ErrorData *error)
+		   ErrorData *error, MemoryContext cxt)
 {
 	TimestampTz deadline = notify_deadline(job, now);
 	int64		run_id;
 
 	if (error == NULL)
-		error = schedlock_check_job_role(job->owner, job->run_as, run_cxt);
+		error = schedlock_check_job_role(job->owner, job->run_as, cxt);
 	/* a job whose role cannot log in is not notified: its run fails */
 	if (error != NULL)
 	{
@@ -600,11 +601,11 @@ run_atomic(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 		commit_early_claim();
 		if (start > GetCurrentTimestamp())
 			schedlock_wave_join(start);
-		wait_until(start);
+		schedlock_worker_wait_until(start);
 		schedlock_worker_begin_tx("schedlock: running a job");
 	}
 	else
-		wait_until(start);
+		schedlock_worker_wait_until(start);
 	report_job_activity(job);
 	if (error == NULL)
 	{
@@ -650,7 +651,7 @@ run_toplevel(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 
 	if (start > GetCurrentTimestamp())
 		schedlock_wave_join(start);
-	wait_until(start);
+	schedlock_worker_wait_until(start);
 	report_job_activity(job);
 	if (error == NULL)
 	{
@@ -676,13 +677,13 @@ run_toplevel(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 }
 
 /*
- * claim_job
+ * schedlock_worker_claim_job
  *		schedlock_claim_job in run_cxt; an error in the bookkeeping from a
  *		successful claim on is charged to the claimed job (quarantine.c),
  *		one before it to none.
  */
-static bool
-claim_job(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
+bool
+schedlock_worker_claim_job(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
 		  TimestampTz now, ClaimedJob *job)
 {
 	schedlock_dispatch_blame(0);
@@ -750,7 +751,7 @@ dispatch_batch(Oid role, ClaimPosition *pos, const char *start_error)
 		int64		run_id;
 
 		CHECK_FOR_INTERRUPTS();
-		if (!claim_job(SCHEDLOCK_CLAIM_ATOMIC, role, pos, began, &job))
+		if (!schedlock_worker_claim_job(SCHEDLOCK_CLAIM_ATOMIC, role, pos, began, &job))
 			return;
 		n++;
 		start = schedlock_settle_claim(&job, &plan, began, true, run_cxt);
@@ -843,7 +844,7 @@ publish_set(ClaimedJob *set, ClaimPlan *plans, int n, TimestampTz start)
  */
 static void
 dispatch_notify_batch(Oid role, ClaimPosition *pos, TimestampTz start,
-					  int max)
+					  int max, MemoryContext cxt)
 {
 	ClaimedJob *jobs = palloc(sizeof(ClaimedJob) * WORKER_NOTIFY_SET);
 	ClaimPlan  *plans = palloc(sizeof(ClaimPlan) * WORKER_NOTIFY_SET);
@@ -869,7 +870,7 @@ dispatch_notify_batch(Oid role, ClaimPosition *pos, TimestampTz start,
 		CHECK_FOR_INTERRUPTS();
 		schedlock_dispatch_blame(0);
 		k = schedlock_claim_notify_jobs(role, pos, start, jobs, want,
-										run_cxt);
+										cxt);
 		if (k > 0)
 			schedlock_open_runs_among(jobs, k, open);
 		claimed += k;
@@ -878,10 +879,10 @@ dispatch_notify_batch(Oid role, ClaimPosition *pos, TimestampTz start,
 			ErrorData  *error;
 
 			schedlock_dispatch_blame(jobs[i].job_id);
-			schedlock_plan_claim(&jobs[i], start, &plans[i], run_cxt);
+			schedlock_plan_claim(&jobs[i], start, &plans[i], cxt);
 			/* the role check of each job (notify_job does it alone) */
 			error = schedlock_check_job_role(jobs[i].owner, jobs[i].run_as,
-											 run_cxt);
+											 cxt);
 			if (error == NULL && plans[i].kind == PLAN_RUN &&
 				plans[i].manual_run_id == 0 && !open[i])
 			{
@@ -891,7 +892,7 @@ dispatch_notify_batch(Oid role, ClaimPosition *pos, TimestampTz start,
 			}
 			(void) schedlock_settle_plan(&jobs[i], &plans[i], start, false);
 			if (plans[i].kind == PLAN_RUN)
-				notify_job(&jobs[i], &plans[i], start, error);
+				notify_job(&jobs[i], &plans[i], start, error, cxt);
 		}
 		if (nset > 0)
 			publish_set(set, set_plans, nset, start);
@@ -899,6 +900,49 @@ dispatch_notify_batch(Oid role, ClaimPosition *pos, TimestampTz start,
 			break;
 	}
 	schedlock_dispatch_blame(0);
+}
+
+/*
+ * schedlock_dispatch_notify
+ *		The rest of a claim of a NOTIFY job *job (planned *plan to run at
+ *		start, error the reason it cannot, or NULL): notify it, then the
+ *		role's further NOTIFY jobs due by start, after position *pos (a set
+ *		at a time, or one at a time on the tables of release 1.1 and after a
+ *		set failed), wait for start and commit.  Memory for the claims is
+ *		cxt.
+ */
+void
+schedlock_dispatch_notify(Oid role, ClaimPosition *pos, ClaimedJob *job,
+						  ClaimPlan *plan, TimestampTz start, ErrorData *error,
+						  MemoryContext cxt)
+{
+	ClaimPosition batch = *pos;
+	int			n = 1;
+
+	/*
+	 * The batch takes only jobs due by the first one's instant: the
+	 * notifications all go out at commit, and none may go out early.
+	 */
+	notify_job(job, plan, start, error, cxt);
+	if (error == NULL && schedlock_jobs_have_search_path() &&
+		!notify_sets_failed)
+		dispatch_notify_batch(role, &batch, start, WORKER_NOTIFY_BATCH - n,
+							  cxt);
+	else
+	{
+		/* the tables of release 1.1, or after a set failed */
+		while (error == NULL && n++ < WORKER_NOTIFY_BATCH &&
+			   schedlock_worker_claim_job(SCHEDLOCK_CLAIM_NOTIFY, role, &batch,
+										  start, job))
+		{
+			(void) schedlock_settle_claim(job, plan, start, false, cxt);
+			if (plan->kind == PLAN_RUN)
+				notify_job(job, plan, start, NULL, cxt);
+		}
+	}
+	schedlock_worker_wait_until(start);
+	schedlock_worker_end_tx();
+	notify_sets_failed = false;
 }
 
 /*
@@ -934,7 +978,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 	schedlock_worker_begin_tx("schedlock: claiming due jobs");
 	horizon = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 										  WORKER_CLAIM_LEAD_MS);
-	if (!claim_job(SCHEDLOCK_CLAIM_ANY, role, pos, horizon, &job))
+	if (!schedlock_worker_claim_job(SCHEDLOCK_CLAIM_ANY, role, pos, horizon, &job))
 	{
 		schedlock_worker_end_tx();
 		return false;
@@ -951,33 +995,8 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 
 	if (job.channel != NULL)
 	{
-		ClaimPosition batch = *pos;
-		int			n = 1;
-
-		/*
-		 * The batch takes only jobs due by the first one's instant: the
-		 * notifications all go out at commit, and none may go out early.
-		 */
-		notify_job(&job, &plan, start, error);
-		if (error == NULL && schedlock_jobs_have_search_path() &&
-			!notify_sets_failed)
-			dispatch_notify_batch(role, &batch, start, WORKER_NOTIFY_BATCH - n);
-		else
-		{
-			/* the tables of release 1.1, or after a set failed */
-			while (error == NULL && n++ < WORKER_NOTIFY_BATCH &&
-				   claim_job(SCHEDLOCK_CLAIM_NOTIFY, role, &batch, start,
-							 &job))
-			{
-				(void) schedlock_settle_claim(&job, &plan, start, false,
-											 run_cxt);
-				if (plan.kind == PLAN_RUN)
-					notify_job(&job, &plan, start, NULL);
-			}
-		}
-		wait_until(start);
-		schedlock_worker_end_tx();
-		notify_sets_failed = false;
+		schedlock_dispatch_notify(role, pos, &job, &plan, start, error,
+								  run_cxt);
 		return true;
 	}
 

@@ -1,0 +1,21 @@
+/*-------------------------------------------------------------------------
+ *
+ * notify_dispatch.h
+ *	  A job backend's NOTIFY jobs (notify_dispatch.c).
+ *
+ * IDENTIFICATION
+ *	  src/sched/notify_dispatch.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SCHEDLOCK_NOTIFY_DISPATCH_H
+#define SCHEDLOCK_NOTIFY_DISPATCH_H
+
+#include "jobstore.h"
+
+extern void schedlock_dispatch_notify(Oid role, ClaimPosition *pos,
+									  ClaimedJob *job, ClaimPlan *plan,
+									  TimestampTz start, ErrorData *error,
+									  MemoryContext cxt);
+
+#endif							/* SCHEDLOCK_NOTIFY_DISPATCH_H */
