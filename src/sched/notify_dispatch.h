@@ -17,5 +17,6 @@ extern void schedlock_dispatch_notify(Oid role, ClaimPosition *pos,
 									  ClaimedJob *job, ClaimPlan *plan,
 									  TimestampTz start, ErrorData *error,
 									  MemoryContext cxt);
+extern void schedlock_notify_committed(void);
 
 #endif							/* SCHEDLOCK_NOTIFY_DISPATCH_H */

@@ -157,26 +157,6 @@
  */
 #define WORKER_HELD_RETRY_MS	50
 
-/* NOTIFY jobs claimed and notified in one transaction, at most. */
-#define WORKER_NOTIFY_BATCH	1000
-
-/* NOTIFY jobs claimed in one statement and published in one. */
-#define WORKER_NOTIFY_SET	50
-
-/*
- * NOTIFY jobs claimed in one transaction at most when it is made ready
- * before their instant (see dispatch_notify_batch): the WORKER_CLAIM_LEAD_MS
- * before an instant are enough for about 1,500 on a 2-core machine.
- */
-#define WORKER_NOTIFY_EARLY_MAX	5000
-
-/*
- * A set of NOTIFY runs could not be published in one statement: publish
- * one job at a time until a transaction of NOTIFY runs commits (see
- * publish_set).
- */
-static bool notify_sets_failed = false;
-
 /* This process's slot in shared memory. */
 static SchedlockBackendSlot *MySlot = NULL;
 
@@ -185,9 +165,6 @@ static Oid	my_role = InvalidOid;
 
 /* The extension owner, as read at the start of the current pass. */
 static Oid	ext_owner = InvalidOid;
-
-/* Whether the tables have jobs.search_path (release 1.2). */
-static bool have_search_path = false;
 
 /* Names of this backend's database and role, for its messages. */
 static char my_dbname[NAMEDATALEN] = "";
@@ -437,10 +414,7 @@ look_at_extension(void)
 	schedlock_runlog_where();
 	present = OidIsValid(get_extension_oid("schedlock", true));
 	if (present)
-	{
 		ext_owner = schedlock_extension_owner();
-		have_search_path = schedlock_jobs_have_search_path();
-	}
 	CommitTransactionCommand();
 	MemoryContextSwitchTo(run_cxt);
 	return present;
@@ -462,40 +436,13 @@ leave_no_extension(void)
 }
 
 /*
- * notify_run
- *		Send the NOTIFY of a run; it is delivered when the claim commits.
- *		Any role may LISTEN on any channel, so the message carries no
- *		payload: the claimer gets it from schedlock_claim_run_payload.
- */
-static void
-notify_run(ClaimedJob *job, ClaimPlan *plan, int64 run_id)
-{
-	static SchedlockQuery q = {
-		"SELECT " SCHEDLOCK_NOTIFY_RUN_SQL("$1", "$2", "$3", "$4", "$5", "$6"),
-		6, {TEXTOID, TEXTOID, INT8OID, INT8OID, TIMESTAMPTZOID, INT4OID}
-	};
-	Datum		values[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
-
-	values[0] = CStringGetTextDatum(job->channel);
-	values[1] = CStringGetTextDatum(job->job_name);
-	values[2] = Int64GetDatum(job->job_id);
-	values[3] = Int64GetDatum(run_id);
-	values[4] = TimestampTzGetDatum(plan->scheduled_for);
-	values[5] = Int32GetDatum(plan->attempt);
-	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not notify run " INT64_FORMAT, run_id);
-	SPI_freetuptable(SPI_tuptable);
-}
-
-/*
- * schedlock_worker_wait_until
+ * wait_until
  *		Sleep until the instant start, if it has not come yet.  Everything
  *		that can be done for a run before its instant is done before this.
  *		A signal ends pg_usleep early: sleep the rest again.
  */
-void
-schedlock_worker_wait_until(TimestampTz start)
+static void
+wait_until(TimestampTz start)
 {
 	TimestampTz now;
 
@@ -523,52 +470,6 @@ commit_early_claim(void)
 	(void) set_config_option("synchronous_commit", "off", PGC_SUSET,
 							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
 	commit_tx();
-}
-
-/*
- * notify_deadline
- *		Until when a NOTIFY run published at now may be claimed: its job's
- *		timeout, or SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT.
- */
-static TimestampTz
-notify_deadline(ClaimedJob *job, TimestampTz now)
-{
-	return TimestampTzPlusMilliseconds(now, job->timeout_ms > 0 ?
-									   job->timeout_ms :
-									   SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT * 1000);
-}
-
-/*
- * notify_job
- *		Record a NOTIFY job's run as pending, with its claim deadline, and
- *		queue the notification (sent when the transaction commits); the
- *		database's housekeeping closes the run if nobody claims it by then.
- *		error: the role check's verdict; when set, the run fails and no
- *		notification goes out.
- */
-static void
-notify_job(ClaimedJob *job, ClaimPlan *plan, TimestampTz now,
-		   ErrorData *error, MemoryContext cxt)
-{
-	TimestampTz deadline = notify_deadline(job, now);
-	int64		run_id;
-
-	if (error == NULL)
-		error = schedlock_check_job_role(job->owner, job->run_as, cxt);
-	/* a job whose role cannot log in is not notified: its run fails */
-	if (error != NULL)
-	{
-		run_id = schedlock_record_run(job, plan, "running", now, 0, false);
-		if (run_id != 0)
-			schedlock_record_outcome(job, plan, run_id, error, NULL, NULL);
-		return;
-	}
-	run_id = schedlock_record_run(job, plan, "pending", now, deadline, true);
-	if (run_id != 0)
-	{
-		notify_run(job, plan, run_id);
-		schedlock_housekeep_by(MyDatabaseId, deadline);
-	}
 }
 
 /*
@@ -601,11 +502,11 @@ run_atomic(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 		commit_early_claim();
 		if (start > GetCurrentTimestamp())
 			schedlock_wave_join(start);
-		schedlock_worker_wait_until(start);
+		wait_until(start);
 		schedlock_worker_begin_tx("schedlock: running a job");
 	}
 	else
-		schedlock_worker_wait_until(start);
+		wait_until(start);
 	report_job_activity(job);
 	if (error == NULL)
 	{
@@ -651,7 +552,7 @@ run_toplevel(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 
 	if (start > GetCurrentTimestamp())
 		schedlock_wave_join(start);
-	schedlock_worker_wait_until(start);
+	wait_until(start);
 	report_job_activity(job);
 	if (error == NULL)
 	{
@@ -677,13 +578,13 @@ run_toplevel(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 }
 
 /*
- * schedlock_worker_claim_job
+ * claim_job
  *		schedlock_claim_job in run_cxt; an error in the bookkeeping from a
  *		successful claim on is charged to the claimed job (quarantine.c),
  *		one before it to none.
  */
-bool
-schedlock_worker_claim_job(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
+static bool
+claim_job(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
 		  TimestampTz now, ClaimedJob *job)
 {
 	schedlock_dispatch_blame(0);
@@ -751,7 +652,7 @@ dispatch_batch(Oid role, ClaimPosition *pos, const char *start_error)
 		int64		run_id;
 
 		CHECK_FOR_INTERRUPTS();
-		if (!schedlock_worker_claim_job(SCHEDLOCK_CLAIM_ATOMIC, role, pos, began, &job))
+		if (!claim_job(SCHEDLOCK_CLAIM_ATOMIC, role, pos, began, &job))
 			return;
 		n++;
 		start = schedlock_settle_claim(&job, &plan, began, true, run_cxt);
@@ -772,177 +673,6 @@ dispatch_batch(Oid role, ClaimPosition *pos, const char *start_error)
 		set_running_job(0);
 		return;
 	}
-}
-
-/*
- * publish_set
- *		Publish the planned NOTIFY runs of set[] in one statement
- *		(schedlock_publish_notify_runs).  When that fails for a reason that
- *		may lie with one of the jobs (not a cancel, deadlock, lack of
- *		resources: see schedlock_error_is_transient), the error aborts the
- *		transaction as any error of the bookkeeping does, charged to no job,
- *		and this backend publishes one job at a time (notify_sets_failed)
- *		until a transaction of NOTIFY runs commits: an error there is
- *		charged to the job that caused it.  Not in a subtransaction: after
- *		rolling back the set's UPDATE of rows this transaction holds locked,
- *		updating them again trips an assertion of heap_update (seen on
- *		PostgreSQL 15 with assertions, when the new version needs another
- *		page).
- */
-static void
-publish_set(ClaimedJob *set, ClaimPlan *plans, int n, TimestampTz start)
-{
-	MemoryContext oldcxt = CurrentMemoryContext;
-	TimestampTz earliest = 0;
-	TimestampTz *deadlines = palloc(sizeof(TimestampTz) * n);
-
-	/* an error of the whole set is no single job's */
-	schedlock_dispatch_blame(0);
-	for (int i = 0; i < n; i++)
-	{
-		deadlines[i] = notify_deadline(&set[i], start);
-		earliest = (i == 0) ? deadlines[0] : Min(earliest, deadlines[i]);
-	}
-	PG_TRY();
-	{
-		schedlock_publish_notify_runs(set, plans, deadlines, n, start, start);
-	}
-	PG_CATCH();
-	{
-		ErrorData  *error;
-
-		MemoryContextSwitchTo(oldcxt);
-		error = CopyErrorData();
-		if (!schedlock_error_is_transient(error->sqlerrcode))
-		{
-			notify_sets_failed = true;
-			ereport(LOG,
-					(errmsg("schedlock: could not publish %d NOTIFY runs in one statement, publishing them one at a time next",
-							n),
-					 errdetail_internal("%s", error->message)));
-		}
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	/* the housekeeping closes the runs nobody claims by their deadline */
-	schedlock_housekeep_by(MyDatabaseId, earliest);
-}
-
-/*
- * dispatch_notify_batch
- *		In the transaction of a claimed NOTIFY job (see dispatch_one): claim
- *		up to max more of the role's NOTIFY jobs due by start, from *pos,
- *		WORKER_NOTIFY_SET at a time, and publish their runs, a set of them
- *		in one statement (publish_set).  A job with anything but its plain
- *		next run to publish (a skipped slot, a queued run_job() call, a run
- *		still in progress, a role that may not log in) is handled alone,
- *		the general way.  Before the instant (start) arrives, it goes on
- *		past max, up to WORKER_NOTIFY_EARLY_MAX: everything made ready
- *		before the instant goes out with the commit at the instant (the
- *		caller waits for it), instead of after it in later transactions.
- *		Tables of release 1.2 (the claim statement reads their columns).
- */
-static void
-dispatch_notify_batch(Oid role, ClaimPosition *pos, TimestampTz start,
-					  int max, MemoryContext cxt)
-{
-	ClaimedJob *jobs = palloc(sizeof(ClaimedJob) * WORKER_NOTIFY_SET);
-	ClaimPlan  *plans = palloc(sizeof(ClaimPlan) * WORKER_NOTIFY_SET);
-	ClaimedJob *set = palloc(sizeof(ClaimedJob) * WORKER_NOTIFY_SET);
-	ClaimPlan  *set_plans = palloc(sizeof(ClaimPlan) * WORKER_NOTIFY_SET);
-	bool		open[WORKER_NOTIFY_SET];
-	int			claimed = 0;
-
-	for (;;)
-	{
-		int			room = max - claimed;
-		int			want;
-		int			k;
-		int			nset = 0;
-
-		/* before the instant, room for all that can be made ready by then */
-		if (GetCurrentTimestamp() < start)
-			room = WORKER_NOTIFY_EARLY_MAX - claimed;
-		if (room <= 0)
-			break;
-		want = Min(WORKER_NOTIFY_SET, room);
-
-		CHECK_FOR_INTERRUPTS();
-		schedlock_dispatch_blame(0);
-		k = schedlock_claim_notify_jobs(role, pos, start, jobs, want,
-										cxt);
-		if (k > 0)
-			schedlock_open_runs_among(jobs, k, open);
-		claimed += k;
-		for (int i = 0; i < k; i++)
-		{
-			ErrorData  *error;
-
-			schedlock_dispatch_blame(jobs[i].job_id);
-			schedlock_plan_claim(&jobs[i], start, &plans[i], cxt);
-			/* the role check of each job (notify_job does it alone) */
-			error = schedlock_check_job_role(jobs[i].owner, jobs[i].run_as,
-											 cxt);
-			if (error == NULL && plans[i].kind == PLAN_RUN &&
-				plans[i].manual_run_id == 0 && !open[i])
-			{
-				set[nset] = jobs[i];
-				set_plans[nset++] = plans[i];
-				continue;
-			}
-			(void) schedlock_settle_plan(&jobs[i], &plans[i], start, false);
-			if (plans[i].kind == PLAN_RUN)
-				notify_job(&jobs[i], &plans[i], start, error, cxt);
-		}
-		if (nset > 0)
-			publish_set(set, set_plans, nset, start);
-		if (k < want)
-			break;
-	}
-	schedlock_dispatch_blame(0);
-}
-
-/*
- * schedlock_dispatch_notify
- *		The rest of a claim of a NOTIFY job *job (planned *plan to run at
- *		start, error the reason it cannot, or NULL): notify it, then the
- *		role's further NOTIFY jobs due by start, after position *pos (a set
- *		at a time, or one at a time on the tables of release 1.1 and after a
- *		set failed), wait for start and commit.  Memory for the claims is
- *		cxt.
- */
-void
-schedlock_dispatch_notify(Oid role, ClaimPosition *pos, ClaimedJob *job,
-						  ClaimPlan *plan, TimestampTz start, ErrorData *error,
-						  MemoryContext cxt)
-{
-	ClaimPosition batch = *pos;
-	int			n = 1;
-
-	/*
-	 * The batch takes only jobs due by the first one's instant: the
-	 * notifications all go out at commit, and none may go out early.
-	 */
-	notify_job(job, plan, start, error, cxt);
-	if (error == NULL && schedlock_jobs_have_search_path() &&
-		!notify_sets_failed)
-		dispatch_notify_batch(role, &batch, start, WORKER_NOTIFY_BATCH - n,
-							  cxt);
-	else
-	{
-		/* the tables of release 1.1, or after a set failed */
-		while (error == NULL && n++ < WORKER_NOTIFY_BATCH &&
-			   schedlock_worker_claim_job(SCHEDLOCK_CLAIM_NOTIFY, role, &batch,
-										  start, job))
-		{
-			(void) schedlock_settle_claim(job, plan, start, false, cxt);
-			if (plan->kind == PLAN_RUN)
-				notify_job(job, plan, start, NULL, cxt);
-		}
-	}
-	schedlock_worker_wait_until(start);
-	schedlock_worker_end_tx();
-	notify_sets_failed = false;
 }
 
 /*
@@ -978,7 +708,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 	schedlock_worker_begin_tx("schedlock: claiming due jobs");
 	horizon = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 										  WORKER_CLAIM_LEAD_MS);
-	if (!schedlock_worker_claim_job(SCHEDLOCK_CLAIM_ANY, role, pos, horizon, &job))
+	if (!claim_job(SCHEDLOCK_CLAIM_ANY, role, pos, horizon, &job))
 	{
 		schedlock_worker_end_tx();
 		return false;
@@ -997,6 +727,9 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 	{
 		schedlock_dispatch_notify(role, pos, &job, &plan, start, error,
 								  run_cxt);
+		wait_until(start);
+		schedlock_worker_end_tx();
+		schedlock_notify_committed();
 		return true;
 	}
 

@@ -14,17 +14,12 @@
 
 #include "fmgr.h"
 
-#include "jobstore.h"
 #include "sched_shmem.h"
 
 extern PGDLLEXPORT void schedlock_worker_main(Datum arg);
 extern SchedlockBackendSlot *schedlock_worker_start(Datum arg,
 													MemoryContext *cxt);
 extern void schedlock_worker_recover_error(void);
-extern bool schedlock_worker_claim_job(SchedlockClaimKind kind, Oid role,
-									   ClaimPosition *pos, TimestampTz now,
-									   ClaimedJob *job);
-extern void schedlock_worker_wait_until(TimestampTz start);
 extern void schedlock_worker_begin_tx(const char *activity);
 extern void schedlock_worker_end_tx(void);
 extern int	schedlock_dispatch_due(Oid role, const char *start_error,
