@@ -84,50 +84,6 @@ typedef enum HomeState
 	HOME_RESTORED				/* jobs of another home were loaded */
 } HomeState;
 
-/* Kept plans of the statements run for every pass or every job row. */
-static SPIPlanPtr read_home_plan = NULL;
-static SPIPlanPtr read_home_id_plan = NULL;
-static SPIPlanPtr mark_restored_plan = NULL;
-
-/*
- * run_kept
- *		Execute a statement without parameters through a plan prepared once
- *		per backend and kept.  Not schedlock_query_run: its enable_seqscan =
- *		off prices the sequential scan of the one-row home table so high that
- *		every execution is JIT-compiled, which costs many times the
- *		statement itself.
- *		Connected to SPI.
- */
-static int
-run_kept(SPIPlanPtr *plan, const char *sql, bool read_only)
-{
-	if (*plan == NULL)
-	{
-		SPIPlanPtr	p = SPI_prepare(sql, 0, NULL);
-
-		if (p == NULL)
-			elog(ERROR, "could not prepare \"%s\": %s",
-				 sql, SPI_result_code_string(SPI_result));
-		if (SPI_keepplan(p) != 0)
-			elog(ERROR, "could not keep the plan of \"%s\"", sql);
-		*plan = p;
-	}
-	return SPI_execute_plan(*plan, NULL, NULL, read_only, 0);
-}
-
-/*
- * home_table_exists
- *		Whether schedlock.home exists (not before ALTER EXTENSION schedlock
- *		UPDATE TO '1.1').  In a transaction.
- */
-static bool
-home_table_exists(void)
-{
-	Oid			nsp = get_namespace_oid("schedlock", true);
-
-	return OidIsValid(nsp) && OidIsValid(get_relname_relid("home", nsp));
-}
-
 /*
  * look_at_home
  *		Read the home row and decide whether the jobs run here.  A copy
@@ -140,42 +96,18 @@ home_table_exists(void)
 static HomeState
 look_at_home(bool at_start, Oid *datoid)
 {
-	bool		isnull;
 	bool		restored;
 	Datum		home_id;
-	Datum		values[2];
-	Oid			types[2] = {UUIDOID, OIDOID};
 
-	/* the check of every pass: one row, through a kept plan */
-	if (run_kept(&read_home_plan,
-				 "SELECT home_id, datoid, restored_jobs FROM schedlock.home",
-				 true) != SPI_OK_SELECT)
-		elog(ERROR, "could not read schedlock.home");
-	if (SPI_processed != 1)
+	if (!schedlock_home_read(&home_id, datoid, &restored))
 		return HOME_HERE;
-	home_id = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	home_id = datumCopy(home_id, false, UUID_LEN);
-	*datoid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-											 SPI_tuptable->tupdesc, 2, &isnull));
-	restored = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
-										  SPI_tuptable->tupdesc, 3, &isnull));
-	values[0] = home_id;
-	values[1] = ObjectIdGetDatum(MyDatabaseId);
 
 	if (*datoid != MyDatabaseId)
 	{
 		/* a copy: with jobs it waits for adoption, without it moves in */
-		if (SPI_execute("SELECT 1 FROM schedlock.jobs LIMIT 1", true, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not read schedlock.jobs");
-		if (SPI_processed > 0)
+		if (schedlock_jobs_exist())
 			return HOME_COPY;
-		if (SPI_execute_with_args("UPDATE schedlock.home SET "
-								  "  home_id = pg_catalog.gen_random_uuid(), "
-								  "  datoid = $2, restored_jobs = false, "
-								  "  since = pg_catalog.now() "
-								  "WHERE datoid OPERATOR(pg_catalog.<>) $2",
-								  2, types, values, NULL, false, 0) != SPI_OK_UPDATE)
-			elog(ERROR, "could not update schedlock.home");
+		schedlock_home_move_in();
 		*datoid = MyDatabaseId;
 		return HOME_HERE;
 	}
@@ -183,15 +115,9 @@ look_at_home(bool at_start, Oid *datoid)
 	if (at_start && !restored)
 	{
 		/* job rows of another home that came without the trigger */
-		if (SPI_execute_with_args("UPDATE schedlock.jobs SET next_run_at = NULL "
-								  "WHERE home_id OPERATOR(pg_catalog.<>) $1",
-								  1, types, values, NULL, false, 0) != SPI_OK_UPDATE)
-			elog(ERROR, "could not pause jobs of another home");
-		restored = (SPI_processed > 0);
-		if (restored &&
-			SPI_execute("UPDATE schedlock.home SET restored_jobs = true",
-						false, 0) != SPI_OK_UPDATE)
-			elog(ERROR, "could not update schedlock.home");
+		restored = schedlock_pause_foreign_jobs(home_id) > 0;
+		if (restored)
+			schedlock_home_set_restored(true);
 	}
 	else if (restored)
 	{
@@ -200,19 +126,11 @@ look_at_home(bool at_start, Oid *datoid)
 		 * trigger wrote it), and the jobs it loaded are seen only once it
 		 * has committed.
 		 */
-		if (SPI_execute("SELECT 1 FROM schedlock.home FOR UPDATE",
-						false, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not lock schedlock.home");
-		if (SPI_execute_with_args("SELECT 1 FROM schedlock.jobs "
-								  "WHERE home_id OPERATOR(pg_catalog.<>) $1 LIMIT 1",
-								  1, types, values, NULL, false, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not read schedlock.jobs");
-		if (SPI_processed == 0)
+		schedlock_home_lock();
+		if (!schedlock_foreign_jobs_exist(home_id))
 		{
 			/* the restored jobs are gone (unscheduled): nothing to protect */
-			if (SPI_execute("UPDATE schedlock.home SET restored_jobs = false",
-							false, 0) != SPI_OK_UPDATE)
-				elog(ERROR, "could not update schedlock.home");
+			schedlock_home_set_restored(false);
 			restored = false;
 		}
 	}
@@ -267,7 +185,7 @@ schedlock_jobs_paused(bool at_start, bool warn)
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	nestlevel = schedlock_trusted_path_begin();
-	if (home_table_exists())
+	if (schedlock_home_table_exists())
 		state = look_at_home(at_start, &datoid);
 	schedlock_trusted_path_end(nestlevel);
 	if (state != HOME_HERE && warn)
@@ -297,6 +215,7 @@ schedlock_jobs_check_home(PG_FUNCTION_ARGS)
 	int			att_next;
 	bool		isnull;
 	Datum		job_home;
+	Datum		home;
 	bool		foreign_job = false;
 	int			nestlevel;
 
@@ -318,22 +237,11 @@ schedlock_jobs_check_home(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	nestlevel = schedlock_trusted_path_begin();
-	if (run_kept(&read_home_id_plan, "SELECT home_id FROM schedlock.home",
-				 true) != SPI_OK_SELECT)
-		elog(ERROR, "could not read schedlock.home");
-	if (SPI_processed == 1)
-	{
-		Datum		home = SPI_getbinval(SPI_tuptable->vals[0],
-										 SPI_tuptable->tupdesc, 1, &isnull);
-
-		foreign_job = !isnull &&
+	if (schedlock_home_id(&home))
+		foreign_job =
 			memcmp(DatumGetUUIDP(home), DatumGetUUIDP(job_home), UUID_LEN) != 0;
-	}
-	if (foreign_job &&
-		run_kept(&mark_restored_plan,
-				 "UPDATE schedlock.home SET restored_jobs = true WHERE NOT restored_jobs",
-				 false) != SPI_OK_UPDATE)
-		elog(ERROR, "could not update schedlock.home");
+	if (foreign_job)
+		schedlock_home_mark_restored();
 	schedlock_trusted_path_end(nestlevel);
 	SPI_finish();
 
@@ -355,7 +263,8 @@ schedlock_jobs_check_home(PG_FUNCTION_ARGS)
  *		one-off job keeps its instant once_slot if that is still ahead, and
  *		has ended otherwise), with no pending retry or run_job() call; its
  *		runs left open in the database it came from are closed.  plans: from
- *		prepare_adoption.  Connected to SPI, as the extension owner.
+ *		schedlock_prepare_adoption.  Connected to SPI, as the extension
+ *		owner.
  */
 static void
 adopt_job(SPIPlanPtr *plans, int64 job_id, const char *schedule,
@@ -365,8 +274,6 @@ adopt_job(SPIPlanPtr *plans, int64 job_id, const char *schedule,
 	SchedlockCronSchedule sched;
 	TimestampTz slot = 0;
 	bool		has_slot = false;
-	Datum		values[3];
-	char		nulls[3] = {' ', ' ', ' '};
 
 	if (schedlock_schedule_is_once(schedule))
 	{
@@ -384,57 +291,7 @@ adopt_job(SPIPlanPtr *plans, int64 job_id, const char *schedule,
 												schedlock_cron_lookup_timezone(timezone),
 												&slot);
 	}
-	values[0] = Int64GetDatum(job_id);
-	values[1] = home_id;
-	values[2] = TimestampTzGetDatum(slot);
-	if (!has_slot)
-		nulls[2] = 'n';
-	if (SPI_execute_plan(plans[0], values, nulls, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not adopt job " INT64_FORMAT, job_id);
-
-	values[1] = TimestampTzGetDatum(now);
-	if (SPI_execute_plan(plans[1], values, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not close the open runs of job " INT64_FORMAT, job_id);
-}
-
-/*
- * prepare_adoption
- *		Plan adopt_job's two statements once per schedlock_adopt_jobs()
- *		call.  Connected to SPI.  (job_runs.duration came with 1.1, as
- *		schedlock_adopt_jobs() did: it is there when this runs.)
- */
-static void
-prepare_adoption(SPIPlanPtr *plans)
-{
-	/* the runs it closes as lost count in the job's statistics */
-	static const char *const sql[2] = {
-		"UPDATE schedlock.jobs SET home_id = $2, "
-		"  next_slot = $3, next_run_at = CASE WHEN enabled THEN $3 END, "
-		"  retry_slot = NULL, retry_attempt = NULL, retry_at = NULL, "
-		"  manual_pending = 0 "
-		"WHERE job_id OPERATOR(pg_catalog.=) $1",
-		"WITH e AS (UPDATE schedlock.job_runs SET "
-		"  status = CASE WHEN status OPERATOR(pg_catalog.=) 'queued' "
-		"    THEN 'skipped' ELSE 'lost' END, "
-		"  finished_at = $2, deadline = NULL, "
-		"  duration = $2 OPERATOR(pg_catalog.-) started_at, "
-		"  message = 'open in the database the job was copied from; closed by schedlock_adopt_jobs()' "
-		"WHERE job_id OPERATOR(pg_catalog.=) $1 "
-		"  AND status OPERATOR(pg_catalog.=) ANY ('{queued,pending,running}'::pg_catalog.text[]) "
-		"RETURNING job_id, run_id, status, started_at, finished_at, scheduled_for), "
-		SCHEDLOCK_RUN_STATS_CTE "SELECT 1"
-	};
-	Oid			types[2][3] = {{INT8OID, UUIDOID, TIMESTAMPTZOID},
-							   {INT8OID, TIMESTAMPTZOID}};
-	int			i;
-
-	for (i = 0; i < 2; i++)
-	{
-		plans[i] = SPI_prepare(sql[i], i == 0 ? 3 : 2, types[i]);
-		if (plans[i] == NULL)
-			elog(ERROR, "could not prepare \"%s\": %s",
-				 sql[i], SPI_result_code_string(SPI_result));
-	}
+	schedlock_adopt_job(plans, job_id, home_id, has_slot, slot, now);
 }
 
 /*
@@ -451,8 +308,6 @@ Datum
 schedlock_adopt_jobs(PG_FUNCTION_ARGS)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	Oid			types[2] = {UUIDOID, OIDOID};
-	Datum		values[2];
 	Datum		home_id;
 	Oid			datoid;
 	bool		isnull;
@@ -478,43 +333,19 @@ schedlock_adopt_jobs(PG_FUNCTION_ARGS)
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &nestlevel);
 
-	if (SPI_execute("SELECT home_id, datoid FROM schedlock.home FOR UPDATE",
-					false, 0) != SPI_OK_SELECT || SPI_processed != 1)
+	if (!schedlock_home_lock_read(&home_id, &datoid))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table schedlock.home does not have its one row"),
 				 errhint("Reinstall the schedlock extension.")));
-	home_id = datumCopy(SPI_getbinval(SPI_tuptable->vals[0],
-									  SPI_tuptable->tupdesc, 1, &isnull),
-						false, UUID_LEN);
-	datoid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-											SPI_tuptable->tupdesc, 2, &isnull));
 
 	/* a TEMPLATE copy: a home of its own, and every job moves in */
 	all = (datoid != MyDatabaseId);
 	if (all)
-	{
-		values[0] = ObjectIdGetDatum(MyDatabaseId);
-		if (SPI_execute_with_args("UPDATE schedlock.home SET "
-								  "  home_id = pg_catalog.gen_random_uuid(), datoid = $1, "
-								  "  since = pg_catalog.now() "
-								  "RETURNING home_id",
-								  1, &types[1], values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
-			elog(ERROR, "could not update schedlock.home");
-		home_id = datumCopy(SPI_getbinval(SPI_tuptable->vals[0],
-										  SPI_tuptable->tupdesc, 1, &isnull),
-							false, UUID_LEN);
-	}
+		home_id = schedlock_home_renew();
 
-	prepare_adoption(plans);
-	values[0] = home_id;
-	values[1] = BoolGetDatum(all);
-	types[1] = BOOLOID;
-	portal = SPI_cursor_open_with_args(NULL,
-									   "SELECT job_id, schedule, timezone, next_slot FROM schedlock.jobs "
-									   "WHERE $2 OR home_id OPERATOR(pg_catalog.<>) $1 "
-									   "ORDER BY job_id FOR UPDATE",
-									   2, types, values, NULL, false, 0);
+	schedlock_prepare_adoption(plans);
+	portal = schedlock_open_jobs_to_adopt(home_id, all);
 	for (;;)
 	{
 		SPITupleTable *batch;
@@ -541,10 +372,7 @@ schedlock_adopt_jobs(PG_FUNCTION_ARGS)
 		CHECK_FOR_INTERRUPTS();
 	}
 	SPI_cursor_close(portal);
-
-	if (SPI_execute("UPDATE schedlock.home SET restored_jobs = false",
-					false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not update schedlock.home");
+	schedlock_home_set_restored(false);
 
 	schedlock_end_as_owner(save_uid, save_sec, nestlevel);
 	SPI_finish();

@@ -74,6 +74,7 @@
 #include "utils/timestamp.h"
 
 #include "cron.h"
+#include "jobstore.h"
 #include "job_api.h"
 #include "sched_shmem.h"
 #include "schedlock.h"
@@ -391,47 +392,16 @@ create_job(const ImportContext *ic, Oid owner, const char *job_name,
 
 /*
  * existing_job
- *		The schedlock job of that owner and name, if any: returns its id
- *		(0: none) and whether it has the schedule, command and zone the
- *		import would give it.  Not read-only: the query takes a snapshot of
- *		its own, so it sees jobs other sessions committed since the import
- *		began (report_raced).  Caller is connected to SPI.
+ *		The schedlock job of owner named job_name (0: none), and whether it
+ *		has the schedule, command and zone the import would give it
+ *		(schedlock_find_job_like).  Caller is connected to SPI.
  */
 static int64
 existing_job(const ImportContext *ic, Oid owner, const char *job_name,
 			 const PgCronJob *job, bool *same)
 {
-	Oid			types[5] = {REGROLEOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[5];
-	bool		isnull;
-	int			nestlevel;
-	int64		job_id = 0;
-
-	values[0] = ObjectIdGetDatum(owner);
-	values[1] = CStringGetTextDatum(job_name);
-	values[2] = CStringGetTextDatum(job->schedule);
-	values[3] = CStringGetTextDatum(job->command);
-	values[4] = CStringGetTextDatum(ic->timezone);
-	nestlevel = schedlock_trusted_path_begin();
-	if (SPI_execute_with_args("SELECT j.job_id, "
-							  "  j.schedule OPERATOR(pg_catalog.=) $3 "
-							  "  AND j.command IS NOT DISTINCT FROM $4 "
-							  "  AND j.timezone IS NOT DISTINCT FROM $5 "
-							  "FROM schedlock.jobs j "
-							  "WHERE j.owner OPERATOR(pg_catalog.=) $1 "
-							  "  AND j.job_name OPERATOR(pg_catalog.=) $2",
-							  5, types, values, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not look up job \"%s\"", job_name);
-	schedlock_trusted_path_end(nestlevel);
-	*same = false;
-	if (SPI_processed == 1)
-	{
-		job_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-											 SPI_tuptable->tupdesc, 1, &isnull));
-		*same = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
-										   SPI_tuptable->tupdesc, 2, &isnull));
-	}
-	return job_id;
+	return schedlock_find_job_like(owner, job_name, job->schedule,
+								   job->command, ic->timezone, same);
 }
 
 /*
@@ -480,39 +450,6 @@ schedule_job_call(StringInfo buf, const ImportContext *ic, const char *job_name,
 	if (!enabled)
 		appendStringInfoString(buf, ", enabled => false");
 	appendStringInfoString(buf, ");");
-}
-
-/*
- * created_here
- *		Whether the schedlock job job_id was created by this transaction:
- *		its created_at is this transaction's start.  import_one looks for a
- *		job of the name first and creates one only when there is none; a
- *		job of that name another session schedules meanwhile (not yet
- *		committed when import_one looked) is found instead by schedule_job's
- *		upsert, which waits for that session and then replaces the job's
- *		definition.  Caller is connected to SPI.
- */
-static bool
-created_here(int64 job_id)
-{
-	Oid			types[1] = {INT8OID};
-	Datum		values[1];
-	bool		isnull;
-	bool		here;
-	int			nestlevel;
-
-	values[0] = Int64GetDatum(job_id);
-	nestlevel = schedlock_trusted_path_begin();
-	if (SPI_execute_with_args("SELECT j.created_at OPERATOR(pg_catalog.=) pg_catalog.now() "
-							  "FROM schedlock.jobs j "
-							  "WHERE j.job_id OPERATOR(pg_catalog.=) $1",
-							  1, types, values, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not look up job " INT64_FORMAT, job_id);
-	schedlock_trusted_path_end(nestlevel);
-	here = SPI_processed == 1 &&
-		DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
-								   SPI_tuptable->tupdesc, 1, &isnull));
-	return here;
 }
 
 /*
@@ -680,7 +617,7 @@ import_one(const ImportContext *ic, const PgCronJob *job, ImportRow *row)
 				row->job_id = create_job(ic, owner, row->job_name, job,
 										 row->atomic, row->enabled);
 				/* another session's job of that name: undone, reported */
-				if (!created_here(row->job_id))
+				if (!schedlock_job_created_here(row->job_id))
 				{
 					raced = true;
 					ereport(ERROR,

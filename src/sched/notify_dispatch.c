@@ -82,33 +82,6 @@
 static bool notify_sets_failed = false;
 
 /*
- * notify_run
- *		Send the NOTIFY of a run; it is delivered when the claim commits.
- *		Any role may LISTEN on any channel, so the message carries no
- *		payload: the claimer gets it from schedlock_claim_run_payload.
- */
-static void
-notify_run(ClaimedJob *job, ClaimPlan *plan, int64 run_id)
-{
-	static SchedlockQuery q = {
-		"SELECT " SCHEDLOCK_NOTIFY_RUN_SQL("$1", "$2", "$3", "$4", "$5", "$6"),
-		6, {TEXTOID, TEXTOID, INT8OID, INT8OID, TIMESTAMPTZOID, INT4OID}
-	};
-	Datum		values[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
-
-	values[0] = CStringGetTextDatum(job->channel);
-	values[1] = CStringGetTextDatum(job->job_name);
-	values[2] = Int64GetDatum(job->job_id);
-	values[3] = Int64GetDatum(run_id);
-	values[4] = TimestampTzGetDatum(plan->scheduled_for);
-	values[5] = Int32GetDatum(plan->attempt);
-	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not notify run " INT64_FORMAT, run_id);
-	SPI_freetuptable(SPI_tuptable);
-}
-
-/*
  * notify_deadline
  *		Until when a NOTIFY run published at now may be claimed: its job's
  *		timeout, or SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT.
@@ -149,7 +122,7 @@ notify_job(ClaimedJob *job, ClaimPlan *plan, TimestampTz now,
 	run_id = schedlock_record_run(job, plan, "pending", now, deadline, true);
 	if (run_id != 0)
 	{
-		notify_run(job, plan, run_id);
+		schedlock_notify_run(job, plan, run_id);
 		schedlock_housekeep_by(MyDatabaseId, deadline);
 	}
 }

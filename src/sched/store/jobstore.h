@@ -14,6 +14,7 @@
 
 #include "postgres.h"
 
+#include "executor/spi.h"
 #include "storage/itemptr.h"
 #include "utils/elog.h"
 #include "utils/palloc.h"
@@ -310,6 +311,10 @@ schedlock_runs_have_job_name(void)
 }
 extern void schedlock_recompute_next_run(int64 job_id, TimestampTz now);
 
+/* the notification of a NOTIFY run, sent at commit (notify_dispatch.c) */
+extern void schedlock_notify_run(ClaimedJob *job, ClaimPlan *plan,
+								 int64 run_id);
+
 /* runs of NOTIFY jobs claimed and finished by applications (notify_api.c) */
 extern Oid	schedlock_run_owner(int64 run_id);
 extern bool schedlock_claim_pending_run(int64 run_id, const char *claimed_by,
@@ -350,5 +355,37 @@ extern bool schedlock_delete_job(const char *job_name, Oid owner);
 extern bool schedlock_delete_job_by_id(int64 job_id, Oid owner,
 									   bool any_owner);
 extern void schedlock_delete_job_id(int64 job_id, const char *job_name);
+
+/* copies of a database and their adoption (copies.c) */
+extern bool schedlock_home_table_exists(void);
+extern bool schedlock_home_read(Datum *home_id, Oid *datoid, bool *restored);
+extern bool schedlock_home_id(Datum *home_id);
+extern bool schedlock_jobs_exist(void);
+extern void schedlock_home_move_in(void);
+extern uint64 schedlock_pause_foreign_jobs(Datum home_id);
+extern bool schedlock_foreign_jobs_exist(Datum home_id);
+extern void schedlock_home_lock(void);
+extern void schedlock_home_set_restored(bool restored);
+extern void schedlock_home_mark_restored(void);
+extern bool schedlock_home_lock_read(Datum *home_id, Oid *datoid);
+extern Datum schedlock_home_renew(void);
+extern Portal schedlock_open_jobs_to_adopt(Datum home_id, bool all);
+extern void schedlock_prepare_adoption(SPIPlanPtr *plans);
+extern void schedlock_adopt_job(SPIPlanPtr *plans, int64 job_id,
+								Datum home_id, bool has_slot,
+								TimestampTz slot, TimestampTz now);
+
+/* the roles of jobs (job_roles.c), as the extension owner */
+struct TriggerData;
+extern void schedlock_removed_jobs_deltas(struct TriggerData *trigdata);
+extern uint64 schedlock_job_roles_diff(Oid extoid, Oid jobsoid);
+extern void schedlock_reassign_jobs(Datum roles, Oid newrole);
+extern void schedlock_drop_jobs(Datum roles);
+
+/* the pg_cron import (import_pg_cron.c) */
+extern int64 schedlock_find_job_like(Oid owner, const char *job_name,
+									 const char *schedule, const char *command,
+									 const char *timezone, bool *same);
+extern bool schedlock_job_created_here(int64 job_id);
 
 #endif							/* SCHEDLOCK_JOBSTORE_H */

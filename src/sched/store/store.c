@@ -5,19 +5,21 @@
  *	  has, and what the other store files share (a run's end in the log,
  *	  a job's next_run_at after a failure or a success).
  *
- * The statements of the job backends, the housekeepers and the job API on
- * schedlock.jobs and schedlock.job_runs are in this folder, one file per
- * kind of caller (a database's copies and adoption, the roles' bookkeeping
- * and the pg_cron import still keep their own: copies.c, job_roles.c,
- * import_pg_cron.c):
+ * Every statement the library runs on the scheduler's tables
+ * (schedlock.jobs, job_runs, home) is in this folder, one file per kind of
+ * caller:
  *	store_claim.c		claiming due jobs (the job backends)
- *	store_runs.c		recording runs, their outcome and the job's state
+ *	store_runs.c		recording runs, their outcome and the job's state,
+ *						and a NOTIFY run's notification
  *	store_close.c		lost, overdue and @reboot runs, history pruning
  *						(the housekeeper)
  *	store_status.c		due times and counts (the housekeeper, the launcher)
  *	store_notify.c		NOTIFY runs claimed and finished by applications
  *	store_quarantine.c	dispatch errors and the quarantine
- *	store_jobs.c		the job API's writes
+ *	store_jobs.c		the job API's writes, and the pg_cron import's reads
+ *	store_home.c		copies of a database and their adoption
+ *	store_roles.c		the roles of jobs: pg_shdepend, DROP OWNED,
+ *						REASSIGN OWNED
  * jobstore.h declares them all; store_int.h holds what only these files
  * share.
  *

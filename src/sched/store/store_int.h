@@ -20,6 +20,7 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 
 /* a run's end in the server log, as schedlock.log_runs asks (store.c) */
 extern void schedlock_log_closed_run(SPITupleTable *tuptable, uint64 i,

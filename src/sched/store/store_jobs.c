@@ -448,3 +448,82 @@ schedlock_delete_job_id(int64 job_id, const char *job_name)
 
 	(void) delete_jobs("job_id OPERATOR(pg_catalog.=) $1", 1, t1, v1);
 }
+
+/*
+ * schedlock_find_job_like
+ *		The job of owner named job_name, if any: returns its id (0: none)
+ *		and sets *same to whether it has this schedule, command and time
+ *		zone (what the pg_cron import would give it).  Not read-only: the
+ *		query takes a snapshot of its own, so it sees jobs other sessions
+ *		committed since the calling transaction began (the import's
+ *		report_raced).  Connected to SPI.
+ */
+int64
+schedlock_find_job_like(Oid owner, const char *job_name, const char *schedule,
+						const char *command, const char *timezone, bool *same)
+{
+	Oid			types[5] = {REGROLEOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[5];
+	bool		isnull;
+	int			nestlevel;
+	int64		job_id = 0;
+
+	values[0] = ObjectIdGetDatum(owner);
+	values[1] = CStringGetTextDatum(job_name);
+	values[2] = CStringGetTextDatum(schedule);
+	values[3] = CStringGetTextDatum(command);
+	values[4] = CStringGetTextDatum(timezone);
+	nestlevel = schedlock_trusted_path_begin();
+	if (SPI_execute_with_args("SELECT j.job_id, "
+							  "  j.schedule OPERATOR(pg_catalog.=) $3 "
+							  "  AND j.command IS NOT DISTINCT FROM $4 "
+							  "  AND j.timezone IS NOT DISTINCT FROM $5 "
+							  "FROM schedlock.jobs j "
+							  "WHERE j.owner OPERATOR(pg_catalog.=) $1 "
+							  "  AND j.job_name OPERATOR(pg_catalog.=) $2",
+							  5, types, values, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up job \"%s\"", job_name);
+	schedlock_trusted_path_end(nestlevel);
+	*same = false;
+	if (SPI_processed == 1)
+	{
+		job_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+											 SPI_tuptable->tupdesc, 1, &isnull));
+		*same = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+										   SPI_tuptable->tupdesc, 2, &isnull));
+	}
+	return job_id;
+}
+
+/*
+ * schedlock_job_created_here
+ *		Whether the job job_id was created by this transaction: its
+ *		created_at is this transaction's start.  The pg_cron import looks
+ *		for a job of the name first and creates one only when there is none;
+ *		a job of that name another session schedules meanwhile (not yet
+ *		committed when the import looked) is found instead by schedule_job's
+ *		upsert, which waits for that session and then replaces the job's
+ *		definition.  Connected to SPI.
+ */
+bool
+schedlock_job_created_here(int64 job_id)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		values[1];
+	bool		isnull;
+	bool		here;
+	int			nestlevel;
+
+	values[0] = Int64GetDatum(job_id);
+	nestlevel = schedlock_trusted_path_begin();
+	if (SPI_execute_with_args("SELECT j.created_at OPERATOR(pg_catalog.=) pg_catalog.now() "
+							  "FROM schedlock.jobs j "
+							  "WHERE j.job_id OPERATOR(pg_catalog.=) $1",
+							  1, types, values, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up job " INT64_FORMAT, job_id);
+	schedlock_trusted_path_end(nestlevel);
+	here = SPI_processed == 1 &&
+		DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+								   SPI_tuptable->tupdesc, 1, &isnull));
+	return here;
+}
