@@ -39,7 +39,7 @@
  *
  * One-off jobs (schedule_once) are stored with the schedule
  * "@once" and their instant as next_slot; the workers run that slot and
- * leave next_slot NULL (worker.c, plan_slot).  alter_job's next_run_at
+ * leave next_slot NULL (claim_plan.c, plan_slot).  alter_job's next_run_at
  * moves the next slot of any job.  See the section "One-off jobs and
  * next_run_at" below.
  *

@@ -11,9 +11,6 @@
 #ifndef SCHEDLOCK_JOB_API_H
 #define SCHEDLOCK_JOB_API_H
 
-/* Deadline of a NOTIFY run without a timeout of its own, in seconds. */
-#define SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT	300
-
 /*
  * Longest job payload accepted, in bytes of its JSON text.  The payload is
  * not sent in the notification (any role may LISTEN): the claimer gets it
@@ -21,16 +18,6 @@
  * does not apply; the bound keeps job rows small.
  */
 #define SCHEDLOCK_MAX_PAYLOAD_LENGTH	65536
-
-/*
- * Bounds of a job's timeout, in seconds, so that no deadline can leave the
- * range of timestamptz: at least 1 ms and at most 24 days
- * (statement_timeout takes at most INT_MAX ms, 24.8 days).  The bounds of
- * retry_delay, the run_all limit and the quarantine's count are the
- * scheduling rules' (rules.h).  Intervals are measured as EXTRACT(epoch
- * FROM ...).
- */
-#define SCHEDLOCK_MAX_TIMEOUT_SECS		2073600	/* 24 days */
 
 /*
  * One-off jobs (job_api.c): the schedule they are stored with, which the cron

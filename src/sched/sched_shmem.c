@@ -123,8 +123,8 @@ schedlock_shmem_startup(void)
 		memset(schedlock_shared, 0, shared_size());
 		schedlock_shared->lock = &(GetNamedLWLockTranche("schedlock"))->lock;
 		schedlock_shared->nslots = Max(max_worker_processes, 1);
-		schedlock_waves_init(&schedlock_shared->waves);
 	}
+	schedlock_waves_attach(&schedlock_shared->waves, !found);
 	LWLockRelease(AddinShmemInitLock);
 }
 

@@ -36,7 +36,6 @@
 #include "utils/timestamp.h"
 
 #include "compat.h"
-#include "sched_shmem.h"
 #include "startwave.h"
 
 /* Longest wait for the other backends of a wave to start. */
@@ -51,15 +50,22 @@ static TimestampTz joined_at = 0;
 /* The instant of the wave whose command this backend started (0: none). */
 static TimestampTz started_at = 0;
 
+/* The waves in shared memory (schedlock_waves_attach). */
+static SchedlockStartWaves *waves_shared = NULL;
+
 /*
- * schedlock_waves_init
- *		Initialize the waves in new shared memory.
+ * schedlock_waves_attach
+ *		From the shmem_startup_hook: the waves live at waves, in the
+ *		scheduler's shared memory; init when that memory is new.
  */
 void
-schedlock_waves_init(SchedlockStartWaves *waves)
+schedlock_waves_attach(SchedlockStartWaves *waves, bool init)
 {
 	int			i;
 
+	waves_shared = waves;
+	if (!init)
+		return;
 	SpinLockInit(&waves->mutex);
 	ConditionVariableInit(&waves->started);
 	for (i = 0; i < SCHEDLOCK_WAVE_INSTANTS; i++)
@@ -91,7 +97,7 @@ find_wave(SchedlockStartWaves *waves, TimestampTz at)
 void
 schedlock_wave_join(TimestampTz at)
 {
-	SchedlockStartWaves *waves = &schedlock_shared->waves;
+	SchedlockStartWaves *waves = waves_shared;
 	TimestampTz stale = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													-WAVE_STALE_MS);
 	int			i;
@@ -129,7 +135,7 @@ schedlock_wave_join(TimestampTz at)
 void
 schedlock_wave_started(void)
 {
-	SchedlockStartWaves *waves = &schedlock_shared->waves;
+	SchedlockStartWaves *waves = waves_shared;
 	bool		last = false;
 	int			i;
 
@@ -155,7 +161,7 @@ schedlock_wave_started(void)
 void
 schedlock_wave_wait_for_others(void)
 {
-	SchedlockStartWaves *waves = &schedlock_shared->waves;
+	SchedlockStartWaves *waves = waves_shared;
 	TimestampTz at = started_at;
 	TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													WAVE_MAX_WAIT_MS);

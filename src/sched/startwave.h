@@ -28,7 +28,7 @@ typedef struct SchedlockStartWaves
 	int			pending[SCHEDLOCK_WAVE_INSTANTS];	/* backends not started */
 } SchedlockStartWaves;
 
-extern void schedlock_waves_init(SchedlockStartWaves *waves);
+extern void schedlock_waves_attach(SchedlockStartWaves *waves, bool init);
 extern void schedlock_wave_join(TimestampTz at);
 extern void schedlock_wave_started(void);
 extern void schedlock_wave_wait_for_others(void);

@@ -20,6 +20,19 @@
 #include "utils/palloc.h"
 #include "utils/timestamp.h"
 
+/* Deadline of a NOTIFY run without a timeout of its own, in seconds. */
+#define SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT	300
+
+/*
+ * Bounds of a job's timeout, in seconds, so that no deadline can leave the
+ * range of timestamptz: at least 1 ms and at most 24 days
+ * (statement_timeout takes at most INT_MAX ms, 24.8 days).  The bounds of
+ * retry_delay, the run_all limit and the quarantine's count are the
+ * scheduling rules' (rules.h).  Intervals are measured as EXTRACT(epoch
+ * FROM ...).
+ */
+#define SCHEDLOCK_MAX_TIMEOUT_SECS		2073600	/* 24 days */
+
 /*
  * Overdue NOTIFY runs closed per call of schedlock_expire_runs, and rows
  * deleted per call of schedlock_prune_runs.

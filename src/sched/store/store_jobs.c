@@ -28,7 +28,6 @@
 
 #include "claim_sql.h"
 #include "compat.h"
-#include "job_api.h"
 #include "jobstore.h"
 #include "kept_query.h"
 #include "rules.h"
