@@ -22,7 +22,7 @@
 
 #include "claim_plan.h"
 #include "cron_pg.h"
-#include "job_api.h"
+#include "job_def.h"
 #include "jobstore.h"
 #include "rules.h"
 

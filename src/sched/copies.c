@@ -61,7 +61,7 @@
 #include "compat.h"
 #include "copies.h"
 #include "cron_pg.h"
-#include "job_api.h"
+#include "job_def.h"
 #include "jobstore.h"
 #include "owner.h"
 #include "sched_shmem.h"

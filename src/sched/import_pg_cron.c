@@ -76,6 +76,7 @@
 #include "cron.h"
 #include "jobstore.h"
 #include "job_api.h"
+#include "job_def.h"
 #include "sched_shmem.h"
 #include "schedlock.h"
 #include "subxact.h"

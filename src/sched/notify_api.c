@@ -51,7 +51,6 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
-#include "job_api.h"
 #include "jobstore.h"
 #include "owner.h"
 #include "sched_shmem.h"

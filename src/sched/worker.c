@@ -95,7 +95,6 @@
 #include "compat.h"
 #include "copies.h"
 #include "cron_pg.h"
-#include "job_api.h"
 #include "job_roles.h"
 #include "jobstore.h"
 #include "logident.h"
