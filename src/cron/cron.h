@@ -1,11 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * cron.h
- *	  Cron schedule parser and next-fire-time search, in plain C.
+ *	  Cron schedule parser (cron_parse.c) and next-fire-time search
+ *	  (cron_next.c), in plain C.
  *
- * This header and cron.c depend on nothing but the C library, so the parser
- * and the wall-clock arithmetic can be unit-tested and fuzzed without a
- * server.  Time zones are not handled here: the search works on local
+ * This header and those files depend on nothing but the C library, so the
+ * parser and the wall-clock arithmetic can be unit-tested and fuzzed
+ * without a server.  Time zones are not handled here: the search works on local
  * wall-clock time (a proleptic Gregorian calendar without DST), and the
  * PostgreSQL wrapper (cron_sql.c, cron_pg.h) maps wall-clock times to
  * instants with PostgreSQL's own time zone library.
@@ -106,7 +107,7 @@ typedef struct SchedlockCronTime
  * How a schedule is read.  schedlock's own reading; or pg_cron's, which
  * differs for wrap-around ranges ("22-2", "fri-mon") and @yearly: up to 1.5
  * a range whose first value is above its last selects nothing, 1.6 selects
- * part of it by accident (see set_pg_cron_wrapped_range in cron.c), and 1.6
+ * part of it by accident (see set_pg_cron_wrapped_range in cron_parse.c), and 1.6
  * never runs @yearly / @annually.  The import of pg_cron jobs compares them.
  */
 typedef enum SchedlockCronDialect
@@ -156,6 +157,12 @@ extern bool schedlock_cron_next_interval(const SchedlockCronSchedule *sched,
  */
 extern bool schedlock_cron_next_utc(const SchedlockCronSchedule *sched,
 									int64_t after_secs, int64_t *next_secs);
+
+/*
+ * Whether a five-field schedule can never match any day (the parser
+ * refuses such a schedule).
+ */
+extern bool schedlock_cron_never_fires(const SchedlockCronSchedule *s);
 
 /* Calendar helpers (days and seconds counted from 1970-01-01). */
 extern bool schedlock_cron_is_leap_year(int year);

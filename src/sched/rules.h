@@ -8,7 +8,7 @@
  *	  job that broke dispatch is held back before it is quarantined.
  *
  * This header and rules.c depend on nothing but the C library, as cron.h
- * and cron.c do, so that the rules are unit-tested as plain C
+ * and the cron engine do, so that the rules are unit-tested as plain C
  * (test/unit/test_rules.c, test/suites/rules-unit.sh).  The scheduler's
  * files (worker.c, notify_api.c, job_api.c, quarantine.c) read the rows, ask these
  * functions, and write what they answer; none of them decides a rule on

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * fuzz_cron.c
- *	  libFuzzer harness for the pure C cron engine (src/cron/cron.c).
+ *	  libFuzzer harness for the pure C cron engine (src/cron/cron_parse.c,
+ *	  src/cron/cron_next.c).
  *
  * Input layout: the first 8 bytes (if present) are an "after" time in
  * seconds since 1970, folded into years 1600-2600; the rest is the schedule
@@ -17,7 +18,7 @@
  * Rejected schedules must come with a message, a detail and a hint.
  *
  * Build: clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
- *		  test/fuzz/fuzz_cron.c src/cron/cron.c
+ *		  test/fuzz/fuzz_cron.c src/cron/cron_parse.c src/cron/cron_next.c
  *
  * IDENTIFICATION
  *	  test/fuzz/fuzz_cron.c

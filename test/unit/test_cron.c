@@ -1,10 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * test_cron.c
- *	  Plain C unit tests of the cron parser and search (src/cron/cron.c).
+ *	  Plain C unit tests of the cron parser and search
+ *	  (src/cron/cron_parse.c, src/cron/cron_next.c).
  *
  * Build and run (no server needed):
- *	  cc -O2 -Wall -Isrc -Itest/unit -o test_cron test/unit/test_cron.c src/cron/cron.c && ./test_cron
+ *	  cc -O2 -Wall -Isrc/cron -Itest/unit -o test_cron test/unit/test_cron.c \
+ *		  src/cron/cron_parse.c src/cron/cron_next.c && ./test_cron
  *
  * Prints one line per failure and a summary; exits 1 when anything failed.
  * The expected values are worked out from the calendar by hand

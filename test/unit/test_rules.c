@@ -6,7 +6,7 @@
  *
  * Build and run (no server needed):
  *	  cc -O2 -Wall -Isrc -Itest/unit -o test_rules test/unit/test_rules.c src/sched/rules.c \
- *		  src/cron/cron.c -lm && ./test_rules
+ *		  src/cron/cron_parse.c src/cron/cron_next.c -lm && ./test_rules
  *
  * Prints one line per failure and a summary; exits 1 when anything failed.
  * Every expected value is worked out by hand in the comment of its row
