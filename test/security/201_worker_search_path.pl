@@ -26,17 +26,16 @@
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('worker_search_path');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'schedlock'
+my $node = schedlock_node('worker_search_path',
+	conf => [
+		qq{
 max_worker_processes = 32
-});
-$node->start;
+} ]);
 
 # the superuser's own statements: pinned path, whatever the tenants made
 sub admin

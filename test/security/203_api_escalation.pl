@@ -22,15 +22,12 @@
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('api');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$node->append_conf('postgresql.conf', "max_worker_processes = 32");
-$node->start;
+my $node = schedlock_node('api', conf => [ "max_worker_processes = 32" ]);
 my $su = $node->safe_psql('postgres', 'SELECT current_user');
 
 $node->safe_psql('postgres', q{

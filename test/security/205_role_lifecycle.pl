@@ -25,14 +25,11 @@
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('roles');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$node->append_conf('postgresql.conf', "max_worker_processes = 32");
-$node->start;
+my $node = schedlock_node('roles', conf => [ "max_worker_processes = 32" ]);
 
 my @roles = qw(appown admin alice bob carol dave erin gina hank ivan jack
   okay ghost lena mona nora pat quinn);

@@ -16,22 +16,13 @@
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('import_sec');
-$node->init;
-my $libdir = $node->config_data('--pkglibdir');
-if (!-f "$libdir/pg_cron.so")
-{
-	plan skip_all => "pg_cron is not installed in $libdir";
-}
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'schedlock,pg_cron'
-cron.database_name = 'app'
-max_worker_processes = 32
-});
-$node->start;
+my $node = schedlock_node('import_sec',
+	preload => [ 'schedlock', 'pg_cron' ],
+	conf => [ "cron.database_name = 'app'", "max_worker_processes = 32" ]);
 $node->safe_psql('postgres', q{
 	CREATE ROLE dbowner LOGIN;
 	CREATE ROLE alice LOGIN;

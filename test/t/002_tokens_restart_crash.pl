@@ -4,16 +4,13 @@
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('tokens');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$node->append_conf('postgresql.conf', "restart_after_crash = on");
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
-$node->safe_psql('app', 'CREATE EXTENSION schedlock');
+my $node = schedlock_node('tokens',
+	conf => [ "restart_after_crash = on" ],
+	app => 'extension');
 
 # acquire and release 'job' n times; return the tokens
 sub cycle

@@ -5,15 +5,13 @@
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$primary->start;
-$primary->safe_psql('postgres', 'CREATE DATABASE app');
-$primary->safe_psql('app', 'CREATE EXTENSION schedlock');
+my $primary = schedlock_node('primary',
+	init => { allows_streaming => 1 },
+	app => 'extension');
 
 $primary->backup('base');
 my $standby = PostgreSQL::Test::Cluster->new('standby');

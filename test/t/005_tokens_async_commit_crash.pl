@@ -4,21 +4,19 @@
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('async');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'schedlock'
+my $node = schedlock_node('async',
+	conf => [
+		qq{
 restart_after_crash = on
 synchronous_commit = off
 wal_writer_delay = 10000ms
 wal_writer_flush_after = 0
-});
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
-$node->safe_psql('app', 'CREATE EXTENSION schedlock');
+} ],
+	app => 'extension');
 # make sure everything so far is on disk
 $node->safe_psql('app', 'CHECKPOINT');
 

@@ -23,14 +23,11 @@ use strict;
 use warnings;
 use Time::HiRes qw(usleep);
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('upgrade');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$node->append_conf('postgresql.conf', "max_worker_processes = 32");
-$node->start;
+my $node = schedlock_node('upgrade', conf => [ "max_worker_processes = 32" ]);
 
 my $default_version = $node->safe_psql('postgres',
 	q{SELECT default_version FROM pg_available_extensions WHERE name = 'schedlock'});

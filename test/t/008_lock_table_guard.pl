@@ -14,15 +14,11 @@
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('lock_table_guard');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
-$node->safe_psql('app', 'CREATE EXTENSION schedlock');
+my $node = schedlock_node('lock_table_guard', app => 'extension');
 $node->safe_psql('app', 'CREATE EXTENSION amcheck');
 
 # run SQL; return (SQLSTATE or '', stdout, stderr)

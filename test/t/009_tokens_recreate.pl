@@ -9,14 +9,13 @@
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('recreate');
-$node->init(allows_streaming => 1);
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
+my $node = schedlock_node('recreate',
+	init => { allows_streaming => 1 },
+	app => 'database');
 $node->safe_psql('postgres', 'CREATE DATABASE other');
 $node->safe_psql('app', 'CREATE EXTENSION schedlock');
 

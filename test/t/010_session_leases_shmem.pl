@@ -9,16 +9,14 @@
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('shmem_leases');
-$node->init(allows_streaming => 1);
-$node->append_conf('postgresql.conf',
-	"shared_preload_libraries = 'schedlock'\nschedlock.max_session_locks = 3\nrestart_after_crash = on");
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
-$node->safe_psql('app', 'CREATE EXTENSION schedlock');
+my $node = schedlock_node('shmem_leases',
+	init => { allows_streaming => 1 },
+	conf => [ "shared_preload_libraries = 'schedlock'\nschedlock.max_session_locks = 3\nrestart_after_crash = on" ],
+	app => 'extension');
 
 my $max = 0;
 

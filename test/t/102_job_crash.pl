@@ -5,18 +5,16 @@
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('crash');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$node->append_conf('postgresql.conf', "max_worker_processes = 32");
-$node->append_conf('postgresql.conf', "restart_after_crash = on");
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
-$node->safe_psql('app', 'CREATE EXTENSION schedlock');
+my $node = schedlock_node('crash',
+	conf => [
+		"max_worker_processes = 32",
+		"restart_after_crash = on" ],
+	app => 'extension');
 $node->safe_psql('app', 'CREATE TABLE ticks (at timestamptz)');
 $node->safe_psql('app', q{
 	SELECT schedlock.schedule_job('sleepy', '2 seconds', 'SELECT pg_sleep(60)', atomic => false);

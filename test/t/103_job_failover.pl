@@ -7,17 +7,15 @@
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$primary->append_conf('postgresql.conf', "max_worker_processes = 32");
-$primary->start;
-$primary->safe_psql('postgres', 'CREATE DATABASE app');
-$primary->safe_psql('app', 'CREATE EXTENSION schedlock');
+my $primary = schedlock_node('primary',
+	init => { allows_streaming => 1 },
+	conf => [ "max_worker_processes = 32" ],
+	app => 'extension');
 $primary->safe_psql('app', 'CREATE TABLE boots (at timestamptz)');
 $primary->safe_psql('app', q{
 	SELECT schedlock.schedule_job('once', '1 second', 'SELECT 1');

@@ -18,19 +18,17 @@
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('policies');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$node->append_conf('postgresql.conf', "max_worker_processes = 32");
-# part (b) starts with pruning off; it turns it on itself
-$node->append_conf('postgresql.conf', "schedlock.history_retention = 0");
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
-$node->safe_psql('app', 'CREATE EXTENSION schedlock');
+my $node = schedlock_node('policies',
+	conf => [
+		"max_worker_processes = 32",
+		# part (b) starts with pruning off; it turns it on itself
+		"schedlock.history_retention = 0" ],
+	app => 'extension');
 
 # --- (a) misfire run_all catches up at most the latest 100 slots ---
 #

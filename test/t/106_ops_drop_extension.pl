@@ -9,15 +9,12 @@
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('drop_extension');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$node->append_conf('postgresql.conf', "max_worker_processes = 32");
-$node->start;
+my $node = schedlock_node('drop_extension', conf => [ "max_worker_processes = 32" ]);
 $node->safe_psql('postgres', q{
 	CREATE ROLE dbowner LOGIN;
 	CREATE ROLE bob LOGIN;

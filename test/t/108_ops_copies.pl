@@ -13,14 +13,11 @@ use warnings;
 use File::Path qw(rmtree);
 use Time::HiRes ();
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('copies');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$node->append_conf('postgresql.conf', "max_worker_processes = 32");
-$node->start;
+my $node = schedlock_node('copies', conf => [ "max_worker_processes = 32" ]);
 $node->safe_psql('postgres', q{
 	CREATE ROLE dbowner LOGIN CREATEDB;
 	CREATE ROLE other LOGIN;
@@ -150,11 +147,7 @@ is($node->safe_psql('rcopy', 'SELECT count(*) FROM schedlock.job_status WHERE pa
 ok(ticks_go_on($node, 'app'), 'app still runs its jobs');
 
 # 3. a fresh cluster: the restored database may get the same OID
-my $fresh = PostgreSQL::Test::Cluster->new('fresh');
-$fresh->init;
-$fresh->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$fresh->append_conf('postgresql.conf', "max_worker_processes = 32");
-$fresh->start;
+my $fresh = schedlock_node('fresh', conf => [ "max_worker_processes = 32" ]);
 $fresh->safe_psql('postgres', 'CREATE ROLE dbowner LOGIN; CREATE ROLE other LOGIN; CREATE DATABASE app OWNER dbowner');
 $fresh->command_ok([ 'pg_restore', '-d', $fresh->connstr('app'), $dumpfile ],
 	'pg_restore into a fresh cluster');

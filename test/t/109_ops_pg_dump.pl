@@ -6,14 +6,11 @@
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('pg_dump');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$node->append_conf('postgresql.conf', "max_worker_processes = 32");
-$node->start;
+my $node = schedlock_node('pg_dump', conf => [ "max_worker_processes = 32" ]);
 $node->safe_psql('postgres', q{
 	CREATE ROLE dbowner LOGIN;
 	CREATE ROLE alice LOGIN;

@@ -7,19 +7,17 @@
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('launcher_restart');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$node->append_conf('postgresql.conf', "max_worker_processes = 32");
-$node->append_conf('postgresql.conf', "max_prepared_transactions = 2");
-# one job backend for the role: the counts below are exact
-$node->append_conf('postgresql.conf', "schedlock.max_runs_per_role = 1");
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
-$node->safe_psql('app', 'CREATE EXTENSION schedlock');
+my $node = schedlock_node('launcher_restart',
+	conf => [
+		"max_worker_processes = 32",
+		"max_prepared_transactions = 2",
+		# one job backend for the role: the counts below are exact
+		"schedlock.max_runs_per_role = 1" ],
+	app => 'extension');
 $node->safe_psql('app', 'CREATE TABLE boots (at timestamptz)');
 $node->safe_psql('app', q{
 	SELECT schedlock.schedule_job('boot', '@reboot', 'INSERT INTO boots VALUES (now())');

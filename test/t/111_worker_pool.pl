@@ -8,20 +8,18 @@
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(sleep time);
 
-my $node = PostgreSQL::Test::Cluster->new('worker_pool');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$node->append_conf('postgresql.conf', "max_worker_processes = 32");
-$node->append_conf('postgresql.conf', "schedlock.max_workers = 4");
-# the extra backends leave after 5 s without a job
-$node->append_conf('postgresql.conf', "schedlock.job_backend_idle_timeout = '5s'");
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
-$node->safe_psql('app', 'CREATE EXTENSION schedlock');
+my $node = schedlock_node('worker_pool',
+	conf => [
+		"max_worker_processes = 32",
+		"schedlock.max_workers = 4",
+		# the extra backends leave after 5 s without a job
+		"schedlock.job_backend_idle_timeout = '5s'" ],
+	app => 'extension');
 $node->safe_psql('app', 'CREATE TABLE ticks (at timestamptz)');
 
 my $workers_q = q{SELECT count(*) FROM pg_stat_activity

@@ -23,19 +23,17 @@
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('dispatch_errors');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$node->append_conf('postgresql.conf', "max_worker_processes = 32");
-$node->append_conf('postgresql.conf', "log_line_prefix = '%m [%p] %e '");
-# the job backends stay for the whole test (their pids are compared)
-$node->append_conf('postgresql.conf', "schedlock.job_backend_idle_timeout = '10min'");
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
-$node->safe_psql('app', 'CREATE EXTENSION schedlock');
+my $node = schedlock_node('dispatch_errors',
+	conf => [
+		"max_worker_processes = 32",
+		"log_line_prefix = '%m [%p] %e '",
+		# the job backends stay for the whole test (their pids are compared)
+		"schedlock.job_backend_idle_timeout = '10min'" ],
+	app => 'extension');
 $node->safe_psql('app', 'CREATE TABLE ticks (at timestamptz)');
 
 my $workers_sql = q{

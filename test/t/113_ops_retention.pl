@@ -10,20 +10,18 @@
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep time);
 
-my $node = PostgreSQL::Test::Cluster->new('retention');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'schedlock'
+my $node = schedlock_node('retention',
+	conf => [
+		qq{
 max_worker_processes = 16
 schedlock.history_retention = '7d'
-});
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
-$node->safe_psql('app', 'CREATE EXTENSION schedlock');
+} ],
+	app => 'extension');
 $node->safe_psql('app', q{
 	CREATE TABLE ticks (at timestamptz);
 	SELECT schedlock.schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (clock_timestamp())');

@@ -13,19 +13,16 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use SchedlockJobNode qw(wait_true);
+use SchedlockNode;
 use Time::HiRes qw(usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('job_exec');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$node->append_conf('postgresql.conf', "max_worker_processes = 32");
-# one job backend for the role: the memory part below watches the backend
-# that runs every job, kept by an every-second job
-$node->append_conf('postgresql.conf', "schedlock.max_runs_per_role = 1");
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
-$node->safe_psql('app', 'CREATE EXTENSION schedlock');
+my $node = schedlock_node('job_exec',
+	conf => [
+		"max_worker_processes = 32",
+		# one job backend for the role: the memory part below watches the backend
+		# that runs every job, kept by an every-second job
+		"schedlock.max_runs_per_role = 1" ],
+	app => 'extension');
 
 # --- now() of a run --------------------------------------------------------
 # Each run records now(), statement_timestamp() and clock_timestamp() and

@@ -13,18 +13,16 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use SchedlockJobNode qw(wait_true);
+use SchedlockNode;
 use Time::HiRes qw(usleep time);
 
-my $node = PostgreSQL::Test::Cluster->new('budget');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'schedlock'
+my $node = schedlock_node('budget',
+	conf => [
+		qq{
 max_worker_processes = 32
 schedlock.max_job_backends = 1
-});
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
+} ],
+	app => 'database');
 $node->safe_psql('app', q{
 	CREATE EXTENSION schedlock;
 	CREATE ROLE alice LOGIN;

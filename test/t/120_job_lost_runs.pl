@@ -15,17 +15,14 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use SchedlockJobNode qw(wait_true);
+use SchedlockNode;
 use Time::HiRes qw(usleep time);
 
-my $node = PostgreSQL::Test::Cluster->new('lost');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$node->append_conf('postgresql.conf', "max_worker_processes = 32");
-$node->append_conf('postgresql.conf', "schedlock.max_workers = 1");
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
-$node->safe_psql('app', 'CREATE EXTENSION schedlock');
+my $node = schedlock_node('lost',
+	conf => [
+		"max_worker_processes = 32",
+		"schedlock.max_workers = 1" ],
+	app => 'extension');
 $node->safe_psql('app', 'CREATE TABLE ticks (at timestamptz)');
 
 # --- (a) the job backend terminated under a running non-atomic job --------

@@ -10,19 +10,16 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use SchedlockJobNode qw(wait_true);
+use SchedlockNode;
 use Time::HiRes qw(usleep time);
 
-my $node = PostgreSQL::Test::Cluster->new('cancel');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$node->append_conf('postgresql.conf', "max_worker_processes = 32");
-# one job backend for the role: the one cancelled is the one that runs every
-# job, and the every-second job keeps it from leaving
-$node->append_conf('postgresql.conf', "schedlock.max_runs_per_role = 1");
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
-$node->safe_psql('app', 'CREATE EXTENSION schedlock');
+my $node = schedlock_node('cancel',
+	conf => [
+		"max_worker_processes = 32",
+		# one job backend for the role: the one cancelled is the one that runs every
+		# job, and the every-second job keeps it from leaving
+		"schedlock.max_runs_per_role = 1" ],
+	app => 'extension');
 $node->safe_psql('app', 'CREATE TABLE ticks (at timestamptz)');
 
 sub worker_pid

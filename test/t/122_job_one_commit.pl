@@ -6,16 +6,13 @@
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('one_commit');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$node->append_conf('postgresql.conf', "max_worker_processes = 32");
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
-$node->safe_psql('app', 'CREATE EXTENSION schedlock');
+my $node = schedlock_node('one_commit',
+	conf => [ "max_worker_processes = 32" ],
+	app => 'extension');
 # the transaction each command ran in, and its now()
 $node->safe_psql('app', 'CREATE TABLE seen (job text, xid xid8, at timestamptz)');
 

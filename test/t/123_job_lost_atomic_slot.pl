@@ -9,16 +9,14 @@
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(sleep);
 
-my $node = PostgreSQL::Test::Cluster->new('lost_atomic');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$node->append_conf('postgresql.conf', "max_worker_processes = 16");
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
+my $node = schedlock_node('lost_atomic',
+	conf => [ "max_worker_processes = 16" ],
+	app => 'database');
 $node->safe_psql('app', q{
 	CREATE EXTENSION schedlock;
 	CREATE TABLE done (job text, at timestamptz);

@@ -20,23 +20,13 @@
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('import');
-$node->init;
-my $libdir = $node->config_data('--pkglibdir');
-if (!-f "$libdir/pg_cron.so")
-{
-	# the test command installs postgresql-NN-cron (test/run-all.sh)
-	plan skip_all => "pg_cron is not installed in $libdir";
-}
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'schedlock,pg_cron'
-cron.database_name = 'app'
-max_worker_processes = 32
-});
-$node->start;
+my $node = schedlock_node('import',
+	preload => [ 'schedlock', 'pg_cron' ],
+	conf => [ "cron.database_name = 'app'", "max_worker_processes = 32" ]);
 $node->safe_psql('postgres', 'CREATE DATABASE app');
 $node->safe_psql('postgres', 'CREATE DATABASE analytics');
 $node->safe_psql('app', 'CREATE EXTENSION pg_cron');

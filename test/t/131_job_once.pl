@@ -8,17 +8,15 @@
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('job_once');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$node->append_conf('postgresql.conf', "max_worker_processes = 32");
-$node->append_conf('postgresql.conf', "schedlock.timezone = 'UTC'");
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
-$node->safe_psql('app', 'CREATE EXTENSION schedlock');
+my $node = schedlock_node('job_once',
+	conf => [
+		"max_worker_processes = 32",
+		"schedlock.timezone = 'UTC'" ],
+	app => 'extension');
 $node->safe_psql('app', 'CREATE TABLE ticks (job text, at timestamptz)');
 
 # --- a one-off SQL job runs once, at its instant

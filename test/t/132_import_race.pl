@@ -10,22 +10,13 @@
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('import_race');
-$node->init;
-my $libdir = $node->config_data('--pkglibdir');
-if (!-f "$libdir/pg_cron.so")
-{
-	plan skip_all => "pg_cron is not installed in $libdir";
-}
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'schedlock,pg_cron'
-cron.database_name = 'app'
-schedlock.timezone = 'UTC'
-});
-$node->start;
+my $node = schedlock_node('import_race',
+	preload => [ 'schedlock', 'pg_cron' ],
+	conf => [ "cron.database_name = 'app'", "schedlock.timezone = 'UTC'" ]);
 $node->safe_psql('postgres', 'CREATE DATABASE app');
 $node->safe_psql('app', 'CREATE EXTENSION pg_cron');
 $node->safe_psql('app', 'CREATE EXTENSION schedlock');

@@ -6,16 +6,13 @@
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('job_identity');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$node->append_conf('postgresql.conf', "max_worker_processes = 32");
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
-$node->safe_psql('app', 'CREATE EXTENSION schedlock');
+my $node = schedlock_node('job_identity',
+	conf => [ "max_worker_processes = 32" ],
+	app => 'extension');
 
 $node->safe_psql('app', q{SELECT schedlock.schedule_job('quick job', '1 second', 'SELECT 1')});
 ok($node->poll_query_until('app', q{

@@ -20,18 +20,16 @@
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('run_detail');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$node->append_conf('postgresql.conf', "max_worker_processes = 32");
-$node->append_conf('postgresql.conf', "schedlock.max_notice_bytes = '1kB'");
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
-$node->safe_psql('app', 'CREATE EXTENSION schedlock');
+my $node = schedlock_node('run_detail',
+	conf => [
+		"max_worker_processes = 32",
+		"schedlock.max_notice_bytes = '1kB'" ],
+	app => 'extension');
 my $su = $node->safe_psql('app', 'SELECT current_user');
 
 $node->safe_psql('app', q{

@@ -12,17 +12,14 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use SchedlockJobNode qw(wait_true);
+use SchedlockNode;
 use Time::HiRes qw(usleep time);
 
-my $node = PostgreSQL::Test::Cluster->new('job_stats');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedlock'");
-$node->append_conf('postgresql.conf', "max_worker_processes = 32");
-$node->append_conf('postgresql.conf', "schedlock.timezone = 'UTC'");
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
-$node->safe_psql('app', 'CREATE EXTENSION schedlock');
+my $node = schedlock_node('job_stats',
+	conf => [
+		"max_worker_processes = 32",
+		"schedlock.timezone = 'UTC'" ],
+	app => 'extension');
 
 # the statistics of a job as total/succeeded/failed
 sub counts

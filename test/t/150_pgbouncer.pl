@@ -26,6 +26,7 @@
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
@@ -51,14 +52,12 @@ END
 	$? = $rc;
 }
 
-my $node = PostgreSQL::Test::Cluster->new('pooled');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'schedlock'
+my $node = schedlock_node('pooled',
+	conf => [
+		qq{
 max_worker_processes = 32
-});
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE app');
+} ],
+	app => 'database');
 # mailer: the application's role, granted the job functions; it owns the
 # tables the test writes through the pooler
 $node->safe_psql('app', q{

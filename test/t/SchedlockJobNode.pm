@@ -28,18 +28,15 @@
 #                         poll admin(SQL) every 100 ms until it returns "t",
 #                         at most SECONDS (default 60); true when it did
 #
-# and, for any node, the one way the tests wait for a condition:
-#
-#   wait_true(NODE, DB, SQL, SECONDS)
-#                         poll SQL in DB of NODE every 100 ms until it
-#                         returns "t", at most SECONDS (default 60): the
-#                         seconds it took (a true value), or undef
+# and, handed on from SchedlockNode.pm, the one way the tests wait for a
+# condition: wait_true(NODE, DB, SQL, SECONDS).
 package SchedlockJobNode;
 
 use strict;
 use warnings;
 use Exporter 'import';
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 use Time::HiRes qw(time usleep);
 
 our @EXPORT = qw(job_node job_node_conf admin as_role run_and_wait wait_run
@@ -50,27 +47,16 @@ my $node;
 sub job_node
 {
 	my ($name) = @_;
-	$node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
-	$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'schedlock'
-max_worker_processes = 32
-schedlock.max_runs_per_role = 1
-});
-	$node->start;
-	$node->safe_psql('postgres', 'CREATE DATABASE app');
+	$node = schedlock_node($name,
+		conf => [ "max_worker_processes = 32\nschedlock.max_runs_per_role = 1" ],
+		app => 'database');
 	return $node;
 }
 
 sub job_node_conf
 {
 	my ($name, $conf) = @_;
-	$node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
-	$node->append_conf('postgresql.conf',
-		"shared_preload_libraries = 'schedlock'\n" . ($conf // ''));
-	$node->start;
-	$node->safe_psql('postgres', 'CREATE DATABASE app');
+	$node = schedlock_node($name, conf => [ $conf // '' ], app => 'database');
 	return $node;
 }
 
@@ -115,19 +101,6 @@ sub wait_job_run
 		usleep(100_000);
 	}
 	return 'timeout';
-}
-
-sub wait_true
-{
-	my ($on, $db, $sql, $seconds) = @_;
-	my $t0 = time();
-	while (1)
-	{
-		my $took = time() - $t0;
-		return ($took > 0 ? $took : 1e-6) if $on->safe_psql($db, $sql) eq 't';
-		return undef if $took > ($seconds // 60);
-		usleep(100_000);
-	}
 }
 
 sub wait_for

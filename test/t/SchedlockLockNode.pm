@@ -17,20 +17,16 @@ use strict;
 use warnings;
 use Exporter 'import';
 use PostgreSQL::Test::Cluster;
+use SchedlockNode;
 
 our @EXPORT = qw(lock_node identity_locks);
 
 sub lock_node
 {
 	my ($name, $max_session_locks) = @_;
-	my $node = PostgreSQL::Test::Cluster->new("${name}_$max_session_locks");
-	$node->init;
-	$node->append_conf('postgresql.conf',
-		"shared_preload_libraries = 'schedlock'\nschedlock.max_session_locks = $max_session_locks");
-	$node->start;
-	$node->safe_psql('postgres', 'CREATE DATABASE app');
-	$node->safe_psql('app', 'CREATE EXTENSION schedlock');
-	return $node;
+	return schedlock_node("${name}_$max_session_locks",
+		conf => [ "schedlock.max_session_locks = $max_session_locks" ],
+		app => 'extension');
 }
 
 sub identity_locks
