@@ -23,18 +23,16 @@ $node->safe_psql('app', q{
 	SELECT schedlock.schedule_job('boot', '@reboot', 'INSERT INTO boots VALUES (now())');
 	SELECT schedlock.schedule_job('tick', '1 second', 'SELECT 1')});
 
-# poll: wait until the query returns the expected value
+# wait_for(DB, QUERY, EXPECTED, SECONDS): wait until the one value QUERY
+# returns is EXPECTED (wait_true); then EXPECTED, or the value it has when
+# the time is up
 sub wait_for
 {
 	my ($db, $query, $expected, $seconds) = @_;
-	my $got = '';
-	for (1 .. $seconds * 10)
-	{
-		$got = $node->safe_psql($db, $query);
-		return $got if $got eq $expected;
-		select(undef, undef, undef, 0.1);
-	}
-	return $got;
+	die "EXPECTED must not hold a quote" if $expected =~ /'/;
+	return $expected
+	  if wait_true($node, $db, "SELECT ($query)::text = '$expected'", $seconds);
+	return $node->safe_psql($db, $query);
 }
 
 my $workers_q = q{SELECT count(*) FROM pg_stat_activity

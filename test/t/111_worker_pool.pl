@@ -25,18 +25,16 @@ $node->safe_psql('app', 'CREATE TABLE ticks (at timestamptz)');
 my $workers_q = q{SELECT count(*) FROM pg_stat_activity
 	WHERE backend_type = 'schedlock job' AND datname = 'app'};
 
-# poll: wait until the query returns the expected value
+# wait_for(QUERY, EXPECTED, SECONDS): wait until the one value QUERY returns
+# in app is EXPECTED (wait_true); then EXPECTED, or the value it has when
+# the time is up
 sub wait_for
 {
 	my ($query, $expected, $seconds) = @_;
-	my $got = '';
-	for (1 .. $seconds * 10)
-	{
-		$got = $node->safe_psql('app', $query);
-		return $got if $got eq $expected;
-		sleep 0.1;
-	}
-	return $got;
+	die "EXPECTED must not hold a quote" if $expected =~ /'/;
+	return $expected
+	  if wait_true($node, 'app', "SELECT ($query)::text = '$expected'", $seconds);
+	return $node->safe_psql('app', $query);
 }
 
 # the tick runs of job $name scheduled in [$from + 1 s, $to): how many, how
