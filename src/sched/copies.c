@@ -117,7 +117,7 @@ look_at_home(bool at_start, Oid *datoid)
 		/* job rows of another home that came without the trigger */
 		restored = schedlock_pause_foreign_jobs(home_id) > 0;
 		if (restored)
-			schedlock_home_set_restored(true);
+			schedlock_home_mark_restored();
 	}
 	else if (restored)
 	{
@@ -130,7 +130,7 @@ look_at_home(bool at_start, Oid *datoid)
 		if (!schedlock_foreign_jobs_exist(home_id))
 		{
 			/* the restored jobs are gone (unscheduled): nothing to protect */
-			schedlock_home_set_restored(false);
+			schedlock_home_clear_restored();
 			restored = false;
 		}
 	}
@@ -372,7 +372,7 @@ schedlock_adopt_jobs(PG_FUNCTION_ARGS)
 		CHECK_FOR_INTERRUPTS();
 	}
 	SPI_cursor_close(portal);
-	schedlock_home_set_restored(false);
+	schedlock_home_clear_restored();
 
 	schedlock_end_as_owner(save_uid, save_sec, nestlevel);
 	SPI_finish();

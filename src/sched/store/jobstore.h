@@ -378,7 +378,7 @@ extern void schedlock_home_move_in(void);
 extern uint64 schedlock_pause_foreign_jobs(Datum home_id);
 extern bool schedlock_foreign_jobs_exist(Datum home_id);
 extern void schedlock_home_lock(void);
-extern void schedlock_home_set_restored(bool restored);
+extern void schedlock_home_clear_restored(void);
 extern void schedlock_home_mark_restored(void);
 extern bool schedlock_home_lock_read(Datum *home_id, Oid *datoid);
 extern Datum schedlock_home_renew(void);

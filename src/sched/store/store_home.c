@@ -224,15 +224,14 @@ schedlock_home_lock(void)
 }
 
 /*
- * schedlock_home_set_restored
- *		Set the home row's restored_jobs.  Connected to SPI.
+ * schedlock_home_clear_restored
+ *		No job of another home is left to protect: clear the home row's
+ *		restored_jobs.  Connected to SPI.
  */
 void
-schedlock_home_set_restored(bool restored)
+schedlock_home_clear_restored(void)
 {
-	if (SPI_execute(restored ?
-					"UPDATE schedlock.home SET restored_jobs = true" :
-					"UPDATE schedlock.home SET restored_jobs = false",
+	if (SPI_execute("UPDATE schedlock.home SET restored_jobs = false",
 					false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update schedlock.home");
 }
