@@ -135,37 +135,61 @@ schedlock_plan_claim(ClaimedJob *job, TimestampTz now, ClaimPlan *plan,
 }
 
 /*
+ * schedlock_plan_may_defer
+ *		Whether the planned run may be deferred as far as the job and its
+ *		plan tell; the store is asked the rest (schedlock_run_may_defer).
+ *
+ * An atomic SQL job due already when the claiming transaction began runs in
+ * it: nobody sees the run before it has ended, so its row is written once,
+ * as it ended, together with the job's advanced state
+ * (schedlock_record_ended_run), when nothing stands in the way (a run in
+ * progress, one lost by a backend, the slot's row).  A queued run_job()
+ * call has its row already, and record_runs = failures drops succeeded
+ * rows: those take the general way.
+ */
+bool
+schedlock_plan_may_defer(ClaimedJob *job, ClaimPlan *plan)
+{
+	return plan->kind == PLAN_RUN && plan->manual_run_id == 0 &&
+		plan->due_at <= GetCurrentTransactionStartTimestamp() &&
+		job->command != NULL && job->atomic && !job->failures_only &&
+		schedlock_runs_have_job_name();
+}
+
+/*
+ * schedlock_defer_plan
+ *		Defer the planned run, whose id run_id the store handed out: its
+ *		row and the job's state as of horizon are written once it has
+ *		ended.  Returns when it is to start.
+ */
+TimestampTz
+schedlock_defer_plan(ClaimPlan *plan, int64 run_id, TimestampTz horizon)
+{
+	Assert(run_id != 0);
+	plan->run_id = run_id;
+	plan->deferred = true;
+	plan->horizon = horizon;
+	return Max(GetCurrentTimestamp(), plan->due_at);
+}
+
+/*
  * schedlock_settle_plan
  *		The part of settle_claim after plan_claim, for a job planned
- *		already (see dispatch_notify_batch).
+ *		already (see dispatch_notify_batch, dispatch_batch).  may_defer:
+ *		the run may be deferred (schedlock_plan_may_defer) if the store
+ *		agrees; false when it was asked already, for a set of jobs.
  */
 TimestampTz
 schedlock_settle_plan(ClaimedJob *job, ClaimPlan *plan, TimestampTz horizon,
 					  bool may_defer)
 {
 	TimestampTz now;
+	int64		run_id;
 
-	/*
-	 * An atomic SQL job due already when the claiming transaction began
-	 * runs in it: nobody sees the run before it has ended, so its row is
-	 * written once, as it ended, together with the job's advanced state
-	 * (schedlock_record_ended_run), when nothing stands in the way (a run
-	 * in progress, one lost by a backend, the slot's row).  A queued
-	 * run_job() call has its row already, and record_runs = failures drops
-	 * succeeded rows: those take the general way.
-	 */
-	if (may_defer && plan->kind == PLAN_RUN && plan->manual_run_id == 0 &&
-		plan->due_at <= GetCurrentTransactionStartTimestamp() &&
-		job->command != NULL && job->atomic && !job->failures_only &&
-		schedlock_runs_have_job_name() &&
-		(plan->run_id = schedlock_run_may_defer(job->job_id,
-												plan->scheduled_for,
-												plan->attempt)) != 0)
-	{
-		plan->deferred = true;
-		plan->horizon = horizon;
-		return Max(GetCurrentTimestamp(), plan->due_at);
-	}
+	if (may_defer && schedlock_plan_may_defer(job, plan) &&
+		(run_id = schedlock_run_may_defer(job->job_id, plan->scheduled_for,
+										  plan->attempt)) != 0)
+		return schedlock_defer_plan(plan, run_id, horizon);
 	schedlock_save_job_state(job, horizon);
 
 	if (plan->kind == PLAN_RUN)

@@ -93,8 +93,18 @@
 	"AND command IS NOT NULL AND atomic " SCHEDLOCK_CLAIM_ORDER
 
 /*
- * Up to $5 NOTIFY jobs at once: see dispatch_notify_batch in worker.c.
- * Release 1.2 only.
+ * Up to $5 atomic SQL jobs at once: the further runs of a batch, a set at
+ * a time (see dispatch_batch in worker.c).  Release 1.2 only.
+ */
+#define SCHEDLOCK_CLAIM_ATOMIC_MANY_SQL \
+	SCHEDLOCK_CLAIM_COLUMNS("search_path, record_runs") SCHEDLOCK_CLAIM_WHERE \
+	"AND command IS NOT NULL AND atomic " \
+	"ORDER BY next_run_at, job_id LIMIT $5 " \
+	"FOR NO KEY UPDATE SKIP LOCKED"
+
+/*
+ * Up to $5 NOTIFY jobs at once: see dispatch_notify_batch in
+ * notify_dispatch.c.  Release 1.2 only.
  */
 #define SCHEDLOCK_CLAIM_NOTIFY_MANY_SQL \
 	SCHEDLOCK_CLAIM_COLUMNS("search_path, record_runs") SCHEDLOCK_CLAIM_WHERE \

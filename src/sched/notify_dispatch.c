@@ -5,7 +5,7 @@
  *	  role's others due by the same instant are claimed and published a
  *	  set at a time, and every notification goes out with the commit.
  *
- * A set is claimed in one statement (schedlock_claim_notify_jobs), asked
+ * A set is claimed in one statement (schedlock_claim_jobs), asked
  * in one which of its jobs have a run in progress, and published in one
  * (schedlock_publish_notify_runs); a job with anything else to do takes
  * the one-job way in the same transaction.  When a set's statement fails,
@@ -221,8 +221,8 @@ dispatch_notify_batch(Oid role, ClaimPosition *pos, TimestampTz start,
 
 		CHECK_FOR_INTERRUPTS();
 		schedlock_dispatch_blame(0);
-		k = schedlock_claim_notify_jobs(role, pos, start, jobs, want,
-										cxt);
+		k = schedlock_claim_jobs(SCHEDLOCK_CLAIM_NOTIFY, role, pos, start,
+								 jobs, want, cxt);
 		if (k > 0)
 			schedlock_open_runs_among(jobs, k, open);
 		claimed += k;

@@ -106,6 +106,7 @@
 #include "sched_shmem.h"
 #include "schedlock.h"
 #include "startwave.h"
+#include "subxact.h"
 #include "worker.h"
 
 /*
@@ -113,6 +114,12 @@
  * further runs (schedlock.runs_per_commit), from its transaction's start.
  */
 #define WORKER_BATCH_MS	10
+
+/*
+ * Atomic jobs of a batch claimed in one statement, asked about in one and
+ * recorded in one (see dispatch_batch).
+ */
+#define WORKER_BATCH_SET	64
 
 /* Longest run of claims in one pass before looking at signals again. */
 #define WORKER_MAX_CLAIMS_PER_PASS	1000
@@ -472,6 +479,38 @@ commit_early_claim(void)
 }
 
 /*
+ * run_in_subxact
+ *		Run an atomic job's command in a subtransaction of the current
+ *		transaction, as the role, unless error (the role check's verdict)
+ *		is set already; then back to the bookkeeping.  *error gets the
+ *		command's error, result_status (SCHEDLOCK_RESULT_STATUS_LEN bytes)
+ *		and *notices what it said (run_cxt).
+ */
+static void
+run_in_subxact(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
+			   ErrorData **error, char *result_status, char **notices)
+{
+	result_status[0] = '\0';
+	*notices = NULL;
+	report_job_activity(job);
+	if (*error != NULL)
+		return;
+	schedlock_log_run_statement(job->job_name, job->role_name, run_id,
+								job->command);
+	end_bookkeeping();
+	schedlock_exec_set_search_path(job->search_path);
+	set_run_settings(run_id, plan->scheduled_for);
+	job_cancel_begin();
+	schedlock_wave_started();
+	if (!schedlock_exec_atomic(job->command, job->timeout_ms, error,
+							   result_status, notices))
+		MemoryContextSwitchTo(run_cxt);
+	job_cancel_end();
+	set_run_settings(0, 0);
+	begin_bookkeeping();
+}
+
+/*
  * run_atomic
  *		Run an atomic job's command in the claiming transaction, as the
  *		role, and record its outcome as the owner; commit as the role.  In
@@ -485,8 +524,8 @@ static void
 run_atomic(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 		   ErrorData *error, bool commit)
 {
-	char		result_status[SCHEDLOCK_RESULT_STATUS_LEN] = "";
-	char	   *notices = NULL;
+	char		result_status[SCHEDLOCK_RESULT_STATUS_LEN];
+	char	   *notices;
 
 	/*
 	 * Claimed before its instant: the claim commits first, and the job runs
@@ -506,23 +545,7 @@ run_atomic(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 	}
 	else
 		wait_until(start);
-	report_job_activity(job);
-	if (error == NULL)
-	{
-		schedlock_log_run_statement(job->job_name, job->role_name, run_id,
-									job->command);
-		end_bookkeeping();
-		schedlock_exec_set_search_path(job->search_path);
-		set_run_settings(run_id, plan->scheduled_for);
-		job_cancel_begin();
-		schedlock_wave_started();
-		if (!schedlock_exec_atomic(job->command, job->timeout_ms, &error,
-								   result_status, &notices))
-			MemoryContextSwitchTo(run_cxt);
-		job_cancel_end();
-		set_run_settings(0, 0);
-		begin_bookkeeping();
-	}
+	run_in_subxact(job, plan, run_id, &error, result_status, &notices);
 	/* the others due at this instant start before this run's bookkeeping */
 	schedlock_wave_started();
 	schedlock_wave_wait_for_others();
@@ -621,6 +644,48 @@ job_error(ClaimedJob *job, const char *start_error)
 }
 
 /*
+ * record_ended_runs
+ *		Record the n deferred runs of a set that have ended (see
+ *		dispatch_batch) in one statement, in a subtransaction; when that
+ *		cannot record them all (schedlock_record_ended_runs), roll it back
+ *		and record them one at a time, each charged to its job, as a batch
+ *		of single claims would have.
+ */
+static void
+record_ended_runs(SchedlockEndedRun *runs, int n)
+{
+	SchedlockSubxact sx;
+	volatile bool recorded = false;
+
+	if (n == 0)
+		return;
+	schedlock_dispatch_blame(0);
+	schedlock_subxact_begin(&sx);
+	PG_TRY();
+	{
+		recorded = schedlock_record_ended_runs(runs, n);
+		schedlock_subxact_end(&sx, recorded);
+	}
+	PG_CATCH();
+	{
+		/* the runs' own statements say what it was, one at a time */
+		FreeErrorData(schedlock_subxact_abort(&sx));
+		recorded = false;
+	}
+	PG_END_TRY();
+	if (recorded)
+		return;
+	for (int i = 0; i < n; i++)
+	{
+		schedlock_dispatch_blame(runs[i].job->job_id);
+		(void) schedlock_record_ended_run(runs[i].job, runs[i].plan,
+										  runs[i].started_at, runs[i].error,
+										  runs[i].result_status,
+										  runs[i].notices);
+	}
+}
+
+/*
  * dispatch_batch
  *		After an atomic run in the current transaction (see dispatch_one),
  *		claim and run more of the role's atomic SQL jobs due when the
@@ -630,47 +695,120 @@ job_error(ClaimedJob *job, const char *start_error)
  *		in a subtransaction of its own (a failing one rolls back alone and
  *		is recorded failed), and each slot is still run once: a run counts
  *		only if the batch commits, and one that does not is claimed again.
- *		A claimed job that cannot be deferred (a run in progress, a queued
- *		run_job() call, record_runs = failures) is handled the general way,
- *		which commits the batch.
+ *
+ * The jobs are taken a set at a time (WORKER_BATCH_SET): one statement
+ * claims the set, one asks which of its runs may be deferred (no run in
+ * progress, none of the slot's attempt), and once the set's commands have
+ * run one records those runs and advances their jobs.  A claimed job whose
+ * run cannot be deferred (a run in progress, a queued run_job() call,
+ * record_runs = failures) is handled the general way in its place in the
+ * set, and ends the batch after the set.
  */
 static void
 dispatch_batch(Oid role, ClaimPosition *pos, const char *start_error)
 {
 	TimestampTz began = GetCurrentTransactionStartTimestamp();
 	int			n = 1;
+	bool		general = false;
 
-	while (n < schedlock_runs_per_commit &&
+	if (!schedlock_jobs_have_search_path())
+		return;
+	while (!general && n < schedlock_runs_per_commit &&
 		   !TimestampDifferenceExceeds(began, GetCurrentTimestamp(),
 									   WORKER_BATCH_MS))
 	{
-		ClaimedJob	job;
-		ClaimPlan	plan;
-		TimestampTz start;
-		ErrorData  *error;
-		int64		run_id;
+		int			want = Min(schedlock_runs_per_commit - n, WORKER_BATCH_SET);
+		ClaimedJob *jobs = palloc(sizeof(ClaimedJob) * want);
+		ClaimPlan  *plans = palloc(sizeof(ClaimPlan) * want);
+		int64	   *ask_job = palloc(sizeof(int64) * want);
+		TimestampTz *ask_slot = palloc(sizeof(TimestampTz) * want);
+		int32	   *ask_attempt = palloc(sizeof(int32) * want);
+		int		   *ask_of = palloc(sizeof(int) * want);
+		int64	   *run_ids = palloc0(sizeof(int64) * want);
+		int64	   *answers = palloc(sizeof(int64) * want);
+		SchedlockEndedRun *ended = palloc(sizeof(SchedlockEndedRun) * want);
+		int			nask = 0;
+		int			nended = 0;
+		int			k;
 
 		CHECK_FOR_INTERRUPTS();
-		if (!claim_job(SCHEDLOCK_CLAIM_ATOMIC, role, pos, began, &job))
+		schedlock_dispatch_blame(0);
+		k = schedlock_claim_jobs(SCHEDLOCK_CLAIM_ATOMIC, role, pos, began,
+								 jobs, want, run_cxt);
+		if (k == 0)
 			return;
-		n++;
-		start = schedlock_settle_claim(&job, &plan, began, true, run_cxt);
-		if (plan.kind != PLAN_RUN)
-			continue;
-		error = job_error(&job, start_error);
-		set_running_job(job.job_id);
-		if (plan.deferred)
+		n += k;
+
+		/* the plans, and which runs may be deferred: one question for all */
+		for (int i = 0; i < k; i++)
 		{
-			run_atomic(&job, &plan, plan.run_id, start, error, false);
-			set_running_job(0);
-			continue;
+			schedlock_dispatch_blame(jobs[i].job_id);
+			schedlock_plan_claim(&jobs[i], began, &plans[i], run_cxt);
+			if (!schedlock_plan_may_defer(&jobs[i], &plans[i]))
+				continue;
+			ask_job[nask] = jobs[i].job_id;
+			ask_slot[nask] = plans[i].scheduled_for;
+			ask_attempt[nask] = plans[i].attempt;
+			ask_of[nask++] = i;
 		}
-		/* the general way, in this transaction: it commits the batch */
-		run_id = schedlock_record_run(&job, &plan, "running", start, 0, false);
-		if (run_id != 0)
-			run_atomic(&job, &plan, run_id, start, error, false);
-		set_running_job(0);
-		return;
+		schedlock_dispatch_blame(0);
+		if (nask > 0)
+			schedlock_runs_may_defer(ask_job, ask_slot, ask_attempt, nask,
+									 answers);
+		for (int a = 0; a < nask; a++)
+			run_ids[ask_of[a]] = answers[a];
+
+		for (int i = 0; i < k; i++)
+		{
+			ClaimedJob *job = &jobs[i];
+			ClaimPlan  *plan = &plans[i];
+			SchedlockEndedRun *r;
+			char	   *result_status;
+			char	   *notices;
+			ErrorData  *error;
+			TimestampTz start;
+
+			schedlock_dispatch_blame(job->job_id);
+			if (run_ids[i] == 0)
+			{
+				int64		run_id;
+
+				/* the general way, in this transaction */
+				start = schedlock_settle_plan(job, plan, began, false);
+				if (plan->kind != PLAN_RUN)
+					continue;
+				general = true;
+				run_id = schedlock_record_run(job, plan, "running", start, 0,
+											  false);
+				if (run_id == 0)
+					continue;
+				set_running_job(job->job_id);
+				run_atomic(job, plan, run_id, start,
+						   job_error(job, start_error), false);
+				set_running_job(0);
+				continue;
+			}
+			start = schedlock_defer_plan(plan, run_ids[i], began);
+			error = job_error(job, start_error);
+			result_status = MemoryContextAlloc(run_cxt,
+											   SCHEDLOCK_RESULT_STATUS_LEN);
+			set_running_job(job->job_id);
+			wait_until(start);
+			run_in_subxact(job, plan, plan->run_id, &error, result_status,
+						   &notices);
+			set_running_job(0);
+			r = &ended[nended++];
+			r->job = job;
+			r->plan = plan;
+			r->started_at = start;
+			r->finished_at = GetCurrentTimestamp();
+			r->error = error;
+			r->result_status = result_status;
+			r->notices = notices;
+		}
+		schedlock_wave_started();
+		schedlock_wave_wait_for_others();
+		record_ended_runs(ended, nended);
 	}
 }
 

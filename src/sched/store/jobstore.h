@@ -183,6 +183,22 @@ typedef struct ClaimPlan
 	int64		run_id;			/* deferred: the run's id, taken ahead */
 } ClaimPlan;
 
+/*
+ * An atomic run that has ended in the claiming transaction and is not
+ * recorded yet (schedlock_record_ended_runs): its job and deferred plan,
+ * and what the run said.
+ */
+typedef struct SchedlockEndedRun
+{
+	ClaimedJob *job;
+	ClaimPlan  *plan;
+	TimestampTz started_at;
+	TimestampTz finished_at;
+	ErrorData  *error;			/* NULL: it succeeded */
+	const char *result_status;	/* its last statement's command tag, or "" */
+	const char *notices;		/* its captured output, or NULL */
+} SchedlockEndedRun;
+
 /* Where a pass's next claim scan starts; see claim_sql.h. */
 typedef struct ClaimPosition
 {
@@ -244,9 +260,10 @@ typedef struct SchedlockOverdueJob
 extern bool schedlock_claim_job(SchedlockClaimKind kind, Oid role,
 								ClaimPosition *pos, TimestampTz now,
 								ClaimedJob *job, MemoryContext cxt);
-extern int	schedlock_claim_notify_jobs(Oid role, ClaimPosition *pos,
-										TimestampTz now, ClaimedJob *jobs,
-										int max, MemoryContext cxt);
+extern int	schedlock_claim_jobs(SchedlockClaimKind kind, Oid role,
+								 ClaimPosition *pos, TimestampTz now,
+								 ClaimedJob *jobs, int max,
+								 MemoryContext cxt);
 extern bool schedlock_failures_only(const char *record_runs);
 extern void schedlock_forget_run(int64 run_id);
 extern bool schedlock_next_role_wakeup(Oid role, TimestampTz *next);
@@ -264,6 +281,10 @@ extern bool schedlock_run_in_progress(int64 job_id);
 extern void schedlock_open_runs_among(ClaimedJob *jobs, int n, bool *open);
 extern int64 schedlock_run_may_defer(int64 job_id, TimestampTz scheduled_for,
 									 int32 attempt);
+extern void schedlock_runs_may_defer(const int64 *job_ids,
+									 const TimestampTz *slots,
+									 const int32 *attempts, int n,
+									 int64 *run_ids);
 extern void schedlock_fire_reboot_jobs(TimestampTz now);
 
 /* recording runs (the workers) */
@@ -283,6 +304,7 @@ extern int64 schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
 										ErrorData *error,
 										const char *result_status,
 										const char *notices);
+extern bool schedlock_record_ended_runs(SchedlockEndedRun *runs, int n);
 extern uint64 schedlock_close_lost_runs(void);
 extern uint64 schedlock_expire_runs(TimestampTz now);
 extern uint64 schedlock_prune_runs(TimestampTz now, int retention_mins,

@@ -170,18 +170,24 @@ schedlock_claim_job(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
 }
 
 /*
- * schedlock_claim_notify_jobs
- *		Claim up to max of the role's NOTIFY jobs due as of now from
- *		position *pos in one statement, read them into jobs[] (strings in
- *		cxt), move *pos to the last and return how many.  Tables of release
- *		1.2 only (the caller checks).  In a transaction, connected to SPI.
+ * schedlock_claim_jobs
+ *		Claim up to max of the role's due jobs of one kind (NOTIFY jobs, or
+ *		atomic SQL jobs) as of now from position *pos in one statement, read
+ *		them into jobs[] (strings in cxt), move *pos to the last and return
+ *		how many.  Tables of release 1.2 only (the caller checks).  In a
+ *		transaction, connected to SPI.
  */
 int
-schedlock_claim_notify_jobs(Oid role, ClaimPosition *pos, TimestampTz now,
-							ClaimedJob *jobs, int max, MemoryContext cxt)
+schedlock_claim_jobs(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
+					 TimestampTz now, ClaimedJob *jobs, int max,
+					 MemoryContext cxt)
 {
-	static SchedlockQuery q = {
+	static SchedlockQuery notify_q = {
 		SCHEDLOCK_CLAIM_NOTIFY_MANY_SQL,
+		5, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID, INT8OID}
+	};
+	static SchedlockQuery atomic_q = {
+		SCHEDLOCK_CLAIM_ATOMIC_MANY_SQL,
 		5, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID, INT8OID}
 	};
 	Datum		values[5];
@@ -189,12 +195,15 @@ schedlock_claim_notify_jobs(Oid role, ClaimPosition *pos, TimestampTz now,
 	uint64		n;
 
 	Assert(max > 0 && schedlock_jobs_have_search_path());
+	Assert(kind == SCHEDLOCK_CLAIM_NOTIFY || kind == SCHEDLOCK_CLAIM_ATOMIC);
 	values[0] = TimestampTzGetDatum(now);
 	values[1] = TimestampTzGetDatum(pos->next_run_at);
 	values[2] = Int64GetDatum(pos->job_id);
 	values[3] = ObjectIdGetDatum(role);
 	values[4] = Int64GetDatum((int64) max);
-	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
+	if (schedlock_query_run(kind == SCHEDLOCK_CLAIM_NOTIFY ?
+							&notify_q : &atomic_q,
+							values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not claim due jobs");
 	n = Min(SPI_processed, (uint64) max);
 	for (uint64 i = 0; i < n; i++)
@@ -332,6 +341,65 @@ schedlock_run_may_defer(int64 job_id, TimestampTz scheduled_for,
 								   SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_freetuptable(SPI_tuptable);
 	return run_id;
+}
+
+/*
+ * schedlock_runs_may_defer
+ *		schedlock_run_may_defer for n runs at once, in one statement: for
+ *		each job_ids[i], slots[i], attempts[i], run_ids[i] gets the run's id
+ *		taken from the sequence when it may be deferred, else 0.  A subquery
+ *		with LIMIT rather than EXISTS (see schedlock_open_runs_among).
+ */
+void
+schedlock_runs_may_defer(const int64 *job_ids, const TimestampTz *slots,
+						 const int32 *attempts, int n, int64 *run_ids)
+{
+	static SchedlockQuery q = {
+		"SELECT CASE WHEN (SELECT true FROM schedlock.job_runs x "
+		"    WHERE x.job_id OPERATOR(pg_catalog.=) u.job_id "
+		"      AND x.status OPERATOR(pg_catalog.=) ANY ('{pending,running}') "
+		"    LIMIT 1) IS NULL "
+		"  AND (SELECT true FROM schedlock.job_runs x "
+		"    WHERE x.job_id OPERATOR(pg_catalog.=) u.job_id "
+		"      AND x.scheduled_for OPERATOR(pg_catalog.=) u.slot "
+		"      AND x.attempt OPERATOR(pg_catalog.=) u.attempt "
+		"    LIMIT 1) IS NULL "
+		"  THEN pg_catalog.nextval('schedlock.job_runs_run_id_seq'::pg_catalog.regclass) "
+		"  END "
+		"FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), "
+		"    pg_catalog.unnest($3)) "
+		"  WITH ORDINALITY AS u(job_id, slot, attempt, i) "
+		"ORDER BY u.i",
+		3, {INT8ARRAYOID, TIMESTAMPTZARRAYOID, INT4ARRAYOID}
+	};
+	Datum	   *ids = palloc(sizeof(Datum) * n);
+	Datum	   *ts = palloc(sizeof(Datum) * n);
+	Datum	   *att = palloc(sizeof(Datum) * n);
+	Datum		values[3];
+
+	Assert(n > 0);
+	for (int i = 0; i < n; i++)
+	{
+		ids[i] = Int64GetDatum(job_ids[i]);
+		ts[i] = TimestampTzGetDatum(slots[i]);
+		att[i] = Int32GetDatum(attempts[i]);
+	}
+	values[0] = array_of(ids, NULL, n, INT8OID);
+	values[1] = array_of(ts, NULL, n, TIMESTAMPTZOID);
+	values[2] = array_of(att, NULL, n, INT4OID);
+	/* not read-only: a snapshot of its own, taken now */
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT ||
+		SPI_processed != (uint64) n)
+		elog(ERROR, "could not look for runs in progress");
+	for (int i = 0; i < n; i++)
+	{
+		bool		isnull;
+		Datum		d = col(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1,
+							&isnull);
+
+		run_ids[i] = isnull ? 0 : DatumGetInt64(d);
+	}
+	SPI_freetuptable(SPI_tuptable);
 }
 
 /*

@@ -548,6 +548,186 @@ schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
 }
 
 /*
+ * schedlock_record_ended_runs
+ *		schedlock_record_ended_run for n runs of n different jobs at once,
+ *		in one statement: each run's row inserted as it ended, each job's
+ *		row advanced (where it is still the version claimed) and the run
+ *		counted in its statistics; then the log lines, and each failure's
+ *		count and retry.  Returns false, having logged nothing, when not
+ *		every run was recorded and every job found (a row of a slot's
+ *		attempt that appeared meanwhile, a job its own command deleted):
+ *		the caller then rolls the statement back and records the runs one
+ *		at a time, where each such run gets the error it gets there.
+ */
+bool
+schedlock_record_ended_runs(SchedlockEndedRun *runs, int n)
+{
+	static SchedlockQuery q = {
+		"WITH u AS MATERIALIZED (SELECT * FROM ROWS FROM ("
+		"    pg_catalog.unnest($1), pg_catalog.unnest($2), "
+		"    pg_catalog.unnest($3), pg_catalog.unnest($4), "
+		"    pg_catalog.unnest($5), pg_catalog.unnest($6), "
+		"    pg_catalog.unnest($7), pg_catalog.unnest($8), "
+		"    pg_catalog.unnest($9), pg_catalog.unnest($10), "
+		"    pg_catalog.unnest($11), pg_catalog.unnest($12), "
+		"    pg_catalog.unnest($13), pg_catalog.unnest($14), "
+		"    pg_catalog.unnest($15), pg_catalog.unnest($16), "
+		"    pg_catalog.unnest($17), pg_catalog.unnest($18), "
+		"    pg_catalog.unnest($19), pg_catalog.unnest($20), "
+		"    pg_catalog.unnest($21), pg_catalog.unnest($22)) "
+		"  WITH ORDINALITY AS u(run_id, job_id, owner, scheduled_for, "
+		"    attempt, status, started_at, finished_at, sqlstate, message, "
+		"    detail, hint, result_status, notices, job_name, tid, "
+		"    next_slot, retry_slot, retry_attempt, retry_at, manual_pending, "
+		"    next_run_at, i)), "
+		"e AS (INSERT INTO schedlock.job_runs (run_id, job_id, owner, "
+		"    scheduled_for, attempt, status, started_at, finished_at, "
+		"    worker_pid, timeline, message, sqlstate, detail, hint, duration, "
+		"    result_status, notices, job_name) "
+		"  SELECT u.run_id, u.job_id, u.owner::pg_catalog.regrole, "
+		"    u.scheduled_for, u.attempt, u.status, u.started_at, "
+		"    u.finished_at, $23, $24, u.message, u.sqlstate, u.detail, "
+		"    u.hint, u.finished_at OPERATOR(pg_catalog.-) u.started_at, "
+		"    u.result_status, u.notices, u.job_name FROM u ORDER BY u.i "
+		"  ON CONFLICT (job_id, scheduled_for, attempt) DO NOTHING "
+		"  RETURNING run_id, job_id, status, started_at, finished_at, "
+		"    scheduled_for, duration) "
+		"UPDATE schedlock.jobs j SET "
+		"  next_slot = CASE WHEN j.ctid OPERATOR(pg_catalog.=) u.tid "
+		"    THEN u.next_slot ELSE j.next_slot END, "
+		"  retry_slot = CASE WHEN j.ctid OPERATOR(pg_catalog.=) u.tid "
+		"    THEN u.retry_slot ELSE j.retry_slot END, "
+		"  retry_attempt = CASE WHEN j.ctid OPERATOR(pg_catalog.=) u.tid "
+		"    THEN u.retry_attempt ELSE j.retry_attempt END, "
+		"  retry_at = CASE WHEN j.ctid OPERATOR(pg_catalog.=) u.tid "
+		"    THEN u.retry_at ELSE j.retry_at END, "
+		"  manual_pending = CASE WHEN j.ctid OPERATOR(pg_catalog.=) u.tid "
+		"    THEN u.manual_pending ELSE j.manual_pending END, "
+		"  next_run_at = CASE WHEN j.ctid OPERATOR(pg_catalog.=) u.tid "
+		"    THEN u.next_run_at ELSE j.next_run_at END, "
+		SCHEDLOCK_RUN_STATS_ONE_SET
+		"FROM e JOIN u USING (run_id) "
+		"WHERE j.job_id OPERATOR(pg_catalog.=) e.job_id "
+		"RETURNING u.i, e.duration",
+		24, {INT8ARRAYOID, INT8ARRAYOID, OIDARRAYOID, TIMESTAMPTZARRAYOID,
+			INT4ARRAYOID, TEXTARRAYOID, TIMESTAMPTZARRAYOID,
+			TIMESTAMPTZARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
+			TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
+			TIDARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID,
+			INT4ARRAYOID, TIMESTAMPTZARRAYOID, INT4ARRAYOID,
+		TIMESTAMPTZARRAYOID, INT4OID, INT4OID}
+	};
+	/* the columns of u, $1 to $22 */
+	enum
+	{
+		U_RUN_ID, U_JOB_ID, U_OWNER, U_SCHEDULED_FOR, U_ATTEMPT, U_STATUS,
+		U_STARTED_AT, U_FINISHED_AT, U_SQLSTATE, U_MESSAGE, U_DETAIL,
+		U_HINT, U_RESULT_STATUS, U_NOTICES, U_JOB_NAME, U_TID,
+		U_NEXT_SLOT, U_RETRY_SLOT, U_RETRY_ATTEMPT, U_RETRY_AT,
+		U_MANUAL_PENDING, U_NEXT_RUN_AT, U_NCOLS
+	};
+	static const Oid elemtypes[U_NCOLS] = {
+		INT8OID, INT8OID, OIDOID, TIMESTAMPTZOID, INT4OID, TEXTOID,
+		TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		TEXTOID, TEXTOID, TEXTOID, TIDOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+		INT4OID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID
+	};
+	Datum	   *elems[U_NCOLS];
+	bool	   *elnulls[U_NCOLS];
+	Datum		values[U_NCOLS + 2];
+	char	  **states = palloc0(sizeof(char *) * n);
+	const char **messages = palloc0(sizeof(char *) * n);
+	Interval  **durations = palloc0(sizeof(Interval *) * n);
+
+	Assert(n > 0);
+	for (int c = 0; c < U_NCOLS; c++)
+	{
+		elems[c] = palloc(sizeof(Datum) * n);
+		elnulls[c] = palloc0(sizeof(bool) * n);
+	}
+	for (int i = 0; i < n; i++)
+	{
+		SchedlockEndedRun *r = &runs[i];
+		Datum		outcome[RUN_OUTCOME_NPARAMS];
+		char		outcome_nulls[RUN_OUTCOME_NPARAMS];
+		Datum		state[JOB_STATE_NPARAMS];
+		char		state_nulls[JOB_STATE_NPARAMS];
+
+		Assert(r->plan->deferred && r->plan->manual_run_id == 0 &&
+			   r->plan->run_id != 0);
+		elems[U_RUN_ID][i] = Int64GetDatum(r->plan->run_id);
+		elems[U_JOB_ID][i] = Int64GetDatum(r->job->job_id);
+		elems[U_OWNER][i] = ObjectIdGetDatum(r->job->owner);
+		elems[U_SCHEDULED_FOR][i] = TimestampTzGetDatum(r->plan->scheduled_for);
+		elems[U_ATTEMPT][i] = Int32GetDatum(r->plan->attempt);
+		elems[U_STATUS][i] = CStringGetTextDatum(r->error ? "failed" :
+												 "succeeded");
+		elems[U_STARTED_AT][i] = TimestampTzGetDatum(r->started_at);
+		elems[U_FINISHED_AT][i] = TimestampTzGetDatum(r->finished_at);
+		/* U_SQLSTATE to U_NOTICES, in run_outcome_params' order */
+		run_outcome_params(r->error, r->plan->message, r->result_status,
+						   r->notices, outcome, outcome_nulls, &states[i],
+						   &messages[i]);
+		for (int c = 0; c < RUN_OUTCOME_NPARAMS; c++)
+		{
+			elems[U_SQLSTATE + c][i] = outcome[c];
+			elnulls[U_SQLSTATE + c][i] = (outcome_nulls[c] == 'n');
+		}
+		elems[U_JOB_NAME][i] = CStringGetTextDatum(r->job->job_name);
+		elems[U_TID][i] = PointerGetDatum(&r->job->ctid);
+		/* U_NEXT_SLOT to U_NEXT_RUN_AT, in job_state_params' order */
+		job_state_params(r->job, r->plan->horizon, state, state_nulls);
+		for (int c = 0; c < JOB_STATE_NPARAMS; c++)
+		{
+			elems[U_NEXT_SLOT + c][i] = state[c];
+			elnulls[U_NEXT_SLOT + c][i] = (state_nulls[c] == 'n');
+		}
+	}
+	for (int c = 0; c < U_NCOLS; c++)
+		values[c] = array_of(elems[c], elnulls[c], n, elemtypes[c]);
+	values[U_NCOLS] = Int32GetDatum(MyProcPid);
+	values[U_NCOLS + 1] = Int32GetDatum((int32) GetWALInsertionTimeLine());
+
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not record runs");
+	if (SPI_processed != (uint64) n)
+	{
+		SPI_freetuptable(SPI_tuptable);
+		return false;
+	}
+	for (uint64 k = 0; k < SPI_processed; k++)
+	{
+		bool		isnull;
+		int64		i = DatumGetInt64(col(SPI_tuptable->vals[k],
+										  SPI_tuptable->tupdesc, 1, &isnull));
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[k],
+									  SPI_tuptable->tupdesc, 2, &isnull);
+
+		if (i < 1 || i > n)
+			elog(ERROR, "could not record runs");
+		durations[i - 1] = isnull ? NULL : DatumGetIntervalP(d);
+	}
+	for (int i = 0; i < n; i++)
+	{
+		SchedlockEndedRun *r = &runs[i];
+
+		schedlock_log_run_end(r->job->job_name, r->job->role_name,
+							  r->plan->run_id,
+							  r->error ? "failed" : "succeeded", states[i],
+							  r->error ? messages[i] : NULL, durations[i]);
+	}
+	SPI_freetuptable(SPI_tuptable);
+	for (int i = 0; i < n; i++)
+		if (runs[i].error)
+			schedlock_run_failed(runs[i].job->job_id,
+								 runs[i].plan->scheduled_for,
+								 schedlock_rule_failed_attempt(false,
+															   runs[i].plan->attempt),
+								 runs[i].finished_at);
+	return true;
+}
+
+/*
  * schedlock_forget_run
  *		Delete the record of a run that need not be kept (record_runs =
  *		failures: a succeeded run, once its statistics are counted).
