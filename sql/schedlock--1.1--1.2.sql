@@ -26,10 +26,17 @@ UPDATE schedlock.jobs SET search_path = '"$user", public';
 COMMENT ON COLUMN schedlock.jobs.search_path IS
 	'search_path the job runs with: the scheduling session''s, or alter_job''s search_path';
 
--- the claim and the next due time of one role's jobs (src/claim_sql.h)
+-- the claim and the next due time of one role's jobs (src/sched/claim_sql.h).
+-- job_id orders jobs due at the same instant, so that a backend can resume
+-- its scan after the job it claimed last instead of stepping again over the
+-- index entries its earlier claims left behind
 CREATE INDEX jobs_role_due_idx ON schedlock.jobs
 	((COALESCE(run_as, owner)::pg_catalog.oid), next_run_at, job_id)
 	WHERE enabled;
+-- every claim and wakeup is a role's now: the index of all roles' due jobs
+-- would be one more entry to write at every run (a job's update moves
+-- next_run_at, so it is never a HOT update)
+DROP INDEX schedlock.jobs_due_idx;
 
 CREATE FUNCTION schedlock.job_wait_reason(role pg_catalog.regrole)
 RETURNS text

@@ -268,12 +268,6 @@ COMMENT ON TABLE schedlock.jobs IS
 COMMENT ON COLUMN schedlock.jobs.next_slot IS
 	'next regular slot of the schedule (NULL for @reboot jobs between starts)';
 
--- drives the workers' claim query and their sleep: index-only work.  job_id
--- orders jobs due at the same instant, so that a worker can resume its scan
--- after the job it claimed last instead of stepping again over the index
--- entries its earlier claims left behind
-CREATE INDEX jobs_due_idx ON schedlock.jobs (next_run_at, job_id) WHERE enabled;
-
 CREATE TABLE schedlock.job_runs (
 	run_id bigint NOT NULL PRIMARY KEY
 		DEFAULT pg_catalog.nextval('schedlock.job_runs_run_id_seq'),
@@ -499,7 +493,10 @@ ALTER TABLE schedlock.job_runs ADD COLUMN job_name text;
 COMMENT ON COLUMN schedlock.job_runs.job_name IS
 	'name of the run''s job when the run was recorded; kept when the job is unscheduled';
 
--- the claim and the next due time of one role's jobs (src/claim_sql.h)
+-- the claim and the next due time of one role's jobs (src/sched/claim_sql.h).
+-- job_id orders jobs due at the same instant, so that a backend can resume
+-- its scan after the job it claimed last instead of stepping again over the
+-- index entries its earlier claims left behind
 CREATE INDEX jobs_role_due_idx ON schedlock.jobs
 	((COALESCE(run_as, owner)::pg_catalog.oid), next_run_at, job_id)
 	WHERE enabled;

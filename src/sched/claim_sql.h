@@ -23,7 +23,7 @@
  * references schedlock.jobs).  FOR UPDATE would skip the job for as long as
  * any such transaction is open.
  *
- * Claiming a job moves its next_run_at, so its old entry in jobs_due_idx
+ * Claiming a job moves its next_run_at, so its old entry in jobs_role_due_idx
  * stays in the due range, dead, until vacuum or a later scan removes it.
  * When thousands of jobs fall due at once, a scan from the start of the
  * range steps over the entries of every job claimed so far, and the burst
