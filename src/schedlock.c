@@ -424,7 +424,7 @@ _PG_init(void)
 							&schedlock_runs_per_commit,
 							1,
 							1,
-							1000,
+							SCHEDLOCK_MAX_RUNS_PER_COMMIT,
 							PGC_SIGHUP,
 							0,
 							NULL,

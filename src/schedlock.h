@@ -66,7 +66,15 @@ typedef enum SchedlockRecordRuns
 
 extern int	schedlock_record_runs;
 
-/* schedlock.runs_per_commit: atomic runs that may share one commit */
+/*
+ * schedlock.runs_per_commit: atomic runs that may share one commit.  Each
+ * run of a batch is a subtransaction, and one more records a set of them:
+ * a transaction with more than 64 subtransactions that wrote
+ * (PGPROC_MAX_CACHED_SUBXIDS) overflows its backend's cache of them, and
+ * every snapshot taken in the cluster while it is open gets slower.  So at
+ * most SCHEDLOCK_MAX_RUNS_PER_COMMIT, well below that.
+ */
+#define SCHEDLOCK_MAX_RUNS_PER_COMMIT	50
 extern int	schedlock_runs_per_commit;
 
 /* schedlock.run_id: the run a job's command belongs to, while it runs */
