@@ -13,6 +13,9 @@
 #
 #   PG_BINDIR=/path/to/bin N=20000 RPC=32 bash test/bench/claim_cost.sh PORT
 #
+# TRIALS="1" runs only the trial with each run committed alone, FLOOR=0
+# skips pgbench.
+#
 # Prints one block per setting; the figures swing with the disk (the commit
 # waits for its WAL flush), so compare builds in one sitting.
 set -u
@@ -20,6 +23,8 @@ P=${PG_BINDIR:-/usr/lib/postgresql/15/bin}
 PORT=${1:?port}
 N=${N:-20000}
 RPC=${RPC:-32}
+TRIALS=${TRIALS:-"1 $RPC"}
+FLOOR=${FLOOR:-1}
 D=$(mktemp -d /tmp/schedlock-claimcost.XXXXXX)
 chown postgres "$D"
 as() { runuser -u postgres -- "$@"; }
@@ -102,6 +107,7 @@ floor()
 
 # a build before schedlock.runs_per_commit commits each run alone
 HAS_RPC=$(q postgres -c "SELECT count(*) FROM pg_settings WHERE name = 'schedlock.runs_per_commit'")
-floor
-trial 1
-[ "$HAS_RPC" = 1 ] && trial "$RPC"
+[ "$FLOOR" = 1 ] && floor
+for t in $TRIALS; do
+	if [ "$t" = 1 ] || [ "$HAS_RPC" = 1 ]; then trial "$t"; fi
+done
