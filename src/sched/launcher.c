@@ -584,7 +584,8 @@ make_room(int needed, Oid dboid, TimestampTz now)
 			continue;
 		q = schedlock_find_queue(slot->dboid, slot->role, false);
 		if (q != NULL &&
-			q->due_at <= TimestampTzPlusMilliseconds(now, SCHEDLOCK_START_LEAD_MS))
+			q->due_at <= TimestampTzPlusMilliseconds(now, SCHEDLOCK_START_LEAD_MS +
+													 q->lead_ms))
 			continue;
 		slot->yield = true;
 		if (slot->latch != NULL && nlatches < lengthof(latches))
@@ -786,11 +787,12 @@ launcher_pass(TimestampTz *last_scan)
 			!schedlock_enabled || schedlock_database_dropping(q->dboid))
 			continue;
 		dbi = (int) (db - schedlock_shared->dbs);
-		if (q->due_at > horizon)
+		if (q->due_at > TimestampTzPlusMilliseconds(horizon, q->lead_ms))
 		{
 			if (q->nbackends == 0)
 			{
-				TimestampTz at = q->due_at - SCHEDLOCK_START_LEAD_MS * 1000;
+				TimestampTz at = q->due_at -
+					(TimestampTz) (SCHEDLOCK_START_LEAD_MS + q->lead_ms) * 1000;
 
 				if (at < wake_at)
 					wake_at = at;

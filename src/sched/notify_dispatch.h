@@ -18,5 +18,6 @@ extern void schedlock_dispatch_notify(Oid role, ClaimPosition *pos,
 									  TimestampTz start, ErrorData *error,
 									  MemoryContext cxt);
 extern void schedlock_notify_committed(void);
+extern long schedlock_notify_lead_ms(int njobs);
 
 #endif							/* SCHEDLOCK_NOTIFY_DISPATCH_H */

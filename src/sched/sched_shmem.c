@@ -699,8 +699,10 @@ schedlock_set_running(SchedlockBackendSlot *slot, int64 job_id)
  * schedlock_note_count / schedlock_publish_due
  *		A job backend reads the count of commits that moved a due time
  *		earlier before its pass (seen), and after the pass publishes its
- *		queue's earliest job due (DT_NOEND: none) and whether it has more
- *		due now than its backends run (backlog: the launcher may add one).
+ *		queue's earliest job due (DT_NOEND: none), how much earlier than
+ *		usual a backend for it is to start (lead_ms; -1 keeps the queue's),
+ *		and whether it has more due now than its backends run (backlog: the
+ *		launcher may add one).
  *		When a commit noted the queue after seen, the pass may have missed
  *		it: the earlier time stays and *again asks for another pass.
  *		Returns whether the backend should leave now (the launcher asked it
@@ -719,7 +721,7 @@ schedlock_note_count(void)
 
 bool
 schedlock_publish_due(SchedlockBackendSlot *slot, TimestampTz due_at,
-					  bool backlog, uint64 seen, bool *again)
+					  int lead_ms, bool backlog, uint64 seen, bool *again)
 {
 	SchedlockQueue *q;
 	bool		leave;
@@ -738,6 +740,8 @@ schedlock_publish_due(SchedlockBackendSlot *slot, TimestampTz due_at,
 		}
 		else
 			q->due_at = due_at;
+		if (lead_ms >= 0)
+			q->lead_ms = lead_ms;
 		wake = (backlog && !q->backlog);
 		q->backlog = backlog;
 	}

@@ -128,6 +128,9 @@ typedef struct SchedlockQueue
 	uint64		noted;			/* note_count of the last commit that moved
 								 * due_at earlier (sched_shmem.c) */
 	bool		backlog;		/* its backends have more due than they run */
+	int			lead_ms;		/* start its backends this much earlier: the
+								 * NOTIFY jobs of its next instant are made
+								 * ready before it (worker.c) */
 	int			nbackends;		/* its backends, starting ones included */
 	SchedlockWait wait;			/* why due jobs wait for a backend */
 	TimestampTz waiting_since;	/* since when (0: not waiting) */
@@ -208,8 +211,8 @@ extern void schedlock_backend_detach(SchedlockBackendSlot *slot);
 extern void schedlock_set_running(SchedlockBackendSlot *slot, int64 job_id);
 extern uint64 schedlock_note_count(void);
 extern bool schedlock_publish_due(SchedlockBackendSlot *slot,
-								  TimestampTz due_at, bool backlog,
-								  uint64 seen, bool *again);
+								  TimestampTz due_at, int lead_ms,
+								  bool backlog, uint64 seen, bool *again);
 extern bool schedlock_set_idle(SchedlockBackendSlot *slot, bool idle);
 extern int	schedlock_queue_rank(SchedlockBackendSlot *slot);
 extern void schedlock_housekeep_by(Oid dboid, TimestampTz when);

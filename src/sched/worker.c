@@ -121,6 +121,13 @@
  */
 #define WORKER_BATCH_SET	64
 
+/*
+ * The NOTIFY jobs due at the role's next instant are counted up to this
+ * many (see next_due); the count scans at most that many of the role's
+ * index entries at that instant.
+ */
+#define WORKER_NOTIFY_COUNT_MAX	25000
+
 /* Longest run of claims in one pass before looking at signals again. */
 #define WORKER_MAX_CLAIMS_PER_PASS	1000
 
@@ -184,6 +191,13 @@ static int64 warned_job[WORKER_UNCLAIMED_MAX];
 static TimestampTz warned_due[WORKER_UNCLAIMED_MAX];
 static int	nwarned = 0;
 static TimestampTz unclaimed_checked_at = 0;
+
+/*
+ * How much earlier than WORKER_CLAIM_LEAD_MS the backend claims the NOTIFY
+ * jobs of its role's next instant, so that they are ready by then
+ * (schedlock_notify_lead_ms; set by next_due).
+ */
+static long notify_lead_ms = 0;
 
 /* Memory for one claim and run; reset after each pass. */
 static MemoryContext run_cxt = NULL;
@@ -453,8 +467,11 @@ wait_until(TimestampTz start)
 	TimestampTz now;
 
 	while (start > (now = GetCurrentTimestamp()))
+	{
+		CHECK_FOR_INTERRUPTS();
 		pg_usleep((long) Min(start - now,
 							 (TimestampTz) WORKER_CLAIM_LEAD_MS * 1000));
+	}
 }
 
 /*
@@ -847,8 +864,14 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 										  WORKER_CLAIM_LEAD_MS);
 	if (!claim_job(SCHEDLOCK_CLAIM_ANY, role, pos, horizon, &job))
 	{
-		schedlock_worker_end_tx();
-		return false;
+		/* NOTIFY jobs of an instant further ahead are made ready now */
+		horizon = TimestampTzPlusMilliseconds(horizon, notify_lead_ms);
+		if (notify_lead_ms <= 0 ||
+			!claim_job(SCHEDLOCK_CLAIM_NOTIFY, role, pos, horizon, &job))
+		{
+			schedlock_worker_end_tx();
+			return false;
+		}
 	}
 	start = schedlock_settle_claim(&job, &plan, horizon, true, run_cxt);
 	if (plan.kind != PLAN_RUN)
@@ -954,8 +977,8 @@ schedlock_dispatch_due(Oid role, const char *start_error, bool *more)
 			bool		again;
 
 			/* more than one due: the launcher may add a backend */
-			if (schedlock_publish_due(MySlot, GetCurrentTimestamp(), true, 0,
-									  &again))
+			if (schedlock_publish_due(MySlot, GetCurrentTimestamp(), -1, true,
+									  0, &again))
 				break;
 		}
 		if (claims >= WORKER_MAX_CLAIMS_PER_PASS)
@@ -975,25 +998,34 @@ schedlock_dispatch_due(Oid role, const char *start_error, bool *more)
 /*
  * next_due
  *		The role's next job due (its earliest next_run_at in the future, or
- *		now when one is due already), DT_NOEND when it has none.
+ *		now when one is due already), DT_NOEND when it has none; and, when
+ *		it lies ahead, how much earlier to claim the NOTIFY jobs due then
+ *		(notify_lead_ms).
  */
 static TimestampTz
 next_due(void)
 {
 	TimestampTz next;
 
+	notify_lead_ms = 0;
 	schedlock_worker_begin_tx("schedlock: computing the next wakeup");
 	if (!schedlock_next_role_wakeup(my_role, &next))
 		next = DT_NOEND;
+	else if (next > TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												WORKER_CLAIM_LEAD_MS) &&
+			 schedlock_jobs_have_search_path())
+		notify_lead_ms = schedlock_notify_lead_ms(schedlock_notify_jobs_due_at(my_role,
+																				next,
+																				WORKER_NOTIFY_COUNT_MAX));
 	schedlock_worker_end_tx();
 	return next;
 }
 
 /*
  * sleep_ms_until
- *		Milliseconds until WORKER_CLAIM_LEAD_MS before next, capped at
- *		SCHEDLOCK_MAX_SLEEP_MS; a long sleep ends early by more than its
- *		timer slack (see WORKER_SLACK_FREE_MS).  When next is within the
+ *		Milliseconds until WORKER_CLAIM_LEAD_MS (and notify_lead_ms)
+ *		before next, capped at SCHEDLOCK_MAX_SLEEP_MS; a long sleep ends
+ *		early by more than its timer slack (see WORKER_SLACK_FREE_MS).  When next is within the
  *		claim lead but the pass claimed nothing, another backend holds the
  *		job while it waits for its instant: sleep past the instant; when it
  *		is past, the job is held (WORKER_HELD_RETRY_MS) -- never spin.
@@ -1006,7 +1038,8 @@ sleep_ms_until(TimestampTz next, bool claimed)
 
 	if (next == DT_NOEND)
 		return SCHEDLOCK_MAX_SLEEP_MS;
-	ms = (long) Min((next - now) / 1000 + 1 - WORKER_CLAIM_LEAD_MS,
+	ms = (long) Min((next - now) / 1000 + 1 - WORKER_CLAIM_LEAD_MS -
+					notify_lead_ms,
 					(int64) SCHEDLOCK_MAX_SLEEP_MS);
 	if (ms <= 0 && claimed)
 		ms = 0;
@@ -1110,6 +1143,7 @@ job_backend_loop(void)
 		bool		more = false;
 		bool		again;
 		uint64		seen;
+		long		lead_used;
 		int			claims = 0;
 
 		CHECK_FOR_INTERRUPTS();
@@ -1125,6 +1159,7 @@ job_backend_loop(void)
 
 		(void) schedlock_set_idle(MySlot, false);
 		seen = schedlock_note_count();
+		lead_used = notify_lead_ms;
 		claims = schedlock_dispatch_due(my_role, NULL, &more);
 		if (claims > 0 && first && schedlock_history_retention > 0)
 		{
@@ -1140,13 +1175,20 @@ job_backend_loop(void)
 		now = GetCurrentTimestamp();
 		if (claims > 0)
 			idle_since = now;
-		if (schedlock_publish_due(MySlot, next, more, seen, &again))
+		if (schedlock_publish_due(MySlot, next, (int) notify_lead_ms, more,
+								  seen, &again))
 			proc_exit(0);
 		if (more || again)
 			continue;
 
-		/* idle for long enough, and nothing due before the timeout ends */
-		sleep_ms = sleep_ms_until(next, claims > 0);
+		/*
+		 * Idle for long enough, and nothing due before the timeout ends.  A
+		 * pass that did not yet know the NOTIFY jobs of the next instant
+		 * (notify_lead_ms) counts as one that claimed: the next pass, with
+		 * them known, may be due now.
+		 */
+		sleep_ms = sleep_ms_until(next, claims > 0 ||
+								  notify_lead_ms > lead_used);
 		if (sleep_ms > 0)
 		{
 			long		idle_left = (long) (schedlock_job_backend_idle_timeout -

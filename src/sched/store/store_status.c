@@ -80,6 +80,41 @@ schedlock_next_role_wakeup(Oid role, TimestampTz *next)
 }
 
 /*
+ * schedlock_notify_jobs_due_at
+ *		How many of the first max enabled jobs of role (the role they run
+ *		as) due at exactly the instant at are NOTIFY jobs: it reads at most
+ *		max of them.
+ */
+int
+schedlock_notify_jobs_due_at(Oid role, TimestampTz at, int max)
+{
+	static SchedlockQuery q = {
+		"SELECT pg_catalog.count(*) FILTER (WHERE s.notify) "
+		"FROM (SELECT notify_channel IS NOT NULL AS notify "
+		"  FROM schedlock.jobs "
+		"  WHERE enabled "
+		"    AND (COALESCE(run_as, owner)::pg_catalog.oid) OPERATOR(pg_catalog.=) $1 "
+		"    AND next_run_at OPERATOR(pg_catalog.=) $2 "
+		"  LIMIT $3) s",
+		3, {OIDOID, TIMESTAMPTZOID, INT4OID}
+	};
+	Datum		values[3];
+	bool		isnull;
+	int64		n;
+
+	values[0] = ObjectIdGetDatum(role);
+	values[1] = TimestampTzGetDatum(at);
+	values[2] = Int32GetDatum(max);
+	if (schedlock_query_run(&q, values, NULL, true, 0) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		elog(ERROR, "could not count the NOTIFY jobs due");
+	n = DatumGetInt64(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+						  &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	return (int) Min(n, (int64) max);
+}
+
+/*
  * schedlock_roles_due
  *		Every role with enabled jobs and its earliest next_run_at; *n gets
  *		their number, the array is made in cxt.
