@@ -28,6 +28,7 @@
 #include "utils/timestamp.h"
 
 #include "copies.h"
+#include "dispatch.h"
 #include "housekeeper.h"
 #include "job_roles.h"
 #include "jobstore.h"

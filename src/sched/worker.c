@@ -50,7 +50,7 @@
  *
  * A cancel (pg_cancel_backend, or the job's timeout) cancels the job's
  * statement while one runs, and is ignored otherwise: the backend's own
- * statements are not the user's to cancel (see worker_sigint).
+ * statements are not the user's to cancel (see schedlock_job_sigint).
  *
  * An error in the loop (the backend's own bookkeeping, not a job's
  * command) does not end the backend: it is logged, the transaction is
@@ -95,6 +95,7 @@
 #include "compat.h"
 #include "copies.h"
 #include "cron_pg.h"
+#include "dispatch.h"
 #include "job_roles.h"
 #include "jobstore.h"
 #include "logident.h"
@@ -132,17 +133,8 @@
 #define WORKER_MAX_CLAIMS_PER_PASS	1000
 
 /*
- * A backend wakes this long before the next job falls due, claims it, and
- * waits the rest of the time holding it, so that the command starts on the
- * instant instead of after the wakeup and the claim.  Long enough for the
- * claims of many backends whose jobs fall due at one instant (every
- * database's every-second job) to be over by then on a small machine.
- */
-#define WORKER_CLAIM_LEAD_MS	50
-
-/*
  * Linux lets a poll/epoll timeout expire late by up to 0.1 % of its length
- * (timer slack, at most 100 ms), more than WORKER_CLAIM_LEAD_MS can absorb
+ * (timer slack, at most 100 ms), more than SCHEDLOCK_CLAIM_LEAD_MS can absorb
  * on a long sleep.  So a sleep longer than WORKER_SLACK_FREE_MS ends
  * 1/WORKER_SLACK_DIVISOR of its length early (0.4 %) and the backend
  * sleeps the rest again, a sleep whose slack (at most 2 ms) fits in the
@@ -171,13 +163,13 @@
 #define WORKER_HELD_RETRY_MS	50
 
 /* This process's slot in shared memory. */
-static SchedlockBackendSlot *MySlot = NULL;
+SchedlockBackendSlot *schedlock_my_slot = NULL;
 
 /* The role a job backend runs jobs as (its session user). */
-static Oid	my_role = InvalidOid;
+Oid	schedlock_my_role = InvalidOid;
 
 /* The extension owner, as read at the start of the current pass. */
-static Oid	ext_owner = InvalidOid;
+Oid	schedlock_bookkeeper = InvalidOid;
 
 /* Names of this backend's database and role, for its messages. */
 static char my_dbname[NAMEDATALEN] = "";
@@ -193,16 +185,19 @@ static int	nwarned = 0;
 static TimestampTz unclaimed_checked_at = 0;
 
 /*
- * How much earlier than WORKER_CLAIM_LEAD_MS the backend claims the NOTIFY
+ * How much earlier than SCHEDLOCK_CLAIM_LEAD_MS the backend claims the NOTIFY
  * jobs of its role's next instant, so that they are ready by then
  * (schedlock_notify_lead_ms; set by next_due).
  */
-static long notify_lead_ms = 0;
+long schedlock_notify_lead = 0;
 
 /* Memory for one claim and run; reset after each pass. */
-static MemoryContext run_cxt = NULL;
+MemoryContext schedlock_run_cxt = NULL;
 
-/* Whether a cancel now cancels the job's statement (see worker_sigint). */
+/*
+ * Whether a cancel now cancels the job's statement (see
+ * schedlock_job_sigint).
+ */
 static volatile sig_atomic_t job_cancel_allowed = false;
 
 /* The previous emit_log_hook, chained by report_start_error. */
@@ -219,7 +214,7 @@ static void
 worker_detach(int code, Datum arg)
 {
 	schedlock_wave_leave();
-	schedlock_backend_detach(MySlot);
+	schedlock_backend_detach(schedlock_my_slot);
 }
 
 /*
@@ -232,13 +227,13 @@ worker_detach(int code, Datum arg)
 static void
 report_start_error(ErrorData *edata)
 {
-	if (MySlot != NULL && edata->elevel >= FATAL)
+	if (schedlock_my_slot != NULL && edata->elevel >= FATAL)
 	{
 		LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
-		MySlot->start_sqlerrcode = edata->sqlerrcode;
-		strlcpy(MySlot->start_error,
+		schedlock_my_slot->start_sqlerrcode = edata->sqlerrcode;
+		strlcpy(schedlock_my_slot->start_error,
 				edata->message ? edata->message : "unknown error",
-				sizeof(MySlot->start_error));
+				sizeof(schedlock_my_slot->start_error));
 		LWLockRelease(schedlock_shared->lock);
 	}
 	if (prev_emit_log_hook)
@@ -255,7 +250,7 @@ report_start_error(ErrorData *edata)
 static void
 set_running_job(int64 job_id)
 {
-	schedlock_set_running(MySlot, job_id);
+	schedlock_set_running(schedlock_my_slot, job_id);
 }
 
 /*
@@ -312,14 +307,14 @@ report_job_activity(const ClaimedJob *job)
 }
 
 /*
- * worker_sigint
+ * schedlock_job_sigint
  *		SIGINT handler (pg_cancel_backend, and the statement timeout that
  *		bounds a job): cancels the job's statement while one runs, as
  *		StatementCancelHandler does; otherwise does nothing.  A cancel
  *		processed in the backend's own statements would end its pass.
  */
-static void
-worker_sigint(SIGNAL_ARGS)
+void
+schedlock_job_sigint(SIGNAL_ARGS)
 {
 	if (job_cancel_allowed)
 		StatementCancelHandler(postgres_signal_arg);
@@ -354,8 +349,8 @@ job_cancel_end(void)
 static void
 begin_bookkeeping(void)
 {
-	if (MySlot->kind == SCHEDLOCK_BACKEND_JOBS)
-		SetUserIdAndSecContext(ext_owner,
+	if (schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS)
+		SetUserIdAndSecContext(schedlock_bookkeeper,
 							   SECURITY_LOCAL_USERID_CHANGE |
 							   SECURITY_RESTRICTED_OPERATION);
 }
@@ -363,8 +358,8 @@ begin_bookkeeping(void)
 static void
 end_bookkeeping(void)
 {
-	if (MySlot->kind == SCHEDLOCK_BACKEND_JOBS)
-		SetUserIdAndSecContext(my_role, 0);
+	if (schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS)
+		SetUserIdAndSecContext(schedlock_my_role, 0);
 }
 
 /*
@@ -400,7 +395,7 @@ commit_tx(void)
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
-	MemoryContextSwitchTo(run_cxt);
+	MemoryContextSwitchTo(schedlock_run_cxt);
 }
 
 void
@@ -434,9 +429,9 @@ look_at_extension(void)
 	schedlock_runlog_where();
 	present = OidIsValid(get_extension_oid("schedlock", true));
 	if (present)
-		ext_owner = schedlock_extension_owner();
+		schedlock_bookkeeper = schedlock_extension_owner();
 	CommitTransactionCommand();
-	MemoryContextSwitchTo(run_cxt);
+	MemoryContextSwitchTo(schedlock_run_cxt);
 	return present;
 }
 
@@ -450,7 +445,7 @@ static void
 leave_no_extension(void)
 {
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
-	MySlot->no_extension = true;
+	schedlock_my_slot->no_extension = true;
 	LWLockRelease(schedlock_shared->lock);
 	proc_exit(0);
 }
@@ -470,7 +465,7 @@ wait_until(TimestampTz start)
 	{
 		CHECK_FOR_INTERRUPTS();
 		pg_usleep((long) Min(start - now,
-							 (TimestampTz) WORKER_CLAIM_LEAD_MS * 1000));
+							 (TimestampTz) SCHEDLOCK_CLAIM_LEAD_MS * 1000));
 	}
 }
 
@@ -478,7 +473,7 @@ wait_until(TimestampTz start)
  * commit_early_claim
  *		Commit the claim of an atomic job claimed before its instant, which
  *		then runs in a transaction of its own (see dispatch_one), within
- *		the WORKER_CLAIM_LEAD_MS before the instant.  The commit does not
+ *		the SCHEDLOCK_CLAIM_LEAD_MS before the instant.  The commit does not
  *		wait for its WAL to reach disk (synchronous_commit off for this
  *		transaction), nor are statistics reported: an fsync slowed by other
  *		writers of the disk, and a statistics flush, made the command start
@@ -501,7 +496,7 @@ commit_early_claim(void)
  *		transaction, as the role, unless error (the role check's verdict)
  *		is set already; then back to the bookkeeping.  *error gets the
  *		command's error, result_status (SCHEDLOCK_RESULT_STATUS_LEN bytes)
- *		and *notices what it said (run_cxt).
+ *		and *notices what it said (schedlock_run_cxt).
  */
 static void
 run_in_subxact(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
@@ -521,7 +516,7 @@ run_in_subxact(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 	schedlock_wave_started();
 	if (!schedlock_exec_atomic(job->command, job->timeout_ms, error,
 							   result_status, notices))
-		MemoryContextSwitchTo(run_cxt);
+		MemoryContextSwitchTo(schedlock_run_cxt);
 	job_cancel_end();
 	set_run_settings(0, 0);
 	begin_bookkeeping();
@@ -605,7 +600,7 @@ run_toplevel(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 									   result_status, &notices);
 		job_cancel_end();
 		set_run_settings(0, 0);
-		MemoryContextSwitchTo(run_cxt);
+		MemoryContextSwitchTo(schedlock_run_cxt);
 	}
 	/* the others due at this instant start before this run's bookkeeping */
 	schedlock_wave_started();
@@ -618,7 +613,7 @@ run_toplevel(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 
 /*
  * claim_job
- *		schedlock_claim_job in run_cxt; an error in the bookkeeping from a
+ *		schedlock_claim_job in schedlock_run_cxt; an error in the bookkeeping from a
  *		successful claim on is charged to the claimed job (quarantine.c),
  *		one before it to none.
  */
@@ -627,7 +622,7 @@ claim_job(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
 		  TimestampTz now, ClaimedJob *job)
 {
 	schedlock_dispatch_blame(0);
-	if (!schedlock_claim_job(kind, role, pos, now, job, run_cxt))
+	if (!schedlock_claim_job(kind, role, pos, now, job, schedlock_run_cxt))
 		return false;
 	schedlock_dispatch_blame(job->job_id);
 	return true;
@@ -643,18 +638,18 @@ static ErrorData *
 job_error(ClaimedJob *job, const char *start_error)
 {
 	ErrorData  *error = schedlock_check_job_role(job->owner, job->run_as,
-												 run_cxt);
+												 schedlock_run_cxt);
 
 	if (error == NULL && start_error != NULL)
 	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(run_cxt);
+		MemoryContext oldcxt = MemoryContextSwitchTo(schedlock_run_cxt);
 
 		error = palloc0(sizeof(ErrorData));
 		error->elevel = ERROR;
 		error->sqlerrcode = ERRCODE_CONNECTION_FAILURE;
 		error->message = pstrdup(start_error);
 		error->detail = pstrdup("The job's backend could not connect as its role.");
-		error->assoc_context = run_cxt;
+		error->assoc_context = schedlock_run_cxt;
 		MemoryContextSwitchTo(oldcxt);
 	}
 	return error;
@@ -751,7 +746,7 @@ dispatch_batch(Oid role, ClaimPosition *pos, const char *start_error)
 		CHECK_FOR_INTERRUPTS();
 		schedlock_dispatch_blame(0);
 		k = schedlock_claim_jobs(SCHEDLOCK_CLAIM_ATOMIC, role, pos, began,
-								 jobs, want, run_cxt);
+								 jobs, want, schedlock_run_cxt);
 		if (k == 0)
 			return;
 		n += k;
@@ -760,7 +755,7 @@ dispatch_batch(Oid role, ClaimPosition *pos, const char *start_error)
 		for (int i = 0; i < k; i++)
 		{
 			schedlock_dispatch_blame(jobs[i].job_id);
-			schedlock_plan_claim(&jobs[i], began, &plans[i], run_cxt);
+			schedlock_plan_claim(&jobs[i], began, &plans[i], schedlock_run_cxt);
 			if (!schedlock_plan_may_defer(&jobs[i], &plans[i]))
 				continue;
 			ask_job[nask] = jobs[i].job_id;
@@ -807,7 +802,7 @@ dispatch_batch(Oid role, ClaimPosition *pos, const char *start_error)
 			}
 			start = schedlock_defer_plan(plan, run_ids[i], began);
 			error = job_error(job, start_error);
-			result_status = MemoryContextAlloc(run_cxt,
+			result_status = MemoryContextAlloc(schedlock_run_cxt,
 											   SCHEDLOCK_RESULT_STATUS_LEN);
 			set_running_job(job->job_id);
 			wait_until(start);
@@ -834,7 +829,7 @@ dispatch_batch(Oid role, ClaimPosition *pos, const char *start_error)
  *		Claim and handle one due job of the role (of any role whose queue
  *		the housekeeper fails: fail_role) after position *pos, and move
  *		*pos to it.  Returns false when none was due there.  Called outside
- *		a transaction, in run_cxt.
+ *		a transaction, in schedlock_run_cxt.
  *
  * A NOTIFY job runs no command, so the role's NOTIFY jobs due with it are
  * claimed and notified in the same transaction, up to WORKER_NOTIFY_BATCH
@@ -861,19 +856,19 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 
 	schedlock_worker_begin_tx("schedlock: claiming due jobs");
 	horizon = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-										  WORKER_CLAIM_LEAD_MS);
+										  SCHEDLOCK_CLAIM_LEAD_MS);
 	if (!claim_job(SCHEDLOCK_CLAIM_ANY, role, pos, horizon, &job))
 	{
 		/* NOTIFY jobs of an instant further ahead are made ready now */
-		horizon = TimestampTzPlusMilliseconds(horizon, notify_lead_ms);
-		if (notify_lead_ms <= 0 ||
+		horizon = TimestampTzPlusMilliseconds(horizon, schedlock_notify_lead);
+		if (schedlock_notify_lead <= 0 ||
 			!claim_job(SCHEDLOCK_CLAIM_NOTIFY, role, pos, horizon, &job))
 		{
 			schedlock_worker_end_tx();
 			return false;
 		}
 	}
-	start = schedlock_settle_claim(&job, &plan, horizon, true, run_cxt);
+	start = schedlock_settle_claim(&job, &plan, horizon, true, schedlock_run_cxt);
 	if (plan.kind != PLAN_RUN)
 	{
 		schedlock_worker_end_tx();
@@ -886,7 +881,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 	if (job.channel != NULL)
 	{
 		schedlock_dispatch_notify(role, pos, &job, &plan, start, error,
-								  run_cxt);
+								  schedlock_run_cxt);
 		wait_until(start);
 		schedlock_worker_end_tx();
 		schedlock_notify_committed();
@@ -906,7 +901,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 		set_running_job(0);
 		dispatch_batch(role, pos, start_error);
 		schedlock_worker_end_tx();
-		if (MySlot->kind == SCHEDLOCK_BACKEND_JOBS)
+		if (schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS)
 			schedlock_exec_after_run(false);
 		return true;
 	}
@@ -939,7 +934,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 		run_toplevel(&job, &plan, run_id, start, error);
 	}
 	set_running_job(0);
-	if (MySlot->kind == SCHEDLOCK_BACKEND_JOBS)
+	if (schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS)
 		schedlock_exec_after_run(toplevel);
 	return true;
 }
@@ -971,13 +966,13 @@ schedlock_dispatch_due(Oid role, const char *start_error, bool *more)
 		}
 		if (!claimed)
 			break;
-		MemoryContextReset(run_cxt);
-		if (++claims == 2 && MySlot->kind == SCHEDLOCK_BACKEND_JOBS)
+		MemoryContextReset(schedlock_run_cxt);
+		if (++claims == 2 && schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS)
 		{
 			bool		again;
 
 			/* more than one due: the launcher may add a backend */
-			if (schedlock_publish_due(MySlot, GetCurrentTimestamp(), -1, true,
+			if (schedlock_publish_due(schedlock_my_slot, GetCurrentTimestamp(), -1, true,
 									  0, &again))
 				break;
 		}
@@ -987,7 +982,7 @@ schedlock_dispatch_due(Oid role, const char *start_error, bool *more)
 			break;
 		}
 		/* the launcher asked this backend to make room: leave now */
-		if (MySlot->yield)
+		if (schedlock_my_slot->yield)
 			break;
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -1000,21 +995,21 @@ schedlock_dispatch_due(Oid role, const char *start_error, bool *more)
  *		The role's next job due (its earliest next_run_at in the future, or
  *		now when one is due already), DT_NOEND when it has none; and, when
  *		it lies ahead, how much earlier to claim the NOTIFY jobs due then
- *		(notify_lead_ms).
+ *		(schedlock_notify_lead).
  */
 static TimestampTz
 next_due(void)
 {
 	TimestampTz next;
 
-	notify_lead_ms = 0;
+	schedlock_notify_lead = 0;
 	schedlock_worker_begin_tx("schedlock: computing the next wakeup");
-	if (!schedlock_next_role_wakeup(my_role, &next))
+	if (!schedlock_next_role_wakeup(schedlock_my_role, &next))
 		next = DT_NOEND;
 	else if (next > TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-												WORKER_CLAIM_LEAD_MS) &&
+												SCHEDLOCK_CLAIM_LEAD_MS) &&
 			 schedlock_jobs_have_search_path())
-		notify_lead_ms = schedlock_notify_lead_ms(schedlock_notify_jobs_due_at(my_role,
+		schedlock_notify_lead = schedlock_notify_lead_ms(schedlock_notify_jobs_due_at(schedlock_my_role,
 																				next,
 																				WORKER_NOTIFY_COUNT_MAX));
 	schedlock_worker_end_tx();
@@ -1023,7 +1018,7 @@ next_due(void)
 
 /*
  * sleep_ms_until
- *		Milliseconds until WORKER_CLAIM_LEAD_MS (and notify_lead_ms)
+ *		Milliseconds until SCHEDLOCK_CLAIM_LEAD_MS (and schedlock_notify_lead)
  *		before next, capped at SCHEDLOCK_MAX_SLEEP_MS; a long sleep ends
  *		early by more than its timer slack (see WORKER_SLACK_FREE_MS).  When next is within the
  *		claim lead but the pass claimed nothing, another backend holds the
@@ -1038,8 +1033,8 @@ sleep_ms_until(TimestampTz next, bool claimed)
 
 	if (next == DT_NOEND)
 		return SCHEDLOCK_MAX_SLEEP_MS;
-	ms = (long) Min((next - now) / 1000 + 1 - WORKER_CLAIM_LEAD_MS -
-					notify_lead_ms,
+	ms = (long) Min((next - now) / 1000 + 1 - SCHEDLOCK_CLAIM_LEAD_MS -
+					schedlock_notify_lead,
 					(int64) SCHEDLOCK_MAX_SLEEP_MS);
 	if (ms <= 0 && claimed)
 		ms = 0;
@@ -1085,8 +1080,8 @@ warn_unclaimed(TimestampTz next)
 	unclaimed_checked_at = now;
 
 	schedlock_worker_begin_tx("schedlock: looking for jobs it could not claim");
-	n = schedlock_overdue_jobs(my_role, before, jobs, WORKER_UNCLAIMED_MAX,
-							   run_cxt);
+	n = schedlock_overdue_jobs(schedlock_my_role, before, jobs, WORKER_UNCLAIMED_MAX,
+							   schedlock_run_cxt);
 	schedlock_worker_end_tx();
 
 	for (i = 0; i < n; i++)
@@ -1157,10 +1152,10 @@ job_backend_loop(void)
 		if (!schedlock_enabled)
 			proc_exit(0);
 
-		(void) schedlock_set_idle(MySlot, false);
+		(void) schedlock_set_idle(schedlock_my_slot, false);
 		seen = schedlock_note_count();
-		lead_used = notify_lead_ms;
-		claims = schedlock_dispatch_due(my_role, NULL, &more);
+		lead_used = schedlock_notify_lead;
+		claims = schedlock_dispatch_due(schedlock_my_role, NULL, &more);
 		if (claims > 0 && first && schedlock_history_retention > 0)
 		{
 			/* history to prune, one retention period from now at most */
@@ -1175,7 +1170,7 @@ job_backend_loop(void)
 		now = GetCurrentTimestamp();
 		if (claims > 0)
 			idle_since = now;
-		if (schedlock_publish_due(MySlot, next, (int) notify_lead_ms, more,
+		if (schedlock_publish_due(schedlock_my_slot, next, (int) schedlock_notify_lead, more,
 								  seen, &again))
 			proc_exit(0);
 		if (more || again)
@@ -1184,11 +1179,11 @@ job_backend_loop(void)
 		/*
 		 * Idle for long enough, and nothing due before the timeout ends.  A
 		 * pass that did not yet know the NOTIFY jobs of the next instant
-		 * (notify_lead_ms) counts as one that claimed: the next pass, with
+		 * (schedlock_notify_lead) counts as one that claimed: the next pass, with
 		 * them known, may be due now.
 		 */
 		sleep_ms = sleep_ms_until(next, claims > 0 ||
-								  notify_lead_ms > lead_used);
+								  schedlock_notify_lead > lead_used);
 		if (sleep_ms > 0)
 		{
 			long		idle_left = (long) (schedlock_job_backend_idle_timeout -
@@ -1202,14 +1197,14 @@ job_backend_loop(void)
 				(next - now) / 1000 > idle_left + SCHEDLOCK_START_LEAD_MS)
 				proc_exit(0);
 			/* the queue's first backend takes the jobs when it is free */
-			sleep_ms += Min(schedlock_queue_rank(MySlot), 3) *
+			sleep_ms += Min(schedlock_queue_rank(schedlock_my_slot), 3) *
 				SCHEDLOCK_EXTRA_DELAY_MS;
 			sleep_ms = Min(sleep_ms, idle_left);
-			if (schedlock_set_idle(MySlot, true))
+			if (schedlock_set_idle(schedlock_my_slot, true))
 				proc_exit(0);
 		}
 
-		MemoryContextReset(run_cxt);
+		MemoryContextReset(schedlock_run_cxt);
 		/* statistics end_tx held back (at most one report a second) */
 		if (sleep_ms != 0)
 			pgstat_report_stat(true);
@@ -1239,18 +1234,18 @@ schedlock_worker_start(Datum arg, MemoryContext *cxt)
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
-	pqsignal(SIGINT, worker_sigint);
+	pqsignal(SIGINT, schedlock_job_sigint);
 	BackgroundWorkerUnblockSignals();
 
 	/* take the slot first: a launcher that restarts adopts it from there */
-	MySlot = &schedlock_shared->slots[slotno];
+	schedlock_my_slot = &schedlock_shared->slots[slotno];
 	memcpy(&generation, MyBgworkerEntry->bgw_extra, sizeof(uint64));
-	if (!schedlock_backend_attach(MySlot, generation))
+	if (!schedlock_backend_attach(schedlock_my_slot, generation))
 		proc_exit(0);
 	before_shmem_exit(worker_detach, (Datum) 0);
 	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
-	dboid = MySlot->dboid;
-	role = MySlot->role;
+	dboid = schedlock_my_slot->dboid;
+	role = schedlock_my_slot->role;
 	LWLockRelease(schedlock_shared->lock);
 
 	/* a FATAL while connecting (the role cannot log in) is kept */
@@ -1258,17 +1253,17 @@ schedlock_worker_start(Datum arg, MemoryContext *cxt)
 	emit_log_hook = report_start_error;
 	BackgroundWorkerInitializeConnectionByOid(dboid, role, 0);
 	emit_log_hook = prev_emit_log_hook;
-	my_role = GetSessionUserId();
+	schedlock_my_role = GetSessionUserId();
 
 	/* identifiable in pg_stat_activity */
 	SetConfigOption("application_name",
-					MySlot->kind == SCHEDLOCK_BACKEND_JOBS ?
+					schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS ?
 					"schedlock job" : "schedlock housekeeper",
 					PGC_USERSET, PGC_S_OVERRIDE);
 
-	run_cxt = AllocSetContextCreate(TopMemoryContext, "schedlock job backend",
+	schedlock_run_cxt = AllocSetContextCreate(TopMemoryContext, "schedlock job backend",
 									ALLOCSET_DEFAULT_SIZES);
-	MemoryContextSwitchTo(run_cxt);
+	MemoryContextSwitchTo(schedlock_run_cxt);
 
 	/* the launcher starts only after recovery; make sure anyway */
 	if (RecoveryInProgress())
@@ -1278,12 +1273,12 @@ schedlock_worker_start(Datum arg, MemoryContext *cxt)
 		leave_no_extension();
 	/* %d, %u and %a of log_line_prefix, as for a login (logident.c) */
 	schedlock_set_log_identity(my_dbname, my_rolename,
-							   MySlot->kind == SCHEDLOCK_BACKEND_JOBS ?
+							   schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS ?
 							   "schedlock job" : "schedlock housekeeper");
 	ereport(DEBUG1,
 			(errmsg_internal("%s started", MyBgworkerEntry->bgw_name)));
-	*cxt = run_cxt;
-	return MySlot;
+	*cxt = schedlock_run_cxt;
+	return schedlock_my_slot;
 }
 
 /*
@@ -1298,7 +1293,7 @@ schedlock_worker_recover_error(void)
 	/* a capture is never left on (run_command.c ends it on every way out) */
 	schedlock_capture_abort();
 	schedlock_wave_leave();
-	schedlock_worker_recover(run_cxt);
+	schedlock_worker_recover(schedlock_run_cxt);
 	job_cancel_end();
 	set_running_job(0);
 }

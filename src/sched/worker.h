@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * worker.h
- *	  Job backends (worker.c): the entry point, and what a housekeeper
- *	  (housekeeper.c) shares of the job backend's code.
+ *	  Job backends (worker.c): the entry point, and the start a housekeeper
+ *	  (housekeeper.c) shares; dispatch.h has what they run.
  *
  * IDENTIFICATION
  *	  src/sched/worker.h
@@ -19,10 +19,5 @@
 extern PGDLLEXPORT void schedlock_worker_main(Datum arg);
 extern SchedlockBackendSlot *schedlock_worker_start(Datum arg,
 													MemoryContext *cxt);
-extern void schedlock_worker_recover_error(void);
-extern void schedlock_worker_begin_tx(const char *activity);
-extern void schedlock_worker_end_tx(void);
-extern int	schedlock_dispatch_due(Oid role, const char *start_error,
-								  bool *more);
 
 #endif							/* SCHEDLOCK_WORKER_H */
