@@ -1,0 +1,846 @@
+/*-------------------------------------------------------------------------
+ *
+ * dispatch.c
+ *	  Claiming and running a role's due jobs, in a job backend (worker.c)
+ *	  or, for a role whose backend could not start, in a housekeeper.
+ *
+ * A pass (schedlock_dispatch_due) claims the role's due jobs one at a time
+ * (NOTIFY jobs, and atomic jobs under schedlock.runs_per_commit, in sets)
+ * until none is left.  The claims follow an index on (role, next_run_at),
+ * so their cost does not grow with other roles' jobs.
+ *
+ * Claiming a job: in one transaction, lock the earliest due row of the
+ * role's jobs that no other backend holds, decide what to do (a queued
+ * run_job() call, a due retry, or the next slot under the misfire policy),
+ * advance the job, insert the run, and then:
+ *	- atomic SQL job: run the command in a subtransaction (run_command.c), record
+ *	  the outcome, and commit everything together;
+ *	- NOTIFY job: pg_notify() the run, marked pending with a deadline, and
+ *	  the same for the role's NOTIFY jobs due with it, then commit:
+ *	  listeners hear them only if the claims committed;
+ *	- non-atomic SQL job: commit the claim, run the command at top level in
+ *	  this backend, then record the outcome in a new transaction.
+ * A job whose previous run is still pending or running gets its slot
+ * recorded as skipped instead (overlap).  The row lock keeps two backends
+ * from claiming the same job, and the unique key (job_id, scheduled_for,
+ * attempt) of job_runs keeps any slot's attempt from committing twice.
+ *
+ * The bookkeeping runs as the extension owner, which owns the scheduler's
+ * tables, in a security-restricted operation (SetUserIdAndSecContext with
+ * SECURITY_RESTRICTED_OPERATION), only around the backend's own statements
+ * (begin_bookkeeping / end_bookkeeping): each of them pins search_path to
+ * pg_catalog (kept_query.c) and names every table, operator and cast with its
+ * schema.  The job's command, and everything its transaction does at
+ * commit, runs as the role.
+ *
+ * The housekeeper uses the transactions and the dispatch of this file.
+ *
+ * A cancel (pg_cancel_backend, or the job's timeout) cancels the job's
+ * statement while one runs, and is ignored otherwise: the backend's own
+ * statements are not the user's to cancel (see schedlock_job_sigint).
+ *
+ * An error in the loop (the backend's own bookkeeping, not a job's
+ * command) does not end the backend: it is logged, the transaction is
+ * aborted, the job being handled is charged with it, and the loop goes on;
+ * see quarantine.c.
+ *
+ * The backend asks the scheduling rules (rules.c) what to do and runs the
+ * statements of src/sched/store on the scheduler's tables; it holds neither.
+ *
+ * IDENTIFICATION
+ *	  src/sched/dispatch.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/elog.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "claim_plan.h"
+#include "dispatch.h"
+#include "job_roles.h"
+#include "jobstore.h"
+#include "notify_dispatch.h"
+#include "quarantine.h"
+#include "run_command.h"
+#include "runlog.h"
+#include "sched_shmem.h"
+#include "schedlock.h"
+#include "startwave.h"
+#include "subxact.h"
+
+
+/*
+ * Longest a batch of atomic runs that share one commit goes on taking
+ * further runs (schedlock.runs_per_commit), from its transaction's start.
+ */
+#define WORKER_BATCH_MS	10
+
+/*
+ * Atomic jobs of a batch claimed in one statement, asked about in one and
+ * recorded in one (see dispatch_batch).
+ */
+#define WORKER_BATCH_SET	64
+
+/* Longest run of claims in one pass before looking at signals again. */
+#define WORKER_MAX_CLAIMS_PER_PASS	1000
+
+/* This process's slot in shared memory. */
+SchedlockBackendSlot *schedlock_my_slot = NULL;
+
+/* The role a job backend runs jobs as (its session user). */
+Oid	schedlock_my_role = InvalidOid;
+
+/* The extension owner, as read at the start of the current pass. */
+Oid	schedlock_bookkeeper = InvalidOid;
+
+/*
+ * How much earlier than SCHEDLOCK_CLAIM_LEAD_MS the backend claims the NOTIFY
+ * jobs of its role's next instant, so that they are ready by then
+ * (schedlock_notify_lead_ms; set by next_due).
+ */
+long schedlock_notify_lead = 0;
+
+/* Memory for one claim and run; reset after each pass. */
+MemoryContext schedlock_run_cxt = NULL;
+
+/*
+ * Whether a cancel now cancels the job's statement (see
+ * schedlock_job_sigint).
+ */
+static volatile sig_atomic_t job_cancel_allowed = false;
+
+/*
+ * set_running_job
+ *		Publish the job this backend runs now (0: none), for job_status and
+ *		for telling its run from a lost one (schedlock.job_worker_pid).
+ *		Set before the run's "running" row can commit, cleared after its
+ *		outcome has.
+ */
+static void
+set_running_job(int64 job_id)
+{
+	schedlock_set_running(schedlock_my_slot, job_id);
+}
+
+/*
+ * set_run_settings
+ *		Show the run a job's command belongs to in schedlock.run_id and the
+ *		slot it stands for in schedlock.scheduled_for (run_id 0: none, both
+ *		are empty), for the command to read.  The instant is written in ISO
+ *		form in UTC, which reads back the same whatever the session's
+ *		DateStyle and TimeZone.
+ */
+static void
+set_run_settings(int64 run_id, TimestampTz scheduled_for)
+{
+	char		id[32] = "";
+	char		slot[MAXDATELEN + 1] = "";
+
+	if (run_id != 0)
+	{
+		struct pg_tm tm;
+		fsec_t		fsec;
+
+		snprintf(id, sizeof(id), INT64_FORMAT, run_id);
+		if (timestamp2tm(scheduled_for, NULL, &tm, &fsec, NULL, NULL) == 0)
+		{
+			/* UTC, with its offset written out (+00) */
+			tm.tm_isdst = 0;
+			EncodeDateTime(&tm, fsec, true, 0, NULL, USE_ISO_DATES, slot);
+		}
+	}
+	(void) set_config_option("schedlock.run_id", id, PGC_INTERNAL,
+							 PGC_S_OVERRIDE, GUC_ACTION_SET, true, 0, false);
+	(void) set_config_option("schedlock.scheduled_for", slot, PGC_INTERNAL,
+							 PGC_S_OVERRIDE, GUC_ACTION_SET, true, 0, false);
+}
+
+/*
+ * report_job_activity
+ *		Show the running job in pg_stat_activity.query: its name in a comment,
+ *		then its command (a NOTIFY job: its channel).
+ */
+static void
+report_job_activity(const ClaimedJob *job)
+{
+	char	   *activity;
+
+	if (job->command != NULL)
+		activity = psprintf("/* schedlock job: %s */ %s",
+							job->job_name, job->command);
+	else
+		activity = psprintf("/* schedlock job: %s */ NOTIFY %s",
+							job->job_name, quote_identifier(job->channel));
+	pgstat_report_activity(STATE_RUNNING, activity);
+	pfree(activity);
+}
+
+/*
+ * schedlock_job_sigint
+ *		SIGINT handler (pg_cancel_backend, and the statement timeout that
+ *		bounds a job): cancels the job's statement while one runs, as
+ *		StatementCancelHandler does; otherwise does nothing.  A cancel
+ *		processed in the backend's own statements would end its pass.
+ */
+void
+schedlock_job_sigint(SIGNAL_ARGS)
+{
+	if (job_cancel_allowed)
+		StatementCancelHandler(postgres_signal_arg);
+}
+
+/*
+ * job_cancel_begin / job_cancel_end
+ *		Bracket the running of a job's command: a cancel in between cancels
+ *		it.  job_cancel_end drops a cancel that arrived too late to act.
+ */
+static void
+job_cancel_begin(void)
+{
+	QueryCancelPending = false;
+	job_cancel_allowed = true;
+}
+
+static void
+job_cancel_end(void)
+{
+	job_cancel_allowed = false;
+	QueryCancelPending = false;
+}
+
+/*
+ * begin_bookkeeping / end_bookkeeping
+ *		Switch a job backend to the extension owner, in a security-restricted
+ *		operation, for its own statements on the scheduler's tables; and
+ *		back to its role.  The housekeeper is a superuser and stays so.  A
+ *		transaction abort switches back by itself.
+ */
+static void
+begin_bookkeeping(void)
+{
+	if (schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS)
+		SetUserIdAndSecContext(schedlock_bookkeeper,
+							   SECURITY_LOCAL_USERID_CHANGE |
+							   SECURITY_RESTRICTED_OPERATION);
+}
+
+static void
+end_bookkeeping(void)
+{
+	if (schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS)
+		SetUserIdAndSecContext(schedlock_my_role, 0);
+}
+
+/*
+ * begin_tx / commit_tx / end_tx
+ *		Open a read-write, read committed transaction with SPI and a
+ *		snapshot, for bookkeeping; commit it as the role; commit it and
+ *		report its statistics (in the worker_spi order).
+ */
+void
+schedlock_worker_begin_tx(const char *activity)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+
+	/*
+	 * Read-write and read committed, whatever the role's or a job's session
+	 * defaults (default_transaction_read_only, SET SESSION CHARACTERISTICS):
+	 * set before the transaction's first snapshot, as SET TRANSACTION would.
+	 * An atomic job runs in this transaction too.
+	 */
+	XactReadOnly = false;
+	XactIsoLevel = XACT_READ_COMMITTED;
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, activity);
+	begin_bookkeeping();
+}
+
+static void
+commit_tx(void)
+{
+	end_bookkeeping();
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(schedlock_run_cxt);
+}
+
+void
+schedlock_worker_end_tx(void)
+{
+	commit_tx();
+	/* at most once a second; the main loop flushes the rest before sleeping */
+	pgstat_report_stat(false);
+}
+
+/*
+ * wait_until
+ *		Sleep until the instant start, if it has not come yet.  Everything
+ *		that can be done for a run before its instant is done before this.
+ *		A signal ends pg_usleep early: sleep the rest again.
+ */
+static void
+wait_until(TimestampTz start)
+{
+	TimestampTz now;
+
+	while (start > (now = GetCurrentTimestamp()))
+	{
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep((long) Min(start - now,
+							 (TimestampTz) SCHEDLOCK_CLAIM_LEAD_MS * 1000));
+	}
+}
+
+/*
+ * commit_early_claim
+ *		Commit the claim of an atomic job claimed before its instant, which
+ *		then runs in a transaction of its own (see dispatch_one), within
+ *		the SCHEDLOCK_CLAIM_LEAD_MS before the instant.  The commit does not
+ *		wait for its WAL to reach disk (synchronous_commit off for this
+ *		transaction), nor are statistics reported: an fsync slowed by other
+ *		writers of the disk, and a statistics flush, made the command start
+ *		late (15-30 ms).  Durability is not weakened: the run's transaction
+ *		commits synchronously, which flushes the claim's WAL with its own;
+ *		if the server stops before that, the job has not run, and its slot
+ *		is claimed again after the restart as if it never had been.
+ */
+static void
+commit_early_claim(void)
+{
+	(void) set_config_option("synchronous_commit", "off", PGC_SUSET,
+							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+	commit_tx();
+}
+
+/*
+ * run_in_subxact
+ *		Run an atomic job's command in a subtransaction of the current
+ *		transaction, as the role, unless error (the role check's verdict)
+ *		is set already; then back to the bookkeeping.  *error gets the
+ *		command's error, result_status (SCHEDLOCK_RESULT_STATUS_LEN bytes)
+ *		and *notices what it said (schedlock_run_cxt).
+ */
+static void
+run_in_subxact(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
+			   ErrorData **error, char *result_status, char **notices)
+{
+	result_status[0] = '\0';
+	*notices = NULL;
+	report_job_activity(job);
+	if (*error != NULL)
+		return;
+	schedlock_log_run_statement(job->job_name, job->role_name, run_id,
+								job->command);
+	end_bookkeeping();
+	schedlock_exec_set_search_path(job->search_path);
+	set_run_settings(run_id, plan->scheduled_for);
+	job_cancel_begin();
+	schedlock_wave_started();
+	if (!schedlock_exec_atomic(job->command, job->timeout_ms, error,
+							   result_status, notices))
+		MemoryContextSwitchTo(schedlock_run_cxt);
+	job_cancel_end();
+	set_run_settings(0, 0);
+	begin_bookkeeping();
+}
+
+/*
+ * run_atomic
+ *		Run an atomic job's command in the claiming transaction, as the
+ *		role, and record its outcome as the owner; commit as the role.  In
+ *		a transaction, in bookkeeping.  error: the role check's verdict
+ *		(the command does not run when it is set).  A deferred run
+ *		(settle_claim) has no row yet: its row (run_id, taken ahead) and the
+ *		job's advanced state are written now, in one statement.  commit:
+ *		commit the transaction afterwards (else a batch goes on in it).
+ */
+static void
+run_atomic(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
+		   ErrorData *error, bool commit)
+{
+	char		result_status[SCHEDLOCK_RESULT_STATUS_LEN];
+	char	   *notices;
+
+	/*
+	 * Claimed before its instant: the claim commits first, and the job runs
+	 * in a transaction that starts on the instant, so that its now() is not
+	 * before its slot.  Only the claim's commit is added, and it is made
+	 * while waiting for the instant.  A job due when the claim's
+	 * transaction started (every job of a burst but the first few) runs in
+	 * that transaction: one commit.
+	 */
+	if (!plan->deferred && plan->due_at > GetCurrentTransactionStartTimestamp())
+	{
+		commit_early_claim();
+		if (start > GetCurrentTimestamp())
+			schedlock_wave_join(start);
+		wait_until(start);
+		schedlock_worker_begin_tx("schedlock: running a job");
+	}
+	else
+		wait_until(start);
+	run_in_subxact(job, plan, run_id, &error, result_status, &notices);
+	/* the others due at this instant start before this run's bookkeeping */
+	schedlock_wave_started();
+	schedlock_wave_wait_for_others();
+	if (plan->deferred)
+		(void) schedlock_record_ended_run(job, plan, start, error,
+										  result_status, notices);
+	else
+		schedlock_record_outcome(job, plan, run_id, error, result_status,
+								 notices);
+	if (commit)
+		schedlock_worker_end_tx();
+}
+
+/*
+ * run_toplevel
+ *		Run a non-atomic job's command at top level in this backend, as the
+ *		role, after its claim has committed, and record its outcome in a
+ *		transaction of its own.  Called outside a transaction.
+ */
+static void
+run_toplevel(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
+			 TimestampTz start, ErrorData *error)
+{
+	char		result_status[SCHEDLOCK_RESULT_STATUS_LEN] = "";
+	char	   *notices = NULL;
+
+	if (start > GetCurrentTimestamp())
+		schedlock_wave_join(start);
+	wait_until(start);
+	report_job_activity(job);
+	if (error == NULL)
+	{
+		schedlock_log_run_statement(job->job_name, job->role_name, run_id,
+									job->command);
+		schedlock_exec_set_search_path(job->search_path);
+		set_run_settings(run_id, plan->scheduled_for);
+		job_cancel_begin();
+		schedlock_wave_started();
+		(void) schedlock_exec_toplevel(job->command, job->timeout_ms, &error,
+									   result_status, &notices);
+		job_cancel_end();
+		set_run_settings(0, 0);
+		MemoryContextSwitchTo(schedlock_run_cxt);
+	}
+	/* the others due at this instant start before this run's bookkeeping */
+	schedlock_wave_started();
+	schedlock_wave_wait_for_others();
+	schedlock_worker_begin_tx("schedlock: recording a run");
+	schedlock_record_outcome(job, plan, run_id, error, result_status,
+							 notices);
+	schedlock_worker_end_tx();
+}
+
+/*
+ * claim_job
+ *		schedlock_claim_job in schedlock_run_cxt; an error in the bookkeeping from a
+ *		successful claim on is charged to the claimed job (quarantine.c),
+ *		one before it to none.
+ */
+static bool
+claim_job(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
+		  TimestampTz now, ClaimedJob *job)
+{
+	schedlock_dispatch_blame(0);
+	if (!schedlock_claim_job(kind, role, pos, now, job, schedlock_run_cxt))
+		return false;
+	schedlock_dispatch_blame(job->job_id);
+	return true;
+}
+
+/*
+ * job_error
+ *		The verdict on a claimed job before it runs: the role check's
+ *		(schedlock_check_job_role), or the housekeeper's start_error for a
+ *		role whose backend could not start; NULL when it may run.
+ */
+static ErrorData *
+job_error(ClaimedJob *job, const char *start_error)
+{
+	ErrorData  *error = schedlock_check_job_role(job->owner, job->run_as,
+												 schedlock_run_cxt);
+
+	if (error == NULL && start_error != NULL)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(schedlock_run_cxt);
+
+		error = palloc0(sizeof(ErrorData));
+		error->elevel = ERROR;
+		error->sqlerrcode = ERRCODE_CONNECTION_FAILURE;
+		error->message = pstrdup(start_error);
+		error->detail = pstrdup("The job's backend could not connect as its role.");
+		error->assoc_context = schedlock_run_cxt;
+		MemoryContextSwitchTo(oldcxt);
+	}
+	return error;
+}
+
+/*
+ * record_ended_runs
+ *		Record the n deferred runs of a set that have ended (see
+ *		dispatch_batch) in one statement, in a subtransaction; when that
+ *		cannot record them all (schedlock_record_ended_runs), roll it back
+ *		and record them one at a time, each charged to its job, as a batch
+ *		of single claims would have.
+ */
+static void
+record_ended_runs(SchedlockEndedRun *runs, int n)
+{
+	SchedlockSubxact sx;
+	volatile bool recorded = false;
+
+	if (n == 0)
+		return;
+	schedlock_dispatch_blame(0);
+	schedlock_subxact_begin(&sx);
+	PG_TRY();
+	{
+		recorded = schedlock_record_ended_runs(runs, n);
+		schedlock_subxact_end(&sx, recorded);
+	}
+	PG_CATCH();
+	{
+		/* the runs' own statements say what it was, one at a time */
+		FreeErrorData(schedlock_subxact_abort(&sx));
+		recorded = false;
+	}
+	PG_END_TRY();
+	if (recorded)
+		return;
+	for (int i = 0; i < n; i++)
+	{
+		schedlock_dispatch_blame(runs[i].job->job_id);
+		(void) schedlock_record_ended_run(runs[i].job, runs[i].plan,
+										  runs[i].started_at, runs[i].error,
+										  runs[i].result_status,
+										  runs[i].notices);
+	}
+}
+
+/*
+ * dispatch_batch
+ *		After an atomic run in the current transaction (see dispatch_one),
+ *		claim and run more of the role's atomic SQL jobs due when the
+ *		transaction began, in it, until schedlock.runs_per_commit
+ *		runs have shared it, WORKER_BATCH_MS have passed since it began, or
+ *		none is left; the caller commits them all.  Each job's command runs
+ *		in a subtransaction of its own (a failing one rolls back alone and
+ *		is recorded failed), and each slot is still run once: a run counts
+ *		only if the batch commits, and one that does not is claimed again.
+ *
+ * The jobs are taken a set at a time (WORKER_BATCH_SET): one statement
+ * claims the set, one asks which of its runs may be deferred (no run in
+ * progress, none of the slot's attempt), and once the set's commands have
+ * run one records those runs and advances their jobs.  A claimed job whose
+ * run cannot be deferred (a run in progress, a queued run_job() call,
+ * record_runs = failures) is handled the general way in its place in the
+ * set, and ends the batch after the set.
+ */
+static void
+dispatch_batch(Oid role, ClaimPosition *pos, const char *start_error)
+{
+	TimestampTz began = GetCurrentTransactionStartTimestamp();
+	int			n = 1;
+	bool		general = false;
+
+	if (!schedlock_jobs_have_search_path())
+		return;
+	while (!general && n < schedlock_runs_per_commit &&
+		   !TimestampDifferenceExceeds(began, GetCurrentTimestamp(),
+									   WORKER_BATCH_MS))
+	{
+		int			want = Min(schedlock_runs_per_commit - n, WORKER_BATCH_SET);
+		ClaimedJob *jobs = palloc(sizeof(ClaimedJob) * want);
+		ClaimPlan  *plans = palloc(sizeof(ClaimPlan) * want);
+		int64	   *ask_job = palloc(sizeof(int64) * want);
+		TimestampTz *ask_slot = palloc(sizeof(TimestampTz) * want);
+		int32	   *ask_attempt = palloc(sizeof(int32) * want);
+		int		   *ask_of = palloc(sizeof(int) * want);
+		int64	   *run_ids = palloc0(sizeof(int64) * want);
+		int64	   *answers = palloc(sizeof(int64) * want);
+		SchedlockEndedRun *ended = palloc(sizeof(SchedlockEndedRun) * want);
+		int			nask = 0;
+		int			nended = 0;
+		int			k;
+
+		CHECK_FOR_INTERRUPTS();
+		schedlock_dispatch_blame(0);
+		k = schedlock_claim_jobs(SCHEDLOCK_CLAIM_ATOMIC, role, pos, began,
+								 jobs, want, schedlock_run_cxt);
+		if (k == 0)
+			return;
+		n += k;
+
+		/* the plans, and which runs may be deferred: one question for all */
+		for (int i = 0; i < k; i++)
+		{
+			schedlock_dispatch_blame(jobs[i].job_id);
+			schedlock_plan_claim(&jobs[i], began, &plans[i], schedlock_run_cxt);
+			if (!schedlock_plan_may_defer(&jobs[i], &plans[i]))
+				continue;
+			ask_job[nask] = jobs[i].job_id;
+			ask_slot[nask] = plans[i].scheduled_for;
+			ask_attempt[nask] = plans[i].attempt;
+			ask_of[nask++] = i;
+		}
+		schedlock_dispatch_blame(0);
+		if (nask > 0)
+			schedlock_runs_may_defer(ask_job, ask_slot, ask_attempt, nask,
+									 answers);
+		for (int a = 0; a < nask; a++)
+			run_ids[ask_of[a]] = answers[a];
+
+		for (int i = 0; i < k; i++)
+		{
+			ClaimedJob *job = &jobs[i];
+			ClaimPlan  *plan = &plans[i];
+			SchedlockEndedRun *r;
+			char	   *result_status;
+			char	   *notices;
+			ErrorData  *error;
+			TimestampTz start;
+
+			schedlock_dispatch_blame(job->job_id);
+			if (run_ids[i] == 0)
+			{
+				int64		run_id;
+
+				/* the general way, in this transaction */
+				start = schedlock_settle_plan(job, plan, began, false);
+				if (plan->kind != PLAN_RUN)
+					continue;
+				general = true;
+				run_id = schedlock_record_run(job, plan, "running", start, 0,
+											  false);
+				if (run_id == 0)
+					continue;
+				set_running_job(job->job_id);
+				run_atomic(job, plan, run_id, start,
+						   job_error(job, start_error), false);
+				set_running_job(0);
+				continue;
+			}
+			start = schedlock_defer_plan(plan, run_ids[i], began);
+			error = job_error(job, start_error);
+			result_status = MemoryContextAlloc(schedlock_run_cxt,
+											   SCHEDLOCK_RESULT_STATUS_LEN);
+			set_running_job(job->job_id);
+			wait_until(start);
+			run_in_subxact(job, plan, plan->run_id, &error, result_status,
+						   &notices);
+			set_running_job(0);
+			r = &ended[nended++];
+			r->job = job;
+			r->plan = plan;
+			r->started_at = start;
+			r->finished_at = GetCurrentTimestamp();
+			r->error = error;
+			r->result_status = result_status;
+			r->notices = notices;
+		}
+		schedlock_wave_started();
+		schedlock_wave_wait_for_others();
+		record_ended_runs(ended, nended);
+	}
+}
+
+/*
+ * dispatch_one
+ *		Claim and handle one due job of the role (of any role whose queue
+ *		the housekeeper fails: fail_role) after position *pos, and move
+ *		*pos to it.  Returns false when none was due there.  Called outside
+ *		a transaction, in schedlock_run_cxt.
+ *
+ * A NOTIFY job runs no command, so the role's NOTIFY jobs due with it are
+ * claimed and notified in the same transaction, up to WORKER_NOTIFY_BATCH
+ * of them: one commit instead of one each, and (dispatch_notify_batch) one
+ * claim statement and one publishing statement for WORKER_NOTIFY_SET of
+ * them.  They still go out only if the
+ * claims commit.  That scan moves a position of its own, so the SQL jobs
+ * it steps over are still next for this backend.
+ *
+ * The housekeeper calls it for a role whose backend could not start
+ * (start_error): every due run then fails with the role check's error, or
+ * that one, and no command runs and no notification goes out.
+ */
+static bool
+dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
+{
+	TimestampTz horizon;
+	TimestampTz start;
+	ClaimedJob	job;
+	ClaimPlan	plan;
+	int64		run_id;
+	ErrorData  *error;
+	bool		toplevel;
+
+	schedlock_worker_begin_tx("schedlock: claiming due jobs");
+	horizon = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+										  SCHEDLOCK_CLAIM_LEAD_MS);
+	if (!claim_job(SCHEDLOCK_CLAIM_ANY, role, pos, horizon, &job))
+	{
+		/* NOTIFY jobs of an instant further ahead are made ready now */
+		horizon = TimestampTzPlusMilliseconds(horizon, schedlock_notify_lead);
+		if (schedlock_notify_lead <= 0 ||
+			!claim_job(SCHEDLOCK_CLAIM_NOTIFY, role, pos, horizon, &job))
+		{
+			schedlock_worker_end_tx();
+			return false;
+		}
+	}
+	start = schedlock_settle_claim(&job, &plan, horizon, true, schedlock_run_cxt);
+	if (plan.kind != PLAN_RUN)
+	{
+		schedlock_worker_end_tx();
+		return true;
+	}
+
+	/* a job whose role cannot log in does not run: its run fails */
+	error = job_error(&job, start_error);
+
+	if (job.channel != NULL)
+	{
+		schedlock_dispatch_notify(role, pos, &job, &plan, start, error,
+								  schedlock_run_cxt);
+		wait_until(start);
+		schedlock_worker_end_tx();
+		schedlock_notify_committed();
+		return true;
+	}
+
+	/*
+	 * An atomic job whose run and state are written once it has ended; and,
+	 * under schedlock.runs_per_commit, the role's further atomic jobs due
+	 * when this transaction began, each run in a subtransaction of its own,
+	 * committed together (see dispatch_batch).
+	 */
+	if (plan.deferred)
+	{
+		set_running_job(job.job_id);
+		run_atomic(&job, &plan, plan.run_id, start, error, false);
+		set_running_job(0);
+		dispatch_batch(role, pos, start_error);
+		schedlock_worker_end_tx();
+		if (schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS)
+			schedlock_exec_after_run(false);
+		return true;
+	}
+
+	/* started_at is the instant the command starts, after wait_until */
+	run_id = schedlock_record_run(&job, &plan, "running", start, 0, false);
+	if (run_id == 0)
+	{
+		schedlock_worker_end_tx();
+		return true;
+	}
+	set_running_job(job.job_id);
+	toplevel = !job.atomic && error == NULL;
+	if (!toplevel)
+	{
+		/*
+		 * Its transaction (the claim's, or one begun on the job's instant)
+		 * may take the role's further atomic jobs due then
+		 * (schedlock.runs_per_commit): jobs due at one instant share it.
+		 */
+		run_atomic(&job, &plan, run_id, start, error, false);
+		set_running_job(0);
+		dispatch_batch(role, pos, start_error);
+		schedlock_worker_end_tx();
+	}
+	else
+	{
+		/* the claim commits first, the command runs at top level */
+		schedlock_worker_end_tx();
+		run_toplevel(&job, &plan, run_id, start, error);
+	}
+	set_running_job(0);
+	if (schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS)
+		schedlock_exec_after_run(toplevel);
+	return true;
+}
+
+/*
+ * schedlock_dispatch_due
+ *		Claim and handle the role's due jobs until none is left, or
+ *		WORKER_MAX_CLAIMS_PER_PASS; at the second claim, tell the launcher
+ *		that the queue has a backlog (it may add a backend).  Returns how
+ *		many it claimed, and in *more whether it stopped early.
+ */
+int
+schedlock_dispatch_due(Oid role, const char *start_error, bool *more)
+{
+	ClaimPosition pos = {DT_NOBEGIN, 0};
+	int			claims = 0;
+
+	*more = false;
+	for (;;)
+	{
+		bool		claimed = dispatch_one(role, &pos, start_error);
+
+		if (!claimed && pos.next_run_at != DT_NOBEGIN)
+		{
+			/* end of the range: one scan from its start */
+			pos.next_run_at = DT_NOBEGIN;
+			pos.job_id = 0;
+			claimed = dispatch_one(role, &pos, start_error);
+		}
+		if (!claimed)
+			break;
+		MemoryContextReset(schedlock_run_cxt);
+		if (++claims == 2 && schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS)
+		{
+			bool		again;
+
+			/* more than one due: the launcher may add a backend */
+			if (schedlock_publish_due(schedlock_my_slot, GetCurrentTimestamp(), -1, true,
+									  0, &again))
+				break;
+		}
+		if (claims >= WORKER_MAX_CLAIMS_PER_PASS)
+		{
+			*more = true;
+			break;
+		}
+		/* the launcher asked this backend to make room: leave now */
+		if (schedlock_my_slot->yield)
+			break;
+		CHECK_FOR_INTERRUPTS();
+	}
+	schedlock_dispatch_blame(0);
+	return claims;
+}
+
+/*
+ * schedlock_worker_recover_error
+ *		After an error that reached the sigsetjmp of a job backend's or
+ *		housekeeper's entry point: log it, abort the transaction and charge
+ *		the job being handled (quarantine.c), and forget the run.
+ */
+void
+schedlock_worker_recover_error(void)
+{
+	/* a capture is never left on (run_command.c ends it on every way out) */
+	schedlock_capture_abort();
+	schedlock_wave_leave();
+	schedlock_worker_recover(schedlock_run_cxt);
+	job_cancel_end();
+	set_running_job(0);
+}
+
