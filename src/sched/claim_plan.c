@@ -6,7 +6,7 @@
  *	  misfire policy), and the plan settled: the job advanced, a run in
  *	  progress turned into an overlap, a skipped slot recorded.
  *
- * The job backend (worker.c) claims the job and runs what the plan says;
+ * The job backend (dispatch.c) claims the job and runs what the plan says;
  * the rules are rules.c's, the statements src/sched/store's.
  *
  * IDENTIFICATION

@@ -4,7 +4,7 @@
  *	  The job backends' claim statements, as SQL text.
  *
  * store_claim.c prepares and runs these statements for the job backends
- * (worker.c).  They live in a header of their own, which includes nothing
+ * (dispatch.c).  They live in a header of their own, which includes nothing
  * and needs nothing of PostgreSQL, so that the isolation spec
  * test/isolation/specs/job_claim.spec races exactly the statements the
  * job backends run: test/isolation/fill-specs.sh compiles a program that prints
@@ -78,15 +78,15 @@
 	SCHEDLOCK_CLAIM_COLUMNS("search_path, record_runs") SCHEDLOCK_CLAIM_WHERE \
 	SCHEDLOCK_CLAIM_ORDER
 
-/* The same, for NOTIFY jobs only: see dispatch_one in worker.c. */
+/* The same, for NOTIFY jobs only: see dispatch_one in dispatch.c. */
 #define SCHEDLOCK_CLAIM_NOTIFY_SQL \
 	SCHEDLOCK_CLAIM_COLUMNS("search_path, record_runs") SCHEDLOCK_CLAIM_WHERE \
 	"AND notify_channel IS NOT NULL " SCHEDLOCK_CLAIM_ORDER
 
 /*
  * The same, for atomic SQL jobs only: the further runs of a batch that
- * shares one commit (schedlock.runs_per_commit; see dispatch_one in
- * worker.c).  Release 1.2 only.
+ * shares one commit (schedlock.runs_per_commit; see dispatch_batch in
+ * dispatch.c).  Release 1.2 only.
  */
 #define SCHEDLOCK_CLAIM_ATOMIC_SQL \
 	SCHEDLOCK_CLAIM_COLUMNS("search_path, record_runs") SCHEDLOCK_CLAIM_WHERE \
@@ -94,7 +94,7 @@
 
 /*
  * Up to $5 atomic SQL jobs at once: the further runs of a batch, a set at
- * a time (see dispatch_batch in worker.c).  Release 1.2 only.
+ * a time (see dispatch_batch in dispatch.c).  Release 1.2 only.
  */
 #define SCHEDLOCK_CLAIM_ATOMIC_MANY_SQL \
 	SCHEDLOCK_CLAIM_COLUMNS("search_path, record_runs") SCHEDLOCK_CLAIM_WHERE \

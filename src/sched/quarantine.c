@@ -137,7 +137,7 @@ charge_job(int64 job_id, ErrorData *error)
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	/* read-write, whatever the role's session defaults (as in worker.c) */
+	/* read-write, whatever the role's session defaults (as in dispatch.c) */
 	XactReadOnly = false;
 	XactIsoLevel = XACT_READ_COMMITTED;
 	SPI_connect();

@@ -4,7 +4,7 @@
  *	  The scheduling rules, in plain C: misfire, overlap, next_run_at,
  *	  retry and backoff, and the dispatch hold before quarantine.
  *
- * Nothing here touches PostgreSQL: the callers (worker.c, notify_api.c, job_api.c,
+ * Nothing here touches PostgreSQL: the callers (dispatch.c, notify_api.c, job_api.c,
  * quarantine.c) read a job's row, ask a rule, and write the answer.  Each
  * rule is written once, here; test/unit/test_rules.c checks them.
  *

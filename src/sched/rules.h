@@ -10,7 +10,7 @@
  * This header and rules.c depend on nothing but the C library, as cron.h
  * and the cron engine do, so that the rules are unit-tested as plain C
  * (test/unit/test_rules.c, test/suites/rules-unit.sh).  The scheduler's
- * files (worker.c, notify_api.c, job_api.c, quarantine.c) read the rows, ask these
+ * files (dispatch.c, notify_api.c, job_api.c, quarantine.c) read the rows, ask these
  * functions, and write what they answer; none of them decides a rule on
  * its own.
  *

@@ -241,7 +241,7 @@ schedlock_record_run(ClaimedJob *job, ClaimPlan *plan, const char *status,
  * schedlock_publish_notify_runs
  *		For n claimed NOTIFY jobs whose plan is to run their slot (no queued
  *		run_job() row, no run in progress: see dispatch_notify_batch in
- *		worker.c), in one statement: write each job's advanced state as of
+ *		notify_dispatch.c), in one statement: write each job's advanced state as of
  *		horizon (schedlock_save_job_state), record its run as pending since
  *		now with its claim deadline (schedlock_record_run), and queue its
  *		notification (delivered when the transaction commits), in the order
