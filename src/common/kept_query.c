@@ -21,7 +21,10 @@
  * history for every run once it has grown: a burst of 50,000 jobs slowed
  * from 2,500 to 280 a second.  So the statements are planned and run with
  * enable_seqscan off, which leaves the planner a sequential scan only where
- * no index serves.
+ * no index serves.  That makes such a scan cost more than any JIT threshold
+ * (jit_above_cost, jit_optimize_above_cost): a count over a few hundred
+ * jobs was compiled, inlined and optimised for 200 ms at each run.  These
+ * statements each touch a few rows, so they run with jit off.
  *
  * The workers run as the bootstrap superuser, in databases whose owner,
  * roles and jobs may set any search_path.  So every statement here is
@@ -83,7 +86,8 @@ schedlock_trusted_path_end(int nestlevel)
  *		Execute the statement q with the given parameters, preparing and
  *		keeping its plan first if this backend has not yet.  The statement
  *		is prepared and run with the trusted search_path (so its plan is
- *		made, and kept valid, for that path only) and enable_seqscan off.
+ *		made, and kept valid, for that path only), enable_seqscan off and
+ *		jit off.
  *		Caller is connected to SPI; returns what SPI_execute_plan returns.
  */
 int
@@ -96,6 +100,8 @@ schedlock_query_run(SchedlockQuery *q, Datum *values, const char *nulls,
 	/* undone by schedlock_trusted_path_end, or by the abort */
 	nestlevel = schedlock_trusted_path_begin();
 	(void) set_config_option("enable_seqscan", "off", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("jit", "off", PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	if (q->plan == NULL)
 	{

@@ -6,8 +6,8 @@
  *
  * schedlock.home has one row: the home_id jobs are scheduled under and the
  * database it was made in.  The statements every pass or every inserted job
- * row runs go through plans prepared once per backend and kept; see
- * run_kept.
+ * row runs go through plans prepared once per backend and kept
+ * (schedlock_query_run).
  *
  * IDENTIFICATION
  *	  src/sched/store/store_home.c
@@ -26,38 +26,20 @@
 #include "utils/uuid.h"
 
 #include "jobstore.h"
+#include "kept_query.h"
 #include "store_int.h"
 
-/* Kept plans of the statements run for every pass or every job row. */
-static SPIPlanPtr read_home_plan = NULL;
-static SPIPlanPtr read_home_id_plan = NULL;
-static SPIPlanPtr mark_restored_plan = NULL;
-
-/*
- * run_kept
- *		Execute a statement without parameters through a plan prepared once
- *		per backend and kept.  Not schedlock_query_run: its enable_seqscan =
- *		off prices the sequential scan of the one-row home table so high that
- *		every execution is JIT-compiled, which costs many times the
- *		statement itself.
- *		Connected to SPI.
- */
-static int
-run_kept(SPIPlanPtr *plan, const char *sql, bool read_only)
-{
-	if (*plan == NULL)
-	{
-		SPIPlanPtr	p = SPI_prepare(sql, 0, NULL);
-
-		if (p == NULL)
-			elog(ERROR, "could not prepare \"%s\": %s",
-				 sql, SPI_result_code_string(SPI_result));
-		if (SPI_keepplan(p) != 0)
-			elog(ERROR, "could not keep the plan of \"%s\"", sql);
-		*plan = p;
-	}
-	return SPI_execute_plan(*plan, NULL, NULL, read_only, 0);
-}
+/* The statements run for every pass or every job row, kept. */
+static SchedlockQuery read_home_q = {
+	"SELECT home_id, datoid, restored_jobs FROM schedlock.home", 0, {InvalidOid}
+};
+static SchedlockQuery read_home_id_q = {
+	"SELECT home_id FROM schedlock.home", 0, {InvalidOid}
+};
+static SchedlockQuery mark_restored_q = {
+	"UPDATE schedlock.home SET restored_jobs = true WHERE NOT restored_jobs",
+	0, {InvalidOid}
+};
 
 /*
  * uuid_copy
@@ -99,9 +81,7 @@ schedlock_home_read(Datum *home_id, Oid *datoid, bool *restored)
 {
 	bool		isnull;
 
-	if (run_kept(&read_home_plan,
-				 "SELECT home_id, datoid, restored_jobs FROM schedlock.home",
-				 true) != SPI_OK_SELECT)
+	if (schedlock_query_run(&read_home_q, NULL, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read schedlock.home");
 	if (SPI_processed != 1)
 		return false;
@@ -125,8 +105,7 @@ schedlock_home_id(Datum *home_id)
 	bool		isnull;
 	Datum		id;
 
-	if (run_kept(&read_home_id_plan, "SELECT home_id FROM schedlock.home",
-				 true) != SPI_OK_SELECT)
+	if (schedlock_query_run(&read_home_id_q, NULL, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read schedlock.home");
 	if (SPI_processed != 1)
 		return false;
@@ -245,9 +224,7 @@ schedlock_home_clear_restored(void)
 void
 schedlock_home_mark_restored(void)
 {
-	if (run_kept(&mark_restored_plan,
-				 "UPDATE schedlock.home SET restored_jobs = true WHERE NOT restored_jobs",
-				 false) != SPI_OK_UPDATE)
+	if (schedlock_query_run(&mark_restored_q, NULL, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update schedlock.home");
 }
 
