@@ -7,7 +7,8 @@
  *
  * Atomic: the command runs through SPI in a subtransaction of the
  * transaction that claimed the run, so its effects commit together with
- * the run's bookkeeping or roll back alone.  Its deferred triggers fire
+ * the run's bookkeeping or roll back alone; a command of one query runs
+ * through the plan the backend keeps for it (command_plans.c).  Its deferred triggers fire
  * before the subtransaction ends (SET CONSTRAINTS ALL IMMEDIATE), so that
  * their errors fail the run; what it re-defers, and its ON COMMIT actions,
  * run at the claim's commit, which happens as the job's role: the
@@ -69,6 +70,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timeout.h"
 
+#include "command_plans.h"
 #include "compat.h"
 #include "lock.h"
 #include "run_command.h"
@@ -155,7 +157,7 @@ schedlock_exec_atomic(const char *command, int timeout_ms, ErrorData **error,
 		int			nestlevel = NewGUCNestLevel();
 		int			rc;
 		SPIExecuteOptions options;
-		List	   *parsetrees;
+		SPIPlanPtr	plan;
 		CommandTag	tag = CMDTAG_UNKNOWN;
 		ConstraintsSetStmt *all_immediate = makeNode(ConstraintsSetStmt);
 
@@ -168,13 +170,16 @@ schedlock_exec_atomic(const char *command, int timeout_ms, ErrorData **error,
 			enable_timeout_after(STATEMENT_TIMEOUT, timeout);
 
 		/*
-		 * The tag of the last statement, as a simple query takes it from
-		 * the raw statement (SPI does not return it).
+		 * Through the plan this backend keeps for the command, if it is one
+		 * statement that has a plan; else from its text.  Either way the
+		 * tag of the last statement, as a simple query takes it from the
+		 * raw statement (SPI does not return it).
 		 */
-		parsetrees = pg_parse_query(command);
-		if (parsetrees != NIL)
-			tag = CreateCommandTag(llast_node(RawStmt, parsetrees)->stmt);
-		rc = SPI_execute_extended(command, &options);
+		plan = schedlock_command_plan(command, &tag);
+		if (plan != NULL)
+			rc = SPI_execute_plan_extended(plan, &options);
+		else
+			rc = SPI_execute_extended(command, &options);
 		if (rc < 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
