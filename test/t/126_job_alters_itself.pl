@@ -11,6 +11,10 @@
 #               rolled back with the command
 #   self_slow   moves itself from every second to every 3 seconds: the
 #               runs after it follow the new schedule
+#   self_gone   due when claimed (next_run_at moved to now), unschedules
+#               itself: its run is recorded once, succeeded, and the job is
+#               gone (its run's record found no job row and failed the
+#               run's transaction, again and again)
 # Nothing is logged as an error of the scheduler's own.
 # The same once more with schedlock.runs_per_commit = 16 and twenty quick
 # jobs due with them, so that these jobs run in batches that share a commit
@@ -47,6 +51,12 @@ sub scenario
 		SELECT schedlock.schedule_job('${p}self_slow', '1 seconds', \$\$
 			INSERT INTO hits (job, run_id) VALUES ('${p}self_slow', current_setting('schedlock.run_id')::bigint);
 			SELECT schedlock.alter_job('${p}self_slow', schedule => '3 seconds')\$\$);
+	});
+	admin(qq{
+		SELECT schedlock.schedule_job('${p}self_gone', '0 * * * *', \$\$
+			INSERT INTO hits (job, run_id) VALUES ('${p}self_gone', current_setting('schedlock.run_id')::bigint);
+			SELECT schedlock.unschedule_job('${p}self_gone')\$\$);
+		SELECT schedlock.alter_job('${p}self_gone', next_run_at => now());
 	});
 	ok(wait_for(qq{SELECT count(*) >= 4 FROM schedlock.job_runs WHERE job_name = '${p}self_tune' AND status = 'succeeded'}, 30)
 		  && wait_for(qq{SELECT count(*) >= 3 FROM schedlock.job_runs WHERE job_name = '${p}self_fail'}, 30)
@@ -92,6 +102,13 @@ sub scenario
 	is(admin(qq{SELECT count(*) FROM (SELECT scheduled_for FROM schedlock.job_runs WHERE job_name = '${p}self_slow'
 									 GROUP BY 1 HAVING count(*) > 1) d}),
 		'0', "$mode: self_slow: no slot ran twice");
+
+	ok(wait_for(qq{SELECT NOT EXISTS (SELECT FROM schedlock.jobs WHERE job_name = '${p}self_gone')}, 10),
+		"$mode: self_gone: the job is gone, as its command said");
+	is(admin(qq{SELECT string_agg(status, ',') FROM schedlock.job_runs WHERE job_name = '${p}self_gone'}),
+		'succeeded', "$mode: self_gone: its run is recorded once, succeeded");
+	is(admin(qq{SELECT count(*) FROM hits WHERE job = '${p}self_gone'}), '1',
+		"$mode: self_gone: its effect is there once");
 
 }
 

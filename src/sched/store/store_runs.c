@@ -452,8 +452,9 @@ schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
  *		is claimed again, and is not run twice.  The rest is as
  *		schedlock_record_outcome: the log line, and a failure's count and
  *		retry.  Returns the run id.  A row of the slot's attempt that
- *		appeared meanwhile (schedlock_run_may_defer found none) is an error:
- *		the run's effects must not commit beside it.
+ *		appeared meanwhile (schedlock_run_may_defer found none) is an error
+ *		(on job_runs' unique key): the run's effects must not commit beside
+ *		it.  A job its own command deleted has its run recorded all the same.
  */
 int64
 schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
@@ -469,7 +470,6 @@ schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
 		"  result_status, notices, job_name) "
 		"VALUES ($24, $1, $2, $3, $4, $5, $6, $7, $8, $9, $11, $10, $12, $13, "
 		"  $7 OPERATOR(pg_catalog.-) $6, $14, $15, $16) "
-		"ON CONFLICT (job_id, scheduled_for, attempt) DO NOTHING "
 		"RETURNING run_id, job_id, status, started_at, finished_at, "
 		"  scheduled_for, duration) "
 		"UPDATE schedlock.jobs j SET "
@@ -526,12 +526,24 @@ schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
 
 	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not record a run of job " INT64_FORMAT, job->job_id);
-	if (SPI_processed != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNIQUE_VIOLATION),
-				 errmsg("a run of job %s for its slot at %s attempt %d was recorded by another process",
-						quote_literal_cstr(job->job_name),
-						timestamptz_to_str(plan->scheduled_for), plan->attempt)));
+
+	/*
+	 * No row: the job is gone.  The backend holds the job's row lock since
+	 * the claim, so only the run's own command can have deleted it
+	 * (unschedule_job of itself); the run's row is written all the same
+	 * (the INSERT of e always runs to its end), and there is no job left to
+	 * count a failure or retry on.
+	 */
+	if (SPI_processed == 0)
+	{
+		schedlock_log_run_end(job->job_name, job->role_name, plan->run_id,
+							  error ? "failed" : "succeeded", state,
+							  error ? message : NULL,
+							  DatumGetIntervalP(DirectFunctionCall2(timestamp_mi,
+																	values[6],
+																	values[5])));
+		return plan->run_id;
+	}
 	run_id = DatumGetInt64(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	duration = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2,
 							 &isnull);
