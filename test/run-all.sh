@@ -223,29 +223,22 @@ run_regress()
 	fi
 }
 
+# the isolation specs through "make installcheck" on the shared cluster
+# (EXISTING_SERVER=1): the Makefile fills in the specs that name the
+# workers' own statements (tmp_isolation/) and runs them
 run_isolation()
 {
-	local specs out log p f rc
-	specs=$(ls test/isolation/specs/*.spec 2>/dev/null | xargs -r -n1 basename | sed 's/\.spec$//' | sort)
-	[ -z "$specs" ] && return
-	out="$WORK/isolation"
-	log="$WORK/isolation.log"
-	# specs that run the workers' own statements get their text now
-	if ! bash test/isolation/fill-specs.sh "$SRCDIR"; then
-		record isolation 0 1 "(test/isolation/fill-specs.sh failed)"
-		return
-	fi
-	sl_as_server mkdir -p "$out"
-	sl_as_server "$PGXS_DIR/src/test/isolation/pg_isolation_regress" \
-		--inputdir="$SRCDIR/test/isolation" --outputdir="$out" \
-		--host="$PGHOST" --port="$PGPORT" --user=postgres \
-		--dbname=isolation_regression --load-extension=schedlock \
-		$specs >"$log" 2>&1
+	local out="$WORK/isolation" log="$WORK/isolation.log" p f rc
+	ls test/isolation/specs/*.spec >/dev/null 2>&1 || return
+	sl_as_server make -C "$SRCDIR" --no-print-directory installcheck \
+		PG_CONFIG="$PG_CONFIG" EXISTING_SERVER=1 REGRESS= TAP_TESTS= >"$log" 2>&1
 	rc=$?
 	cat "$log"
 	read -r p f <<<"$(count_pg_regress "$log")"
 	[ $rc -ne 0 ] && [ "$f" -eq 0 ] && f=1
-	[ -f "$out/regression.diffs" ] && head -200 "$out/regression.diffs"
+	[ -f "$SRCDIR/output_iso/regression.diffs" ] && head -200 "$SRCDIR/output_iso/regression.diffs"
+	sl_as_server mkdir -p "$out"
+	sl_as_server mv "$SRCDIR/output_iso" "$SRCDIR/tmp_isolation" "$out/" 2>/dev/null
 	record isolation "$p" "$f"
 }
 
