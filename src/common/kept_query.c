@@ -41,11 +41,36 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "executor/spi.h"
 #include "nodes/parsenodes.h"
+#include "pgstat.h"
 #include "utils/guc.h"
+#include "utils/snapmgr.h"
 
 #include "kept_query.h"
+
+/*
+ * schedlock_bookkeeping_tx_begin
+ *		In a background process of the scheduler, start a transaction for
+ *		its own statements: read-write and read committed whatever the
+ *		session's defaults (default_transaction_read_only, SET SESSION
+ *		CHARACTERISTICS), set before its first snapshot as SET TRANSACTION
+ *		would; connected to SPI, with an active snapshot, and activity shown
+ *		in pg_stat_activity.  The caller switches to the role its statements
+ *		run as.
+ */
+void
+schedlock_bookkeeping_tx_begin(const char *activity)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	XactReadOnly = false;
+	XactIsoLevel = XACT_READ_COMMITTED;
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, activity);
+}
 
 /*
  * schedlock_trusted_path_begin

@@ -25,6 +25,7 @@ typedef struct SchedlockQuery
 	SPIPlanPtr	plan;			/* NULL until first used in this backend */
 } SchedlockQuery;
 
+extern void schedlock_bookkeeping_tx_begin(const char *activity);
 extern int	schedlock_trusted_path_begin(void);
 extern void schedlock_trusted_path_end(int nestlevel);
 extern int	schedlock_query_run(SchedlockQuery *q, Datum *values,

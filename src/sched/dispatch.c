@@ -70,6 +70,7 @@
 #include "claim_plan.h"
 #include "dispatch.h"
 #include "job_roles.h"
+#include "kept_query.h"
 #include "jobstore.h"
 #include "notify_dispatch.h"
 #include "quarantine.h"
@@ -252,20 +253,11 @@ end_bookkeeping(void)
 void
 schedlock_worker_begin_tx(const char *activity)
 {
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-
 	/*
 	 * Read-write and read committed, whatever the role's or a job's session
-	 * defaults (default_transaction_read_only, SET SESSION CHARACTERISTICS):
-	 * set before the transaction's first snapshot, as SET TRANSACTION would.
-	 * An atomic job runs in this transaction too.
+	 * defaults; an atomic job runs in this transaction too.
 	 */
-	XactReadOnly = false;
-	XactIsoLevel = XACT_READ_COMMITTED;
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	pgstat_report_activity(STATE_RUNNING, activity);
+	schedlock_bookkeeping_tx_begin(activity);
 	begin_bookkeeping();
 }
 

@@ -71,6 +71,7 @@
 #include "utils/timestamp.h"
 
 #include "jobstore.h"
+#include "kept_query.h"
 #include "quarantine.h"
 #include "rules.h"
 
@@ -135,14 +136,8 @@ charge_job(int64 job_id, ErrorData *error)
 	int			save_sec;
 	int			nestlevel;
 
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	/* read-write, whatever the role's session defaults (as in dispatch.c) */
-	XactReadOnly = false;
-	XactIsoLevel = XACT_READ_COMMITTED;
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	pgstat_report_activity(STATE_RUNNING, "schedlock: recording a dispatch error");
+	/* read-write, whatever the role's session defaults */
+	schedlock_bookkeeping_tx_begin("schedlock: recording a dispatch error");
 	/* a job backend's session user is the job's role: write as the owner */
 	schedlock_begin_as_owner(&save_uid, &save_sec, &nestlevel);
 
