@@ -36,7 +36,9 @@
 # subset (logcheck then covers the logs of that subset), SL_SKIP_SUITES=
 # "cron-fuzz lock-stress" leaves out the named test/suites/*.sh,
 # SL_TAP_FILTER=REGEX runs only the TAP and security tests whose name
-# matches (SL_TAP_FILTER="^10[12]_" runs 101 and 102), SL_PGVER=17
+# matches (SL_TAP_FILTER="^10[12]_" runs 101 and 102), SL_TAP_JOBS=2 is
+# how many of those files run at the same time (1: one after the other;
+# the ha layer always runs one at a time), SL_PGVER=17
 # tests against PostgreSQL 17 (test/matrix.sh runs every supported version).
 # Every server it starts is stopped on exit.
 
@@ -52,6 +54,7 @@ fi
 SL_KEEP=${SL_KEEP:-}
 
 SL_SKIP_SUITES=${SL_SKIP_SUITES:-}
+SL_TAP_JOBS=${SL_TAP_JOBS:-2}
 
 # clang and its sanitizer and libFuzzer runtimes only when a suite that
 # uses them runs (cron-fuzz, and cron-unit's sanitizer build); the package
@@ -306,30 +309,69 @@ run_suites()
 	done
 }
 
-# run_tap_dir SUITE DIR : every DIR/*.pl as a Perl TAP file, each with a
-# TESTDIR of its own under $WORK (its servers' logs stay there for
-# check_logs)
+# tap_file SUITE FILE : one Perl TAP file, with a TESTDIR of its own under
+# $WORK (its servers' logs stay there for check_logs); its output goes to
+# $WORK/SUITE-NAME.log and its exit status to $WORK/SUITE-NAME.rc
+tap_file()
+{
+	local suite=$1 t=$2 name
+	name=$(basename "$t" .pl)
+	sl_as_server mkdir -p "$WORK/$suite-$name/tmp_check/log"
+	# TESTDIR for PostgreSQL 15 and 16, TESTDATADIR and TESTLOGDIR for 17
+	# and later (without them the nodes would live in $SRCDIR); one port
+	# directory for the files that run at the same time, so that their
+	# servers never pick the same port
+	(cd "$SRCDIR" && TESTDIR="$WORK/$suite-$name" \
+		TESTDATADIR="$WORK/$suite-$name/tmp_check" \
+		TESTLOGDIR="$WORK/$suite-$name/tmp_check/log" \
+		PG_TEST_PORT_DIR="$WORK/portlock" \
+		PERL5LIB="$PGXS_DIR/src/test/perl:$SRCDIR/test/t" \
+		PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress" \
+		TEMP_CONFIG="$SL_TEMP_CONFIG" \
+		sl_as_server prove -v "$SRCDIR/$t") >"$WORK/$suite-$name.log" 2>&1
+	echo $? >"$WORK/$suite-$name.rc"
+}
+
+# run_tap_dir SUITE DIR JOBS : every DIR/*.pl as a Perl TAP file, JOBS of
+# them at a time (each file starts and stops servers of its own and spends
+# most of its time waiting for the scheduler's seconds, so two files share
+# the 2 cores well); the results are then read in the files' order
 run_tap_dir()
 {
-	local suite=$1 dir=$2 t name log rc p f l tp=0 tf=0
+	local suite=$1 dir=$2 jobs=$3 t name log rc p f l tp=0 tf=0 pid
+	local files="" pids=() live
 	[ -n "$(ls "$dir"/*.pl 2>/dev/null)" ] || return
 	for t in $(ls "$dir"/*.pl | sort); do
 		name=$(basename "$t" .pl)
 		[[ "$name" =~ ${SL_TAP_FILTER:-.} ]] || continue
+		files="$files $t"
+	done
+	sl_as_server mkdir -p "$WORK/portlock"
+	# the files' own processes only: the cassert build may be running in
+	# the background too, so neither "wait -n" nor a bare "wait"
+	for t in $files; do
+		while :; do
+			live=()
+			for pid in "${pids[@]}"; do
+				kill -0 "$pid" 2>/dev/null && live+=("$pid")
+			done
+			pids=("${live[@]}")
+			[ "${#pids[@]}" -lt "$jobs" ] && break
+			sleep 0.5
+		done
+		sl_log "$suite $(basename "$t" .pl)"
+		tap_file "$suite" "$t" &
+		pids+=($!)
+	done
+	for pid in "${pids[@]}"; do
+		wait "$pid"
+	done
+	for t in $files; do
+		name=$(basename "$t" .pl)
 		log="$WORK/$suite-$name.log"
-		sl_log "$suite $name"
-		sl_as_server mkdir -p "$WORK/$suite-$name/tmp_check/log"
-		# TESTDIR for PostgreSQL 15 and 16, TESTDATADIR and TESTLOGDIR for
-		# 17 and later (without them the nodes would live in $SRCDIR)
-		(cd "$SRCDIR" && TESTDIR="$WORK/$suite-$name" \
-			TESTDATADIR="$WORK/$suite-$name/tmp_check" \
-			TESTLOGDIR="$WORK/$suite-$name/tmp_check/log" \
-			PERL5LIB="$PGXS_DIR/src/test/perl:$SRCDIR/test/t" \
-			PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress" \
-			TEMP_CONFIG="$SL_TEMP_CONFIG" \
-			sl_as_server prove -v "$SRCDIR/$t") >"$log" 2>&1
-		rc=$?
-		read -r p f <<<"$(count_tap "$log" $rc)"
+		rc=$(cat "$WORK/$suite-$name.rc" 2>/dev/null || echo 1)
+		read -r p f <<<"$(count_tap "$log" "$rc")"
+		echo "--- $suite $name"
 		if [ "$f" -ne 0 ]; then
 			cat "$log"
 			for l in "$WORK/$suite-$name"/tmp_check/log/*.log; do
@@ -418,9 +460,9 @@ for suite in $SL_ONLY; do
 		isolation) run_isolation ;;
 		pgtap) run_pgtap ;;
 		suites) run_suites ;;
-		tap) run_tap_dir tap test/t ;;
-		security) run_tap_dir security test/security ;;
-		ha) run_tap_dir ha test/ha ;;
+		tap) run_tap_dir tap test/t "$SL_TAP_JOBS" ;;
+		security) run_tap_dir security test/security "$SL_TAP_JOBS" ;;
+		ha) run_tap_dir ha test/ha 1 ;;
 		cassert) run_cassert ;;
 		*) echo "unknown suite $suite" >&2 ;;
 	esac
