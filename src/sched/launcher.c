@@ -87,6 +87,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "budget.h"
 #include "launcher.h"
 #include "sched_shmem.h"
 #include "schedlock.h"
@@ -485,13 +486,14 @@ want_order(const void *a, const void *b)
 }
 
 /*
- * warn_wait
+ * schedlock_budget_warn_wait
  *		Log, at most once per SCHEDLOCK_WAIT_WARN_EVERY_MS per kind, that a
  *		queue's due jobs have waited SCHEDLOCK_WAIT_WARN_AFTER_MS for a
  *		backend, naming the setting to raise.
  */
-static void
-warn_wait(SchedlockQueue *q, SchedlockDatabase *db, TimestampTz now)
+void
+schedlock_budget_warn_wait(SchedlockQueue *q, SchedlockDatabase *db,
+						   TimestampTz now)
 {
 	if (q->waiting_since == 0 ||
 		!TimestampDifferenceExceeds(q->waiting_since, now,
@@ -537,12 +539,13 @@ warn_wait(SchedlockQueue *q, SchedlockDatabase *db, TimestampTz now)
 }
 
 /*
- * set_wait
+ * schedlock_budget_set_wait
  *		Record why queue q's due jobs wait (SCHEDLOCK_WAIT_NONE: they do not).
  *		Caller holds the lock exclusively.
  */
-static void
-set_wait(SchedlockQueue *q, SchedlockWait wait, TimestampTz now)
+void
+schedlock_budget_set_wait(SchedlockQueue *q, SchedlockWait wait,
+						  TimestampTz now)
 {
 	if (wait == SCHEDLOCK_WAIT_NONE)
 	{
@@ -557,15 +560,15 @@ set_wait(SchedlockQueue *q, SchedlockWait wait, TimestampTz now)
 }
 
 /*
- * make_room
+ * schedlock_budget_make_room
  *		The budget (of the cluster, or of database dboid when valid) is
  *		spent and 'needed' queues wait: ask that many backends (of that
  *		database) to leave (see the file header).  Returns in how many ms to look
  *		again when a busy backend has not had its turn yet (-1: no need).
  *		Caller holds the lock exclusively.
  */
-static long
-make_room(int needed, Oid dboid, TimestampTz now)
+long
+schedlock_budget_make_room(int needed, Oid dboid, TimestampTz now)
 {
 	Latch	   *latches[64];
 	int			nlatches = 0;
@@ -646,17 +649,13 @@ make_room(int needed, Oid dboid, TimestampTz now)
 }
 
 /*
- * all_busy
- *		Whether every backend of the due queue q has been running a job for
- *		SCHEDLOCK_GROW_AFTER_MS; when they all run one but not yet for that
- *		long, *wake_at is moved to when they will have, and the backends are
- *		told that the launcher will look again by itself (busy_watched: a
- *		backend that starts a run then does not wake it; nor while the queue
- *		has a backlog, which the launcher knows of).  Caller holds the lock
- *		exclusively.
+ * schedlock_budget_watch_busy
+ *		Tell the backends of queue q whether the launcher watches the queue
+ *		being busy by itself (busy_watched: a backend that starts a run
+ *		then does not wake it).  Caller holds the lock exclusively.
  */
-static void
-watch_busy(SchedlockQueue *q, bool watched)
+void
+schedlock_budget_watch_busy(SchedlockQueue *q, bool watched)
 {
 	int			i;
 
@@ -670,8 +669,19 @@ watch_busy(SchedlockQueue *q, bool watched)
 	}
 }
 
-static bool
-all_busy(SchedlockQueue *q, TimestampTz now, TimestampTz *wake_at)
+/*
+ * schedlock_budget_all_busy
+ *		Whether every backend of the due queue q has been running a job for
+ *		SCHEDLOCK_GROW_AFTER_MS; when they all run one but not yet for that
+ *		long, *wake_at is moved to when they will have, and the backends are
+ *		told that the launcher will look again by itself (busy_watched: a
+ *		backend that starts a run then does not wake it; nor while the queue
+ *		has a backlog, which the launcher knows of).  Caller holds the lock
+ *		exclusively.
+ */
+bool
+schedlock_budget_all_busy(SchedlockQueue *q, TimestampTz now,
+						  TimestampTz *wake_at)
 {
 	TimestampTz latest = 0;
 	int			i;
@@ -685,7 +695,7 @@ all_busy(SchedlockQueue *q, TimestampTz now, TimestampTz *wake_at)
 			continue;
 		if (slot->running_job == 0)
 		{
-			watch_busy(q, false);
+			schedlock_budget_watch_busy(q, false);
 			return false;
 		}
 		latest = Max(latest, slot->running_since);
@@ -695,12 +705,12 @@ all_busy(SchedlockQueue *q, TimestampTz now, TimestampTz *wake_at)
 	latest = TimestampTzPlusMilliseconds(latest, SCHEDLOCK_GROW_AFTER_MS);
 	if (latest <= now)
 	{
-		watch_busy(q, false);
+		schedlock_budget_watch_busy(q, false);
 		return true;
 	}
 	if (latest < *wake_at)
 		*wake_at = latest;
-	watch_busy(q, true);
+	schedlock_budget_watch_busy(q, true);
 	return false;
 }
 
@@ -796,7 +806,7 @@ launcher_pass(TimestampTz *last_scan)
 
 				if (at < wake_at)
 					wake_at = at;
-				set_wait(q, SCHEDLOCK_WAIT_NONE, now);
+				schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_NONE, now);
 			}
 			continue;
 		}
@@ -821,11 +831,11 @@ launcher_pass(TimestampTz *last_scan)
 			if (q->backlog)
 			{
 				/* known here: the start of a run need not wake the launcher */
-				watch_busy(q, true);
+				schedlock_budget_watch_busy(q, true);
 				grow = true;
 			}
 			else
-				grow = all_busy(q, now, &wake_at);
+				grow = schedlock_budget_all_busy(q, now, &wake_at);
 			if (grow && (schedlock_max_runs_per_role == 0 ||
 						 q->nbackends < schedlock_max_runs_per_role))
 			{
@@ -859,8 +869,8 @@ launcher_pass(TimestampTz *last_scan)
 		{
 			if (q != NULL && !w->growth)
 			{
-				set_wait(q, SCHEDLOCK_WAIT_BUDGET, now);
-				warn_wait(q, db, now);
+				schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_BUDGET, now);
+				schedlock_budget_warn_wait(q, db, now);
 				waiting++;
 			}
 			else if (q == NULL)
@@ -874,10 +884,10 @@ launcher_pass(TimestampTz *last_scan)
 			{
 				long		r;
 
-				set_wait(q, SCHEDLOCK_WAIT_DATABASE_CAP, now);
-				warn_wait(q, db, now);
+				schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_DATABASE_CAP, now);
+				schedlock_budget_warn_wait(q, db, now);
 				/* another role's backend of the database makes room */
-				r = make_room(1, db->dboid, now);
+				r = schedlock_budget_make_room(1, db->dboid, now);
 				if (r >= 0 && (recheck < 0 || r < recheck))
 					recheck = r;
 			}
@@ -902,8 +912,8 @@ launcher_pass(TimestampTz *last_scan)
 				q->nbackends--;
 				if (!w->growth)
 				{
-					set_wait(q, SCHEDLOCK_WAIT_PROCESSES, now);
-					warn_wait(q, db, now);
+					schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_PROCESSES, now);
+					schedlock_budget_warn_wait(q, db, now);
 				}
 			}
 			else
@@ -915,7 +925,7 @@ launcher_pass(TimestampTz *last_scan)
 			used++;
 			if (q != NULL)
 			{
-				set_wait(q, SCHEDLOCK_WAIT_NONE, now);
+				schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_NONE, now);
 				q->backlog = false;
 			}
 		}
@@ -943,7 +953,7 @@ launcher_pass(TimestampTz *last_scan)
 	}
 	if (waiting > 0)
 	{
-		long		r = make_room(waiting, InvalidOid, now);
+		long		r = schedlock_budget_make_room(waiting, InvalidOid, now);
 
 		if (r >= 0 && (recheck < 0 || r < recheck))
 			recheck = r;

@@ -1,0 +1,31 @@
+/*-------------------------------------------------------------------------
+ *
+ * budget.h
+ *	  The job backends' budget, shared by every database (launcher.c): why a
+ *	  queue waits, which backend leaves to make room, when a queue's
+ *	  backends are all busy.
+ *
+ * IDENTIFICATION
+ *	  src/sched/budget.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SCHEDLOCK_BUDGET_H
+#define SCHEDLOCK_BUDGET_H
+
+#include "utils/timestamp.h"
+
+#include "sched_shmem.h"
+
+extern void schedlock_budget_warn_wait(SchedlockQueue *q,
+									   SchedlockDatabase *db,
+									   TimestampTz now);
+extern void schedlock_budget_set_wait(SchedlockQueue *q, SchedlockWait wait,
+									  TimestampTz now);
+extern long schedlock_budget_make_room(int needed, Oid dboid,
+									   TimestampTz now);
+extern void schedlock_budget_watch_busy(SchedlockQueue *q, bool watched);
+extern bool schedlock_budget_all_busy(SchedlockQueue *q, TimestampTz now,
+									  TimestampTz *wake_at);
+
+#endif							/* SCHEDLOCK_BUDGET_H */
