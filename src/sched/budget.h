@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * budget.h
- *	  The job backends' budget, shared by every database (launcher.c): why a
+ *	  The job backends' budget, shared by every database (budget.c): why a
  *	  queue waits, which backend leaves to make room, when a queue's
  *	  backends are all busy.
  *

@@ -1,0 +1,260 @@
+/*-------------------------------------------------------------------------
+ *
+ * budget.c
+ *	  The job backends' budget, shared by every database: why a queue's due
+ *	  jobs wait, which backend leaves to make room for a waiting queue, and
+ *	  when a queue's backends are all busy.  The launcher (launcher.c) calls
+ *	  these under the lock of the scheduler's shared memory, held
+ *	  exclusively; the rules they follow are in launcher.c's header.
+ *
+ * IDENTIFICATION
+ *	  src/sched/budget.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "utils/timestamp.h"
+
+#include "budget.h"
+#include "sched_shmem.h"
+#include "schedlock.h"
+
+/* A queue waiting this long is worth a WARNING, at most this often. */
+#define SCHEDLOCK_WAIT_WARN_AFTER_MS	10000
+#define SCHEDLOCK_WAIT_WARN_EVERY_MS	600000
+
+/* When each kind of wait was last warned about. */
+static TimestampTz warned_at[SCHEDLOCK_WAIT_START_FAILED + 1];
+
+/*
+ * schedlock_budget_warn_wait
+ *		Log, at most once per SCHEDLOCK_WAIT_WARN_EVERY_MS per kind, that a
+ *		queue's due jobs have waited SCHEDLOCK_WAIT_WARN_AFTER_MS for a
+ *		backend, naming the setting to raise.
+ */
+void
+schedlock_budget_warn_wait(SchedlockQueue *q, SchedlockDatabase *db,
+						   TimestampTz now)
+{
+	if (q->waiting_since == 0 ||
+		!TimestampDifferenceExceeds(q->waiting_since, now,
+									SCHEDLOCK_WAIT_WARN_AFTER_MS) ||
+		(warned_at[q->wait] != 0 &&
+		 !TimestampDifferenceExceeds(warned_at[q->wait], now,
+									 SCHEDLOCK_WAIT_WARN_EVERY_MS)))
+		return;
+	warned_at[q->wait] = now;
+	switch (q->wait)
+	{
+		case SCHEDLOCK_WAIT_BUDGET:
+			ereport(WARNING,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("schedlock jobs in database \"%s\" wait for a job backend",
+							NameStr(db->dbname)),
+					 errdetail("All schedlock.max_job_backends (%d) job backends of the cluster are in use.",
+							   schedlock_max_job_backends),
+					 errhint("Raise schedlock.max_job_backends, and max_worker_processes with it.")));
+			break;
+		case SCHEDLOCK_WAIT_DATABASE_CAP:
+			ereport(WARNING,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("schedlock jobs in database \"%s\" wait for a job backend",
+							NameStr(db->dbname)),
+					 errdetail("The database has schedlock.max_workers (%d) job backends.",
+							   schedlock_max_workers),
+					 errhint("Raise schedlock.max_workers.")));
+			break;
+		case SCHEDLOCK_WAIT_PROCESSES:
+			ereport(WARNING,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("schedlock jobs in database \"%s\" wait for a job backend",
+							NameStr(db->dbname)),
+					 errdetail("All max_worker_processes (%d) background worker slots are in use.",
+							   max_worker_processes),
+					 errhint("Raise max_worker_processes: the scheduler needs one launcher plus up to schedlock.max_job_backends (%d) processes.",
+							 schedlock_max_job_backends)));
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * schedlock_budget_set_wait
+ *		Record why queue q's due jobs wait (SCHEDLOCK_WAIT_NONE: they do not).
+ *		Caller holds the lock exclusively.
+ */
+void
+schedlock_budget_set_wait(SchedlockQueue *q, SchedlockWait wait,
+						  TimestampTz now)
+{
+	if (wait == SCHEDLOCK_WAIT_NONE)
+	{
+		q->wait = SCHEDLOCK_WAIT_NONE;
+		q->waiting_since = 0;
+		q->start_error[0] = '\0';
+		return;
+	}
+	q->wait = wait;
+	if (q->waiting_since == 0)
+		q->waiting_since = now;
+}
+
+/*
+ * schedlock_budget_make_room
+ *		The budget (of the cluster, or of database dboid when valid) is
+ *		spent and 'needed' queues wait: ask that many backends (of that
+ *		database) to leave (see the file header).  Returns in how many ms to look
+ *		again when a busy backend has not had its turn yet (-1: no need).
+ *		Caller holds the lock exclusively.
+ */
+long
+schedlock_budget_make_room(int needed, Oid dboid, TimestampTz now)
+{
+	Latch	   *latches[64];
+	int			nlatches = 0;
+	long		recheck = -1;
+	int			i;
+
+	/* idle backends first: their queue has nothing due soon */
+	for (i = 0; i < schedlock_shared->nslots && needed > 0; i++)
+	{
+		SchedlockBackendSlot *slot = &schedlock_shared->slots[i];
+		SchedlockQueue *q;
+
+		if (!slot->in_use || slot->kind != SCHEDLOCK_BACKEND_JOBS ||
+			!slot->idle || slot->yield ||
+			(OidIsValid(dboid) && slot->dboid != dboid))
+			continue;
+		q = schedlock_find_queue(slot->dboid, slot->role, false);
+		if (q != NULL &&
+			q->due_at <= TimestampTzPlusMilliseconds(now, SCHEDLOCK_START_LEAD_MS +
+													 q->lead_ms))
+			continue;
+		slot->yield = true;
+		if (slot->latch != NULL && nlatches < lengthof(latches))
+			latches[nlatches++] = slot->latch;
+		needed--;
+	}
+	/* already leaving */
+	for (i = 0; i < schedlock_shared->nslots; i++)
+		if (schedlock_shared->slots[i].in_use &&
+			schedlock_shared->slots[i].yield &&
+			(!OidIsValid(dboid) || schedlock_shared->slots[i].dboid == dboid))
+			needed--;
+	while (needed > 0)
+	{
+		SchedlockBackendSlot *victim = NULL;
+		int			victim_n = 0;
+
+		for (i = 0; i < schedlock_shared->nslots; i++)
+		{
+			SchedlockBackendSlot *slot = &schedlock_shared->slots[i];
+			SchedlockQueue *q;
+			int			n;
+
+			if (!slot->in_use || slot->kind != SCHEDLOCK_BACKEND_JOBS ||
+				slot->yield || (OidIsValid(dboid) && slot->dboid != dboid))
+				continue;
+			if (!TimestampDifferenceExceeds(slot->reserved_at, now,
+											SCHEDLOCK_TURN_MS))
+			{
+				long		left = (long) ((slot->reserved_at - now) / 1000) +
+					SCHEDLOCK_TURN_MS + 1;
+
+				if (recheck < 0 || left < recheck)
+					recheck = left;
+				continue;
+			}
+			q = schedlock_find_queue(slot->dboid, slot->role, false);
+			n = q != NULL ? q->nbackends : 1;
+			if (victim == NULL || n > victim_n ||
+				(n == victim_n && slot->reserved_at < victim->reserved_at))
+			{
+				victim = slot;
+				victim_n = n;
+			}
+		}
+		if (victim == NULL)
+			break;
+		victim->yield = true;
+		if (victim->latch != NULL && nlatches < lengthof(latches))
+			latches[nlatches++] = victim->latch;
+		needed--;
+	}
+	LWLockRelease(schedlock_shared->lock);
+	for (i = 0; i < nlatches; i++)
+		SetLatch(latches[i]);
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	return recheck;
+}
+
+/*
+ * schedlock_budget_watch_busy
+ *		Tell the backends of queue q whether the launcher watches the queue
+ *		being busy by itself (busy_watched: a backend that starts a run
+ *		then does not wake it).  Caller holds the lock exclusively.
+ */
+void
+schedlock_budget_watch_busy(SchedlockQueue *q, bool watched)
+{
+	int			i;
+
+	for (i = 0; i < schedlock_shared->nslots; i++)
+	{
+		SchedlockBackendSlot *slot = &schedlock_shared->slots[i];
+
+		if (slot->in_use && slot->kind == SCHEDLOCK_BACKEND_JOBS &&
+			slot->dboid == q->dboid && slot->role == q->role)
+			slot->busy_watched = watched;
+	}
+}
+
+/*
+ * schedlock_budget_all_busy
+ *		Whether every backend of the due queue q has been running a job for
+ *		SCHEDLOCK_GROW_AFTER_MS; when they all run one but not yet for that
+ *		long, *wake_at is moved to when they will have, and the backends are
+ *		told that the launcher will look again by itself (busy_watched: a
+ *		backend that starts a run then does not wake it; nor while the queue
+ *		has a backlog, which the launcher knows of).  Caller holds the lock
+ *		exclusively.
+ */
+bool
+schedlock_budget_all_busy(SchedlockQueue *q, TimestampTz now,
+						  TimestampTz *wake_at)
+{
+	TimestampTz latest = 0;
+	int			i;
+
+	for (i = 0; i < schedlock_shared->nslots; i++)
+	{
+		SchedlockBackendSlot *slot = &schedlock_shared->slots[i];
+
+		if (!slot->in_use || slot->kind != SCHEDLOCK_BACKEND_JOBS ||
+			slot->dboid != q->dboid || slot->role != q->role)
+			continue;
+		if (slot->running_job == 0)
+		{
+			schedlock_budget_watch_busy(q, false);
+			return false;
+		}
+		latest = Max(latest, slot->running_since);
+	}
+	if (latest == 0)
+		return false;
+	latest = TimestampTzPlusMilliseconds(latest, SCHEDLOCK_GROW_AFTER_MS);
+	if (latest <= now)
+	{
+		schedlock_budget_watch_busy(q, false);
+		return true;
+	}
+	if (latest < *wake_at)
+		*wake_at = latest;
+	schedlock_budget_watch_busy(q, true);
+	return false;
+}
