@@ -685,7 +685,7 @@ schedlock_set_running(SchedlockBackendSlot *slot, int64 job_id)
 			all_busy = false;
 	}
 	/*
-	 * Its queue may need one more backend soon (launcher.c, all_busy),
+	 * Its queue may need one more backend soon (budget.c, all_busy),
 	 * unless the launcher already watches it: one wakeup, not one per run
 	 * of a burst.
 	 */

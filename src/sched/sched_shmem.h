@@ -112,7 +112,7 @@ typedef struct SchedlockBackendSlot
 	int64		running_job;	/* job_id being run now, 0 when none */
 	bool		busy_watched;	/* the launcher looks again, on its own, at
 								 * whether its queue's backends have all been
-								 * busy too long (launcher.c, all_busy) */
+								 * busy too long (budget.c, all_busy) */
 	TimestampTz running_since;	/* when running_job started */
 	int			start_sqlerrcode;	/* the error that ended its start-up */
 	char		start_error[256];	/* ... its message, "" when none */
