@@ -14,7 +14,10 @@
 #   PG_BINDIR=/path/to/bin N=20000 RPC=32 bash test/bench/claim_cost.sh PORT
 #
 # TRIALS="1" runs only the trial with each run committed alone, FLOOR=0
-# skips pgbench.
+# skips pgbench.  BACKENDS=4 lets the role have up to 4 job backends
+# (default 1).  SAMPLE=1 samples what the job backends wait for every
+# 20 ms during each trial (pg_stat_activity's wait events; "CPU" when
+# none) and prints the share of each.
 #
 # Prints one block per setting; the figures swing with the disk (the commit
 # waits for its WAL flush), so compare builds in one sitting.
@@ -25,6 +28,8 @@ N=${N:-20000}
 RPC=${RPC:-32}
 TRIALS=${TRIALS:-"1 $RPC"}
 FLOOR=${FLOOR:-1}
+BACKENDS=${BACKENDS:-1}
+SAMPLE=${SAMPLE:-0}
 D=$(mktemp -d /tmp/schedlock-claimcost.XXXXXX)
 chown postgres "$D"
 as() { runuser -u postgres -- "$@"; }
@@ -42,8 +47,8 @@ synchronous_commit = on
 shared_buffers = '256MB'
 max_wal_size = '8GB'
 checkpoint_timeout = '30min'
-schedlock.max_job_backends = 1
-schedlock.max_workers = 1
+schedlock.max_job_backends = $BACKENDS
+schedlock.max_workers = $BACKENDS
 schedlock.max_runs_per_role = 0
 C
 as "$P/pg_ctl" -D "$D/data" -l "$D/log" -w start >/dev/null || exit 2
@@ -69,6 +74,21 @@ trial()
 	q b -c "SELECT pg_stat_statements_reset()" -c "SELECT pg_stat_reset_shared('wal')" >/dev/null
 	c0=$(q b -c "SELECT xact_commit FROM pg_stat_database WHERE datname = 'b'")
 	l0=$(q b -c "SELECT pg_current_wal_lsn()")
+	if [ "$SAMPLE" = 1 ]; then
+		# one psql session samples until the runs are done
+		q b -c "CREATE TEMP TABLE w (ev text)" \
+			-c "DO \$\$ BEGIN
+				WHILE (SELECT count(*) FROM schedlock.job_runs WHERE finished_at IS NOT NULL) < $N LOOP
+					INSERT INTO w SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU')
+						FROM pg_stat_activity WHERE backend_type = 'schedlock job';
+					PERFORM pg_stat_clear_snapshot();
+					PERFORM pg_sleep(0.02);
+				END LOOP; END \$\$" \
+			-c "SELECT '  waits: ' || string_agg(ev || ' ' || pct || ' %', ', ' ORDER BY n DESC)
+				FROM (SELECT ev, count(*) n, round(100.0 * count(*) / sum(count(*)) OVER (), 1) pct
+					FROM w GROUP BY ev) s" >"$D/waits" 2>&1 &
+		SAMPLER=$!
+	fi
 	for _ in $(seq 1 1200); do
 		[ "$(q b -c "SELECT count(*) FROM schedlock.job_runs WHERE finished_at IS NOT NULL")" -ge "$N" ] && break
 		sleep 0.5
@@ -77,7 +97,11 @@ trial()
 	c1=$(q b -c "SELECT xact_commit FROM pg_stat_database WHERE datname = 'b'")
 	l1=$(q b -c "SELECT pg_current_wal_lsn()")
 	q b -c "UPDATE schedlock.jobs SET enabled = false" >/dev/null
-	echo "runs_per_commit = $1, $N no-op jobs, one job backend"
+	echo "runs_per_commit = $1, $N no-op jobs, up to $BACKENDS job backend(s)"
+	if [ "$SAMPLE" = 1 ]; then
+		wait "$SAMPLER"
+		cat "$D/waits"
+	fi
 	q b -F ' ' -c "SELECT '  runs per second', round(count(*) / extract(epoch FROM max(finished_at) - min(scheduled_for)))
 		FROM schedlock.job_runs WHERE job_name LIKE 'c%'"
 	# the commits of the client's psql calls above are fewer than 20: noise
