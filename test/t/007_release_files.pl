@@ -74,16 +74,20 @@ like($meta->{resources}{bugtracker}{web} // '', qr{^https://\S+$},
 	'META.json: resources.bugtracker.web');
 
 # "make dist" is git archive of HEAD: the project's own test machinery stays
-# out of it (.gitattributes export-ignore); sql/ and expected/ stay in for
-# make installcheck
+# out of it (.gitattributes export-ignore); sql/ and expected/, the
+# isolation specs and the Perl TAP tests stay in for make installcheck
 my $attributes = slurp('.gitattributes') // '';
-foreach my $dir ('.ci', 'test')
+foreach my $path ('.ci', 'test/run-all.sh', 'test/matrix.sh', 'test/lib.sh',
+	'test/bench', 'test/cassert', 'test/ha', 'test/suites')
 {
-	like($attributes, qr{^/\Q$dir\E\s+export-ignore\s*$}m,
-		"make dist leaves out $dir/");
+	like($attributes, qr{^/\Q$path\E\s+export-ignore\s*$}m,
+		"make dist leaves out $path");
 }
 unlike($attributes, qr{^/(sql|expected|src|docs)\b.*export-ignore}m,
 	'make dist keeps sql/, expected/, src/ and docs/');
+unlike($attributes,
+	qr{^/test(/(t|security|isolation))?/?\s+export-ignore}m,
+	'make dist keeps test/t, test/security and test/isolation (make installcheck runs them)');
 my $license = slurp('LICENSE') // '';
 like($license, qr/^PostgreSQL License/, 'LICENSE is the PostgreSQL License');
 like($license, qr/Copyright \(c\) \d{4}(-\d{4})?, schedlock developers/,
