@@ -42,9 +42,9 @@
  * a transaction that commits on the instant (see dispatch_notify_batch), so
  * that they all go out then.  A job backend whose next instant has njobs
  * NOTIFY jobs wakes schedlock_notify_lead_ms(njobs) before it: its usual
- * claim lead, and WORKER_NOTIFY_PREP_US for each of them (about 34 us each
- * were measured on a 2-core machine, one backend), at most
- * WORKER_NOTIFY_LEAD_MAX_MS.  One transaction makes ready at most
+ * claim lead, and WORKER_NOTIFY_PREP_US for each of them (somewhat more
+ * than one backend takes to make a NOTIFY run ready; docs/benchmarks.md
+ * has the measurement), at most WORKER_NOTIFY_LEAD_MAX_MS.  One transaction makes ready at most
  * WORKER_NOTIFY_EARLY_MAX, as many as that lead allows for; the rest go out
  * after the instant, in transactions of WORKER_NOTIFY_BATCH.
  */
