@@ -75,10 +75,12 @@ trial()
 	c0=$(q b -c "SELECT xact_commit FROM pg_stat_database WHERE datname = 'b'")
 	l0=$(q b -c "SELECT pg_current_wal_lsn()")
 	if [ "$SAMPLE" = 1 ]; then
-		# one psql session samples until the runs are done
+		# one psql session samples until the runs are done (at most as
+		# long as the trial waits for them)
 		q b -c "CREATE TEMP TABLE w (ev text)" \
 			-c "DO \$\$ BEGIN
-				WHILE (SELECT count(*) FROM schedlock.job_runs WHERE finished_at IS NOT NULL) < $N LOOP
+				WHILE (SELECT count(*) FROM schedlock.job_runs WHERE finished_at IS NOT NULL) < $N
+						AND clock_timestamp() < statement_timestamp() + interval '600 s' LOOP
 					INSERT INTO w SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU')
 						FROM pg_stat_activity WHERE backend_type = 'schedlock job';
 					PERFORM pg_stat_clear_snapshot();
