@@ -84,15 +84,22 @@ is($standby->safe_psql('app', q{
 	 WHERE j.job_name = 'once' AND r.timeline = 2
 	   AND r.message = 'catch-up run for missed slots (misfire run_once)'}),
 	'1', 'run_once: exactly one catch-up run for the missed slots');
+# A run the stop of the primary cut short is closed as lost by the new
+# primary, and an atomic job's lost slot runs again as its next attempt
+# (123_job_lost_atomic_slot): that slot is not a missed one.  Whether the
+# stop lands in a run depends on timing, so such slots are left out here.
+my $not_lost = q{NOT EXISTS (SELECT FROM schedlock.job_runs l
+	WHERE l.job_id = r.job_id AND l.scheduled_for = r.scheduled_for AND l.status = 'lost')};
 is($standby->safe_psql('app', qq{
 	SELECT count(*) FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 	 WHERE j.job_name = 'once' AND r.scheduled_for < '$gap_end'::timestamptz - interval '1 second'
-	   AND r.timeline = 2}),
+	   AND r.timeline = 2 AND $not_lost}),
 	'1', 'run_once: no other missed slot ran');
 is($standby->safe_psql('app', qq{
 	SELECT count(*) FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 	 WHERE j.job_name = 'skipper' AND r.status = 'succeeded'
-	   AND r.scheduled_for < '$gap_end'::timestamptz - interval '1 second' AND r.timeline = 2}),
+	   AND r.scheduled_for < '$gap_end'::timestamptz - interval '1 second' AND r.timeline = 2
+	   AND $not_lost}),
 	'0', 'skip: no missed slot ran');
 is($standby->safe_psql('app', q{
 	SELECT count(*) FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
