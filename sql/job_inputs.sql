@@ -84,3 +84,31 @@ SELECT schedlock.schedule_job(repeat(chr(1), 255), '0 2 * * *', notify_channel =
 					payload => jsonb_build_object('x', repeat('x', 7200))) > 0 AS scheduled;
 SELECT schedlock.unschedule_job(repeat(chr(1), 255));
 SELECT schedlock.unschedule_job('in_bounds'), schedlock.unschedule_job('in_small');
+
+--
+-- A job row written directly (here by a superuser) keeps the same rules:
+-- each refused write fails with 23514 and changes nothing.  Writing other
+-- columns does not look at them (the scheduler's own updates at every run).
+--
+SELECT schedlock.schedule_job('in_direct', '0 2 * * *', 'SELECT 1') > 0 AS scheduled;
+\set VERBOSITY default
+\set SHOW_CONTEXT never
+UPDATE schedlock.jobs SET job_name = '' WHERE job_name = 'in_direct';
+UPDATE schedlock.jobs SET job_name = repeat('x', 256) WHERE job_name = 'in_direct';
+UPDATE schedlock.jobs SET max_attempts = 0 WHERE job_name = 'in_direct';
+UPDATE schedlock.jobs SET misfire = 'sometimes' WHERE job_name = 'in_direct';
+UPDATE schedlock.jobs SET record_runs = 'some' WHERE job_name = 'in_direct';
+UPDATE schedlock.jobs SET notify_channel = 'work' WHERE job_name = 'in_direct';
+UPDATE schedlock.jobs SET command = NULL WHERE job_name = 'in_direct';
+\set VERBOSITY sqlstate
+UPDATE schedlock.jobs SET misfire = 'never' WHERE job_name = 'in_direct';
+\set VERBOSITY default
+SELECT job_name, max_attempts, misfire, record_runs, command, notify_channel
+  FROM schedlock.jobs WHERE job_name = 'in_direct';
+UPDATE schedlock.jobs SET job_name = repeat('x', 255), misfire = 'skip',
+	record_runs = 'failures', max_attempts = 2
+ WHERE job_name = 'in_direct'
+ RETURNING length(job_name), misfire, record_runs, max_attempts;
+UPDATE schedlock.jobs SET total_runs = total_runs + 1
+ WHERE job_name = repeat('x', 255) RETURNING total_runs;
+SELECT schedlock.unschedule_job(repeat('x', 255));

@@ -319,8 +319,7 @@ GRANT EXECUTE ON FUNCTION schedlock.cluster_status() TO PUBLIC;
  * job's statistics and its row deleted, a skipped slot not recorded), or
  * NULL for the setting schedlock.record_runs.
  */
-ALTER TABLE schedlock.jobs ADD COLUMN record_runs text
-	CHECK (record_runs IN ('all', 'failures'));
+ALTER TABLE schedlock.jobs ADD COLUMN record_runs text;
 
 COMMENT ON COLUMN schedlock.jobs.record_runs IS
 	'which ended runs job_runs keeps: all, failures, or NULL for schedlock.record_runs';
@@ -619,3 +618,35 @@ ALTER FUNCTION @extschema@.alter_job(text, text, text, text, jsonb, text, interv
 ALTER FUNCTION @extschema@.unschedule_job(text, boolean) SET SCHEMA schedlock;
 ALTER FUNCTION @extschema@.unschedule_job(bigint, boolean) SET SCHEMA schedlock;
 ALTER FUNCTION @extschema@.run_job(text) SET SCHEMA schedlock;
+
+/*
+ * The rules of a job row (a name of 1 to 255 characters, max_attempts at
+ * least 1, a known misfire policy and record_runs, exactly one of command
+ * and notify_channel), checked by a trigger when a statement writes one of
+ * those columns, rather than by CHECK constraints, which PostgreSQL checks
+ * at every update of a row: the scheduler updates a job's row at every run
+ * without writing any of them.  ALWAYS: also under session_replication_role
+ * replica, as constraints would be.
+ */
+CREATE FUNCTION schedlock.jobs_check_values()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'schedlock_jobs_check_values'
+LANGUAGE C;
+
+COMMENT ON FUNCTION schedlock.jobs_check_values() IS
+	'internal: trigger that checks the rules of a job row';
+
+REVOKE ALL ON FUNCTION schedlock.jobs_check_values() FROM PUBLIC;
+
+CREATE TRIGGER jobs_check_values
+	BEFORE INSERT OR UPDATE OF job_name, max_attempts, misfire, record_runs,
+		command, notify_channel
+	ON schedlock.jobs
+	FOR EACH ROW EXECUTE FUNCTION schedlock.jobs_check_values();
+ALTER TABLE schedlock.jobs ENABLE ALWAYS TRIGGER jobs_check_values;
+
+ALTER TABLE schedlock.jobs
+	DROP CONSTRAINT jobs_job_name_check,
+	DROP CONSTRAINT jobs_max_attempts_check,
+	DROP CONSTRAINT jobs_misfire_check,
+	DROP CONSTRAINT jobs_check;

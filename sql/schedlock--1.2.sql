@@ -234,8 +234,7 @@ CREATE SEQUENCE schedlock.job_runs_run_id_seq;
 CREATE TABLE schedlock.jobs (
 	job_id bigint NOT NULL PRIMARY KEY
 		DEFAULT pg_catalog.nextval('schedlock.jobs_job_id_seq'),
-	job_name text NOT NULL
-		CHECK (pg_catalog.length(job_name) BETWEEN 1 AND 255),
+	job_name text NOT NULL,
 	owner pg_catalog.regrole NOT NULL,
 	schedule text NOT NULL,
 	command text,
@@ -243,10 +242,9 @@ CREATE TABLE schedlock.jobs (
 	payload jsonb,
 	timezone text,
 	timeout interval,
-	max_attempts integer NOT NULL DEFAULT 1 CHECK (max_attempts >= 1),
+	max_attempts integer NOT NULL DEFAULT 1,
 	retry_delay interval NOT NULL DEFAULT '1 minute',
-	misfire text NOT NULL DEFAULT 'run_once'
-		CHECK (misfire IN ('run_once', 'skip', 'run_all')),
+	misfire text NOT NULL DEFAULT 'run_once',
 	atomic boolean NOT NULL DEFAULT true,
 	enabled boolean NOT NULL DEFAULT true,
 	run_as pg_catalog.regrole,
@@ -259,7 +257,6 @@ CREATE TABLE schedlock.jobs (
 	next_run_at timestamptz,
 	consecutive_failures integer NOT NULL DEFAULT 0,
 	created_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
-	CHECK ((command IS NULL) <> (notify_channel IS NULL)),
 	UNIQUE (owner, job_name)
 );
 
@@ -458,8 +455,7 @@ COMMENT ON COLUMN schedlock.jobs.search_path IS
  * job's statistics and its row deleted, a skipped slot not recorded), or
  * NULL for the setting schedlock.record_runs.
  */
-ALTER TABLE schedlock.jobs ADD COLUMN record_runs text
-	CHECK (record_runs IN ('all', 'failures'));
+ALTER TABLE schedlock.jobs ADD COLUMN record_runs text;
 
 COMMENT ON COLUMN schedlock.jobs.record_runs IS
 	'which ended runs job_runs keeps: all, failures, or NULL for schedlock.record_runs';
@@ -593,6 +589,32 @@ REVOKE ALL ON FUNCTION schedlock.jobs_check_home() FROM PUBLIC;
 CREATE TRIGGER jobs_check_home BEFORE INSERT ON schedlock.jobs
 	FOR EACH ROW EXECUTE FUNCTION schedlock.jobs_check_home();
 ALTER TABLE schedlock.jobs ENABLE ALWAYS TRIGGER jobs_check_home;
+
+/*
+ * The rules of a job row (a name of 1 to 255 characters, max_attempts at
+ * least 1, a known misfire policy and record_runs, exactly one of command
+ * and notify_channel), checked by a trigger when a statement writes one of
+ * those columns, rather than by CHECK constraints, which PostgreSQL checks
+ * at every update of a row: the scheduler updates a job's row at every run
+ * without writing any of them.  ALWAYS: also under session_replication_role
+ * replica, as constraints would be.
+ */
+CREATE FUNCTION schedlock.jobs_check_values()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'schedlock_jobs_check_values'
+LANGUAGE C;
+
+COMMENT ON FUNCTION schedlock.jobs_check_values() IS
+	'internal: trigger that checks the rules of a job row';
+
+REVOKE ALL ON FUNCTION schedlock.jobs_check_values() FROM PUBLIC;
+
+CREATE TRIGGER jobs_check_values
+	BEFORE INSERT OR UPDATE OF job_name, max_attempts, misfire, record_runs,
+		command, notify_channel
+	ON schedlock.jobs
+	FOR EACH ROW EXECUTE FUNCTION schedlock.jobs_check_values();
+ALTER TABLE schedlock.jobs ENABLE ALWAYS TRIGGER jobs_check_values;
 
 /*
  * The job API in one grant: GRANT INSERT ON schedlock.jobs TO role.  The

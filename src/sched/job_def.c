@@ -6,6 +6,8 @@
  *	  (syntax only: the tables it names may not exist yet), the NOTIFY
  *	  channel and payload, the timeout, retry and misfire settings, run_as,
  *	  an atomic job's command, the first slot, a one-off job's instant.
+ *	  And the rules every row of schedlock.jobs keeps, whoever writes it
+ *	  (schedlock_jobs_check_values).
  *
  * Bad input raises an error with a real SQLSTATE and changes nothing; the
  * job API (job_api.c) and the pg_cron import call these checks before they
@@ -23,6 +25,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
+#include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "mb/pg_wchar.h"
@@ -34,6 +37,7 @@
 #include "utils/guc.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
@@ -501,4 +505,111 @@ schedlock_refuse_once_schedule(const JobDef *def)
 				 errmsg("schedule \"%s\" needs an instant", def->schedule),
 				 errdetail("A one-off job runs once, at an instant."),
 				 errhint("Use schedlock.schedule_once(job_name => ..., run_at => ..., command => ...).")));
+}
+
+PG_FUNCTION_INFO_V1(schedlock_jobs_check_values);
+PGDLLEXPORT Datum schedlock_jobs_check_values(PG_FUNCTION_ARGS);
+
+/*
+ * column_text
+ *		The text column name of tuple as a C string, or NULL; *attnum gets
+ *		its number.
+ */
+static char *
+column_text(HeapTuple tuple, TupleDesc desc, const char *name, int *attnum)
+{
+	*attnum = SPI_fnumber(desc, name);
+	if (*attnum <= 0)
+		elog(ERROR, "schedlock.jobs has no column \"%s\"", name);
+	return SPI_getvalue(tuple, desc, *attnum);
+}
+
+/*
+ * schedlock_jobs_check_values
+ *		BEFORE INSERT OR UPDATE OF the columns it reads, on schedlock.jobs:
+ *		the rules every job row keeps, also one written by hand.  The job API
+ *		checks them first, with its own messages (schedlock_validate_job);
+ *		these are for a row written directly.
+ *
+ * They are a trigger rather than CHECK constraints because PostgreSQL
+ * checks every CHECK constraint of a table at every UPDATE of a row,
+ * preparing each of them again for every statement, and the scheduler
+ * updates a job's row at every run (next slot, statistics) without
+ * writing any of these columns: a tenth of a run's cost when runs commit
+ * alone (docs/benchmarks.md).  The trigger fires only when a statement
+ * writes one of them.
+ */
+Datum
+schedlock_jobs_check_values(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	Relation	rel;
+	TupleDesc	desc;
+	HeapTuple	tuple;
+	int			attnum;
+	int			att_channel;
+	char	   *value;
+	char	   *command;
+	char	   *channel;
+	bool		isnull;
+	Datum		d;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) ||
+		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		TRIGGER_FIRED_BY_DELETE(trigdata->tg_event) ||
+		TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
+		elog(ERROR, "schedlock_jobs_check_values must be a BEFORE INSERT OR UPDATE row trigger");
+
+	rel = trigdata->tg_relation;
+	desc = RelationGetDescr(rel);
+	tuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
+		trigdata->tg_newtuple : trigdata->tg_trigtuple;
+
+	value = column_text(tuple, desc, "job_name", &attnum);
+	if (value != NULL &&
+		(value[0] == '\0' ||
+		 pg_mbstrlen(value) > SCHEDLOCK_MAX_NAME_LENGTH))
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("a job's name must be 1 to %d characters long",
+						SCHEDLOCK_MAX_NAME_LENGTH),
+				 errtablecol(rel, attnum)));
+
+	attnum = SPI_fnumber(desc, "max_attempts");
+	if (attnum <= 0)
+		elog(ERROR, "schedlock.jobs has no column \"max_attempts\"");
+	d = SPI_getbinval(tuple, desc, attnum, &isnull);
+	if (!isnull && DatumGetInt32(d) < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("max_attempts must be at least 1"),
+				 errtablecol(rel, attnum)));
+
+	value = column_text(tuple, desc, "misfire", &attnum);
+	if (value != NULL &&
+		strcmp(value, "run_once") != 0 && strcmp(value, "skip") != 0 &&
+		strcmp(value, "run_all") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("misfire must be one of run_once, skip and run_all"),
+				 errtablecol(rel, attnum)));
+
+	value = column_text(tuple, desc, "record_runs", &attnum);
+	if (value != NULL &&
+		strcmp(value, "all") != 0 && strcmp(value, "failures") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("record_runs must be all, failures or null"),
+				 errtablecol(rel, attnum)));
+
+	command = column_text(tuple, desc, "command", &attnum);
+	channel = column_text(tuple, desc, "notify_channel", &att_channel);
+	if ((command == NULL) == (channel == NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("a job needs exactly one of command and notify_channel"),
+				 errtable(rel)));
+
+	return PointerGetDatum(tuple);
 }
