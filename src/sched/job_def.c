@@ -535,9 +535,8 @@ column_text(HeapTuple tuple, TupleDesc desc, const char *name, int *attnum)
  * checks every CHECK constraint of a table at every UPDATE of a row,
  * preparing each of them again for every statement, and the scheduler
  * updates a job's row at every run (next slot, statistics) without
- * writing any of these columns: a tenth of a run's cost when runs commit
- * alone (docs/benchmarks.md).  The trigger fires only when a statement
- * writes one of them.
+ * writing any of these columns (measured in docs/benchmarks.md).  The
+ * trigger fires only when a statement writes one of them.
  */
 Datum
 schedlock_jobs_check_values(PG_FUNCTION_ARGS)
@@ -553,6 +552,7 @@ schedlock_jobs_check_values(PG_FUNCTION_ARGS)
 	char	   *channel;
 	bool		isnull;
 	Datum		d;
+	SchedlockMisfire misfire;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) ||
 		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
@@ -587,9 +587,7 @@ schedlock_jobs_check_values(PG_FUNCTION_ARGS)
 				 errtablecol(rel, attnum)));
 
 	value = column_text(tuple, desc, "misfire", &attnum);
-	if (value != NULL &&
-		strcmp(value, "run_once") != 0 && strcmp(value, "skip") != 0 &&
-		strcmp(value, "run_all") != 0)
+	if (value != NULL && !schedlock_misfire_parse(value, &misfire))
 		ereport(ERROR,
 				(errcode(ERRCODE_CHECK_VIOLATION),
 				 errmsg("misfire must be one of run_once, skip and run_all"),
