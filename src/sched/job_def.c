@@ -511,17 +511,17 @@ PG_FUNCTION_INFO_V1(schedlock_jobs_check_values);
 PGDLLEXPORT Datum schedlock_jobs_check_values(PG_FUNCTION_ARGS);
 
 /*
- * column_text
- *		The text column name of tuple as a C string, or NULL; *attnum gets
- *		its number.
+ * column_number
+ *		The number of schedlock.jobs' column name.
  */
-static char *
-column_text(HeapTuple tuple, TupleDesc desc, const char *name, int *attnum)
+static int
+column_number(TupleDesc desc, const char *name)
 {
-	*attnum = SPI_fnumber(desc, name);
-	if (*attnum <= 0)
+	int			attnum = SPI_fnumber(desc, name);
+
+	if (attnum <= 0)
 		elog(ERROR, "schedlock.jobs has no column \"%s\"", name);
-	return SPI_getvalue(tuple, desc, *attnum);
+	return attnum;
 }
 
 /*
@@ -546,7 +546,6 @@ schedlock_jobs_check_values(PG_FUNCTION_ARGS)
 	TupleDesc	desc;
 	HeapTuple	tuple;
 	int			attnum;
-	int			att_channel;
 	char	   *value;
 	char	   *command;
 	char	   *channel;
@@ -566,7 +565,8 @@ schedlock_jobs_check_values(PG_FUNCTION_ARGS)
 	tuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
 		trigdata->tg_newtuple : trigdata->tg_trigtuple;
 
-	value = column_text(tuple, desc, "job_name", &attnum);
+	attnum = column_number(desc, "job_name");
+	value = SPI_getvalue(tuple, desc, attnum);
 	if (value != NULL &&
 		(value[0] == '\0' ||
 		 pg_mbstrlen(value) > SCHEDLOCK_MAX_NAME_LENGTH))
@@ -576,9 +576,7 @@ schedlock_jobs_check_values(PG_FUNCTION_ARGS)
 						SCHEDLOCK_MAX_NAME_LENGTH),
 				 errtablecol(rel, attnum)));
 
-	attnum = SPI_fnumber(desc, "max_attempts");
-	if (attnum <= 0)
-		elog(ERROR, "schedlock.jobs has no column \"max_attempts\"");
+	attnum = column_number(desc, "max_attempts");
 	d = SPI_getbinval(tuple, desc, attnum, &isnull);
 	if (!isnull && DatumGetInt32(d) < 1)
 		ereport(ERROR,
@@ -586,14 +584,16 @@ schedlock_jobs_check_values(PG_FUNCTION_ARGS)
 				 errmsg("max_attempts must be at least 1"),
 				 errtablecol(rel, attnum)));
 
-	value = column_text(tuple, desc, "misfire", &attnum);
+	attnum = column_number(desc, "misfire");
+	value = SPI_getvalue(tuple, desc, attnum);
 	if (value != NULL && !schedlock_misfire_parse(value, &misfire))
 		ereport(ERROR,
 				(errcode(ERRCODE_CHECK_VIOLATION),
 				 errmsg("misfire must be one of run_once, skip and run_all"),
 				 errtablecol(rel, attnum)));
 
-	value = column_text(tuple, desc, "record_runs", &attnum);
+	attnum = column_number(desc, "record_runs");
+	value = SPI_getvalue(tuple, desc, attnum);
 	if (value != NULL &&
 		strcmp(value, "all") != 0 && strcmp(value, "failures") != 0)
 		ereport(ERROR,
@@ -601,8 +601,8 @@ schedlock_jobs_check_values(PG_FUNCTION_ARGS)
 				 errmsg("record_runs must be all, failures or null"),
 				 errtablecol(rel, attnum)));
 
-	command = column_text(tuple, desc, "command", &attnum);
-	channel = column_text(tuple, desc, "notify_channel", &att_channel);
+	command = SPI_getvalue(tuple, desc, column_number(desc, "command"));
+	channel = SPI_getvalue(tuple, desc, column_number(desc, "notify_channel"));
 	if ((command == NULL) == (channel == NULL))
 		ereport(ERROR,
 				(errcode(ERRCODE_CHECK_VIOLATION),

@@ -3,9 +3,9 @@
 # backend: N no-op '* * * * *' jobs of one role due at one instant, run by
 # one job backend on a throwaway durable cluster with pg_stat_statements
 # (track = all, so the backend's own statements are counted): runs per
-# second, the server's CPU, commits, WAL bytes and WAL records per
-# run, and the statements each run executes with their time.  Then the same with
-# schedlock.runs_per_commit = RPC.  For A/B comparisons of two builds, each
+# second, the server's CPU, commits, WAL bytes and WAL records per run,
+# and the statements each run executes with their time.  Then the same
+# with schedlock.runs_per_commit = RPC.  For A/B comparisons of two builds, each
 # installed into a copy of PostgreSQL of its own (make install
 # DESTDIR=...); run as root (the server runs as postgres).  The floor, a
 # one-row INSERT per transaction with pgbench, is measured first on the
