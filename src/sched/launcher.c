@@ -181,6 +181,7 @@ take_probe_requests(void)
 		{
 			db->no_extension = false;
 			db->housekeep = true;
+			db->probes++;
 		}
 	}
 	schedlock_shared->probe_all = false;
@@ -335,7 +336,15 @@ reap_backends(TimestampTz now)
 			continue;
 		LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
 		db = schedlock_find_database(slot->dboid, false);
-		if (db != NULL && slot->no_extension)
+
+		/*
+		 * A process that found no extension says so only when no probe came
+		 * after it was reserved: CREATE EXTENSION may have committed after
+		 * it looked, and that probe was taken first (this pass, or one
+		 * before it).  The probe has asked for a housekeeper again.
+		 */
+		if (db != NULL && slot->no_extension &&
+			slot->probes_seen == db->probes)
 			db->no_extension = true;
 		/* a housekeeping that ended early (terminated, an error) again */
 		if (db != NULL && slot->kind == SCHEDLOCK_BACKEND_HOUSEKEEPER &&
@@ -406,6 +415,7 @@ start_backend(SchedlockBackendKind kind, SchedlockDatabase *db, Oid role)
 			slot->kind = kind;
 			slot->dboid = db->dboid;
 			slot->role = role;
+			slot->probes_seen = db->probes;
 			slot->generation = generation = ++schedlock_shared->next_generation;
 			slot->reserved_at = GetCurrentTimestamp();
 			slotno = i;

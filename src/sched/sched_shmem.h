@@ -108,6 +108,7 @@ typedef struct SchedlockBackendSlot
 	bool		idle;			/* waiting for its queue's next job */
 	bool		yield;			/* asked to leave after its current job */
 	bool		no_extension;	/* found no schedlock extension */
+	uint64		probes_seen;	/* its database's probes when reserved */
 	bool		finished;		/* a housekeeper did its whole pass */
 	int64		running_job;	/* job_id being run now, 0 when none */
 	bool		busy_watched;	/* the launcher looks again, on its own, at
@@ -148,6 +149,9 @@ typedef struct SchedlockDatabase
 	NameData	dbname;			/* for process titles and messages */
 	bool		known;			/* a housekeeper published its queues */
 	bool		no_extension;	/* no schedlock extension there */
+	uint64		probes;			/* probe requests taken for it: a process
+								 * reserved before the last one cannot tell
+								 * that the extension is missing */
 	bool		paused;			/* a copy: its jobs wait for adoption */
 	bool		reboot_fired;	/* its @reboot jobs fired this server life */
 	bool		housekeep;		/* housekeeping wanted now */
