@@ -46,6 +46,7 @@
 #include "runlog.h"
 #include "sched_shmem.h"
 #include "schedlock.h"
+#include "subxact.h"
 
 PG_MODULE_MAGIC;
 
@@ -484,6 +485,7 @@ _PG_init(void)
 
 	schedlock_lock_init();
 	schedlock_lock_watch_init();
+	schedlock_subxact_init();
 
 	if (max_worker_processes < 1 + schedlock_max_job_backends)
 		ereport(WARNING,

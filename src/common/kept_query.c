@@ -34,6 +34,21 @@
  * kept plan, made for that path, is never re-planned for another.  The
  * statements also qualify their operators, as a second line of defence.
  *
+ * A statement that writes, run by a transaction (not a subtransaction)
+ * after a subtransaction of it was rolled back, runs in a subtransaction
+ * of its own.  The run's transaction locks the job rows it claims; when a
+ * subtransaction updated such a row and rolled back (a job's command that
+ * changed its own job and failed, a set's record undone), an UPDATE of the
+ * row by the transaction itself makes PostgreSQL (seen on 15) build the
+ * temporary lock of heap_update, taken when the new version goes to another
+ * page or has TOASTed values, from a multixact that still names the
+ * rolled-back update (the transaction is a member already, with the same
+ * lock, so the multixact is kept as it is): a wrong tuple lock for a
+ * moment, and a failed assertion in a server built with them.  From a
+ * subtransaction the multixact is built anew, without the rolled-back
+ * member.  It costs one subtransaction per
+ * such statement, in transactions that already rolled one back.
+ *
  * IDENTIFICATION
  *	  src/common/kept_query.c
  *
@@ -49,6 +64,7 @@
 #include "utils/snapmgr.h"
 
 #include "kept_query.h"
+#include "subxact.h"
 
 /*
  * schedlock_bookkeeping_tx_begin
@@ -107,6 +123,32 @@ schedlock_trusted_path_end(int nestlevel)
 }
 
 /*
+ * execute_apart
+ *		SPI_execute_plan of a statement that writes, in a subtransaction of
+ *		its own (see the file header).  Its error rolls the subtransaction
+ *		back and goes on to the caller.
+ */
+static int
+execute_apart(SPIPlanPtr plan, Datum *values, const char *nulls, long count)
+{
+	SchedlockSubxact sx;
+	volatile int rc = 0;
+
+	schedlock_subxact_begin(&sx);
+	PG_TRY();
+	{
+		rc = SPI_execute_plan(plan, values, nulls, false, count);
+		schedlock_subxact_end(&sx, true);
+	}
+	PG_CATCH();
+	{
+		ReThrowError(schedlock_subxact_abort(&sx));
+	}
+	PG_END_TRY();
+	return rc;
+}
+
+/*
  * schedlock_query_run
  *		Execute the statement q with the given parameters, preparing and
  *		keeping its plan first if this backend has not yet.  The statement
@@ -141,7 +183,11 @@ schedlock_query_run(SchedlockQuery *q, Datum *values, const char *nulls,
 			elog(ERROR, "could not keep the plan of \"%s\"", q->sql);
 		q->plan = plan;
 	}
-	rc = SPI_execute_plan(q->plan, values, nulls, read_only, count);
+	if (!read_only && GetCurrentTransactionNestLevel() == 1 &&
+		schedlock_subxact_rolled_back())
+		rc = execute_apart(q->plan, values, nulls, count);
+	else
+		rc = SPI_execute_plan(q->plan, values, nulls, read_only, count);
 	schedlock_trusted_path_end(nestlevel);
 	return rc;
 }

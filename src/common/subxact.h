@@ -39,5 +39,7 @@ typedef struct SchedlockSubxact
 extern void schedlock_subxact_begin(SchedlockSubxact *sx);
 extern void schedlock_subxact_end(SchedlockSubxact *sx, bool keep);
 extern ErrorData *schedlock_subxact_abort(SchedlockSubxact *sx);
+extern void schedlock_subxact_init(void);
+extern bool schedlock_subxact_rolled_back(void);
 
 #endif							/* SCHEDLOCK_SUBXACT_H */
