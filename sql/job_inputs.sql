@@ -112,3 +112,28 @@ UPDATE schedlock.jobs SET job_name = repeat('x', 255), misfire = 'skip',
 UPDATE schedlock.jobs SET total_runs = total_runs + 1
  WHERE job_name = repeat('x', 255) RETURNING total_runs;
 SELECT schedlock.unschedule_job(repeat('x', 255));
+
+--
+-- A run row keeps one of the eight statuses (job_runs_status_check), also
+-- written directly; a refused write changes nothing.
+--
+SELECT schedlock.schedule_job('in_status', '0 2 * * *', 'SELECT 1') > 0 AS scheduled;
+\set VERBOSITY terse
+INSERT INTO schedlock.job_runs (job_id, owner, scheduled_for, status)
+SELECT job_id, owner, '2030-01-01 02:00+00', 'done' FROM schedlock.jobs
+ WHERE job_name = 'in_status';
+INSERT INTO schedlock.job_runs (job_id, owner, scheduled_for, status)
+SELECT job_id, owner, '2030-01-01 02:00+00', 'queued' FROM schedlock.jobs
+ WHERE job_name = 'in_status';
+UPDATE schedlock.job_runs SET status = 'Succeeded'
+ WHERE job_id = (SELECT job_id FROM schedlock.jobs WHERE job_name = 'in_status');
+UPDATE schedlock.job_runs SET status = ''
+ WHERE job_id = (SELECT job_id FROM schedlock.jobs WHERE job_name = 'in_status');
+\set VERBOSITY default
+SELECT status FROM schedlock.job_runs
+ WHERE job_id = (SELECT job_id FROM schedlock.jobs WHERE job_name = 'in_status');
+SELECT s, schedlock.job_run_status_valid(s) AS valid
+  FROM unnest('{queued,pending,running,succeeded,failed,timed_out,lost,skipped,runnin,runningx,SKIPPED,""}'::text[]) s;
+DELETE FROM schedlock.job_runs
+ WHERE job_id = (SELECT job_id FROM schedlock.jobs WHERE job_name = 'in_status');
+SELECT schedlock.unschedule_job('in_status');

@@ -650,3 +650,25 @@ ALTER TABLE schedlock.jobs
 	DROP CONSTRAINT jobs_max_attempts_check,
 	DROP CONSTRAINT jobs_misfire_check,
 	DROP CONSTRAINT jobs_check;
+
+/*
+ * The statuses a run may have, the rule of job_runs_status_check: a C
+ * function rather than a list in the constraint, because PostgreSQL reads
+ * a CHECK constraint back from its text and prepares it again for every
+ * statement that writes the table, and every run writes job_runs.  Pure:
+ * anyone may call it (a CHECK constraint's function needs EXECUTE by the
+ * role that writes the row).
+ */
+CREATE FUNCTION schedlock.job_run_status_valid(status text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'schedlock_job_run_status_valid'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION schedlock.job_run_status_valid(text) IS
+	'internal: whether a text is a run status (queued, pending, running, succeeded, failed, timed_out, lost, skipped)';
+
+-- checks every row of the history once (ACCESS EXCLUSIVE on job_runs)
+ALTER TABLE schedlock.job_runs
+	DROP CONSTRAINT job_runs_status_check,
+	ADD CONSTRAINT job_runs_status_check
+		CHECK (schedlock.job_run_status_valid(status));

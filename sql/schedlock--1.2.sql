@@ -231,6 +231,22 @@ COMMENT ON FUNCTION @extschema@.cron_next_runs(text, integer, timestamptz, text)
 CREATE SEQUENCE schedlock.jobs_job_id_seq;
 CREATE SEQUENCE schedlock.job_runs_run_id_seq;
 
+/*
+ * The statuses a run may have, the rule of job_runs_status_check: a C
+ * function rather than a list in the constraint, because PostgreSQL reads
+ * a CHECK constraint back from its text and prepares it again for every
+ * statement that writes the table, and every run writes job_runs.  Pure:
+ * anyone may call it (a CHECK constraint's function needs EXECUTE by the
+ * role that writes the row).
+ */
+CREATE FUNCTION schedlock.job_run_status_valid(status text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'schedlock_job_run_status_valid'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION schedlock.job_run_status_valid(text) IS
+	'internal: whether a text is a run status (queued, pending, running, succeeded, failed, timed_out, lost, skipped)';
+
 CREATE TABLE schedlock.jobs (
 	job_id bigint NOT NULL PRIMARY KEY
 		DEFAULT pg_catalog.nextval('schedlock.jobs_job_id_seq'),
@@ -274,8 +290,7 @@ CREATE TABLE schedlock.job_runs (
 	attempt integer NOT NULL DEFAULT 1,
 	manual boolean NOT NULL DEFAULT false,
 	status text NOT NULL
-		CHECK (status IN ('queued', 'pending', 'running', 'succeeded',
-						  'failed', 'timed_out', 'lost', 'skipped')),
+		CHECK (schedlock.job_run_status_valid(status)),
 	started_at timestamptz,
 	finished_at timestamptz,
 	deadline timestamptz,
