@@ -46,8 +46,8 @@
  * lock, so the multixact is kept as it is): a wrong tuple lock for a
  * moment, and a failed assertion in a server built with them.  From a
  * subtransaction the multixact is built anew, without the rolled-back
- * member.  It costs one subtransaction per
- * such statement, in transactions that already rolled one back.
+ * member.  It costs one subtransaction per such statement, in transactions
+ * that already rolled one back.
  *
  * IDENTIFICATION
  *	  src/common/kept_query.c
