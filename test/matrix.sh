@@ -151,7 +151,7 @@ SUMMARY=""
 # counted, counts as one failure
 result()
 {
-	local v=$1 logf=$2 rc=$3 line p f
+	local v=$1 logf=$2 rc=$3 line p f failing
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$logf" | tail -n 1)
 	if [ -n "$line" ]; then
 		p=${line%% passed*}
@@ -169,6 +169,12 @@ result()
 	TOTAL_FAIL=$((TOTAL_FAIL + f))
 	SUMMARY="$SUMMARY$(printf '  PostgreSQL %-3s %-10s %s' "$v" "$(release_of "$v")" "$line")
 "
+	# which layers failed, and the failing files run-all.sh names
+	if [ "$f" -ne 0 ]; then
+		failing=$(sed -n '/^Summary:$/,$p' "$logf" | grep -E ' [1-9][0-9]* failed' | grep -v -E '^[0-9]+ passed' | sed 's/^ */      /')
+		[ -n "$failing" ] && SUMMARY="$SUMMARY$failing
+"
+	fi
 	log "PostgreSQL $v: $line"
 }
 

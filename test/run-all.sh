@@ -339,7 +339,7 @@ tap_file()
 run_tap_dir()
 {
 	local suite=$1 dir=$2 jobs=$3 t name log rc p f l tp=0 tf=0 pid
-	local files="" pids=() live
+	local files="" pids=() live failing=""
 	[ -n "$(ls "$dir"/*.pl 2>/dev/null)" ] || return
 	for t in $(ls "$dir"/*.pl | sort); do
 		name=$(basename "$t" .pl)
@@ -373,6 +373,7 @@ run_tap_dir()
 		read -r p f <<<"$(count_tap "$log" "$rc")"
 		echo "--- $suite $name"
 		if [ "$f" -ne 0 ]; then
+			failing="$failing $name"
 			cat "$log"
 			for l in "$WORK/$suite-$name"/tmp_check/log/*.log; do
 				[ -f "$l" ] && { echo "--- $l"; tail -n 40 "$l"; }
@@ -385,7 +386,9 @@ run_tap_dir()
 		tp=$((tp + p))
 		tf=$((tf + f))
 	done
-	record "$suite" "$tp" "$tf"
+	# the failing files' names stay on the summary line (the matrix's
+	# summary repeats it)
+	record "$suite" "$tp" "$tf" "${failing:+(${failing# })}"
 }
 
 # run_cassert : test/cassert/run.sh in $WORK/cassert (a PostgreSQL built
@@ -417,12 +420,12 @@ run_cassert()
 	SL_CASSERT_PG_CONFIG=$config bash test/cassert/run.sh "$WORK/cassert" >"$log" 2>&1
 	rc=$?
 	sed 's/^/cassert| /' "$log"
-	while read -r n p f; do
-		record "cassert $n" "$p" "$f"
+	while read -r n p f note; do
+		record "cassert $n" "$p" "$f" "$note"
 		seen=1
 		failed=$((failed + f))
 	done < <(sed -n '/^Summary:$/,$p' "$log" |
-		sed -n -E 's/^  ([a-z]+) +([0-9]+) passed, +([0-9]+) failed.*/\1 \2 \3/p')
+		sed -n -E 's/^  ([a-z]+) +([0-9]+) passed, +([0-9]+) failed *(.*)/\1 \2 \3 \4/p')
 	if [ $seen -eq 0 ] || { [ $rc -ne 0 ] && [ $failed -eq 0 ]; }; then
 		record cassert 0 1 "(exit $rc, see $log)"
 	fi

@@ -63,7 +63,11 @@ isnt($ret, 0, 'the database owner may not drop an extension it does not own');
 like($stderr, qr/must be owner of extension schedlock/, 'PostgreSQL says why');
 is($node->safe_psql('app', q{SELECT count(*) FROM pg_extension WHERE extname = 'schedlock'}),
 	'1', 'the extension is still there');
-is(worker_pids(), $before, 'no job backend was stopped: the same pids as before');
+# (the launcher may have started one more backend for bob meanwhile: the
+# queue's due time is published once the long run's pass ends)
+my %after = map { $_ => 1 } split /,/, worker_pids();
+is(join(',', grep { !$after{$_} } split /,/, $before), '',
+	"no job backend was stopped: every pid from before still runs ($before)");
 $node->poll_query_until('app', qq{
 	SELECT status <> 'running' FROM schedlock.job_runs WHERE run_id = $run_id})
   or die 'the long run did not finish';
