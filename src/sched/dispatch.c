@@ -97,6 +97,28 @@
 /* Longest run of claims in one pass before looking at signals again. */
 #define WORKER_MAX_CLAIMS_PER_PASS	1000
 
+/*
+ * Runs claimed ahead of their instant with the first job due then
+ * (claim_ahead) are taken until this long before the instant.
+ */
+#define WORKER_AHEAD_MARGIN_MS	5
+
+/*
+ * A run of an atomic job claimed before its instant with the first job
+ * due then (claim_ahead), to run in the transaction begun on the instant
+ * (run_ahead).
+ */
+typedef struct AheadRun
+{
+	ClaimedJob	job;
+	ClaimPlan	plan;
+	int64		run_id;
+	ErrorData  *error;			/* the role check's verdict, then the
+								 * command's error */
+	char	   *result_status;	/* SCHEDLOCK_RESULT_STATUS_LEN bytes */
+	char	   *notices;
+} AheadRun;
+
 /* This process's slot in shared memory. */
 SchedlockBackendSlot *schedlock_my_slot = NULL;
 
@@ -485,6 +507,161 @@ job_error(ClaimedJob *job, const char *start_error)
 }
 
 /*
+ * claim_ahead
+ *		Before the instant start, in the transaction that claimed the role's
+ *		first atomic job due then and wrote its run as running, claim up to
+ *		schedlock.runs_per_commit - 1 more of the role's atomic SQL jobs due
+ *		by then, the general way: each is advanced and its run written as
+ *		running (or its slot recorded as skipped).  Their commands run with
+ *		the first one's, in the transaction begun on the instant
+ *		(run_ahead), so that at the instant only the commands are left to
+ *		do.  Taking them stops WORKER_AHEAD_MARGIN_MS before the instant: a
+ *		job claimed but not handled by then is left as it was (its row lock
+ *		goes with the commit) and is claimed again later.  Returns how many
+ *		runs it put in runs (room for schedlock.runs_per_commit - 1).
+ */
+static int
+claim_ahead(Oid role, ClaimPosition *pos, TimestampTz start,
+			const char *start_error, AheadRun *runs)
+{
+	int			want = Min(schedlock_runs_per_commit - 1, WORKER_BATCH_SET);
+	TimestampTz stop = TimestampTzPlusMilliseconds(start,
+												   -WORKER_AHEAD_MARGIN_MS);
+	ClaimedJob *jobs;
+	int			k;
+	int			n = 0;
+
+	if (want <= 0 || !schedlock_jobs_have_search_path())
+		return 0;
+	jobs = MemoryContextAlloc(schedlock_run_cxt, sizeof(ClaimedJob) * want);
+	schedlock_dispatch_blame(0);
+	k = schedlock_claim_jobs(SCHEDLOCK_CLAIM_ATOMIC, role, pos, start,
+							 jobs, want, schedlock_run_cxt);
+	for (int i = 0; i < k && GetCurrentTimestamp() < stop; i++)
+	{
+		AheadRun   *r = &runs[n];
+
+		r->job = jobs[i];
+		schedlock_dispatch_blame(r->job.job_id);
+		schedlock_plan_claim(&r->job, start, &r->plan, schedlock_run_cxt);
+		(void) schedlock_settle_plan(&r->job, &r->plan, start, false);
+		if (r->plan.kind != PLAN_RUN)
+			continue;
+		r->run_id = schedlock_record_run(&r->job, &r->plan, "running", start,
+										 0, false);
+		if (r->run_id == 0)
+			continue;
+		r->error = job_error(&r->job, start_error);
+		r->result_status = MemoryContextAlloc(schedlock_run_cxt,
+											  SCHEDLOCK_RESULT_STATUS_LEN);
+		r->notices = NULL;
+		n++;
+	}
+	schedlock_dispatch_blame(0);
+	return n;
+}
+
+/*
+ * run_ahead
+ *		run_atomic for an atomic job claimed before its instant start with
+ *		n more (claim_ahead): publish them all as this backend's, commit
+ *		their claims, and in a transaction begun on the instant run their
+ *		commands one after the other, each in a subtransaction, as the
+ *		role; then record their outcomes (in one statement: the runs' rows
+ *		and the jobs' statistics).  In a transaction, in bookkeeping; the
+ *		caller goes on in the new transaction, commits it and then clears
+ *		what was published (schedlock_set_ahead).
+ */
+static void
+run_ahead(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
+		  ErrorData *error, AheadRun *runs, int n)
+{
+	char		result_status[SCHEDLOCK_RESULT_STATUS_LEN];
+	char	   *notices;
+	int64		ids[SCHEDLOCK_MAX_RUNS_PER_COMMIT];
+	int64		run_ids[SCHEDLOCK_MAX_RUNS_PER_COMMIT];
+	SchedlockEndedRun ended[SCHEDLOCK_MAX_RUNS_PER_COMMIT];
+
+	Assert(n + 1 <= SCHEDLOCK_MAX_RUNS_PER_COMMIT);
+	ids[0] = job->job_id;
+	for (int i = 0; i < n; i++)
+		ids[i + 1] = runs[i].job.job_id;
+	/* their runs, committed as running, are not taken for lost ones */
+	schedlock_set_ahead(schedlock_my_slot, ids, n + 1);
+	commit_early_claim();
+	if (start > GetCurrentTimestamp())
+		schedlock_wave_join(start);
+	wait_until(start);
+	schedlock_worker_begin_tx("schedlock: running jobs claimed ahead");
+
+	schedlock_dispatch_blame(job->job_id);
+	run_in_subxact(job, plan, run_id, &error, result_status, &notices);
+	ended[0].job = job;
+	ended[0].plan = plan;
+	ended[0].started_at = start;
+	ended[0].finished_at = GetCurrentTimestamp();
+	ended[0].error = error;
+	ended[0].result_status = result_status;
+	ended[0].notices = notices;
+	for (int i = 0; i < n; i++)
+	{
+		AheadRun   *r = &runs[i];
+		SchedlockEndedRun *e = &ended[i + 1];
+
+		schedlock_dispatch_blame(r->job.job_id);
+		set_running_job(r->job.job_id);
+		run_in_subxact(&r->job, &r->plan, r->run_id, &r->error,
+					   r->result_status, &r->notices);
+		e->job = &r->job;
+		e->plan = &r->plan;
+		e->started_at = start;
+		e->finished_at = GetCurrentTimestamp();
+		e->error = r->error;
+		e->result_status = r->result_status;
+		e->notices = r->notices;
+		run_ids[i + 1] = r->run_id;
+	}
+	run_ids[0] = run_id;
+	/* the others due at this instant start before these runs' bookkeeping */
+	schedlock_wave_started();
+	schedlock_wave_wait_for_others();
+
+	/*
+	 * Their outcomes, in one statement where the tables allow, in a
+	 * subtransaction: when it fails, one at a time, each charged to its job.
+	 */
+	schedlock_dispatch_blame(0);
+	if (schedlock_jobs_have_stats())
+	{
+		SchedlockSubxact sx;
+		volatile bool recorded = false;
+
+		schedlock_subxact_begin(&sx);
+		PG_TRY();
+		{
+			schedlock_record_outcomes(ended, run_ids, n + 1);
+			recorded = true;
+			schedlock_subxact_end(&sx, true);
+		}
+		PG_CATCH();
+		{
+			FreeErrorData(schedlock_subxact_abort(&sx));
+			recorded = false;
+		}
+		PG_END_TRY();
+		if (recorded)
+			return;
+	}
+	for (int i = 0; i <= n; i++)
+	{
+		schedlock_dispatch_blame(ended[i].job->job_id);
+		schedlock_record_outcome(ended[i].job, ended[i].plan, run_ids[i],
+								 ended[i].error, ended[i].result_status,
+								 ended[i].notices);
+	}
+}
+
+/*
  * record_ended_runs
  *		Record the n deferred runs of a set that have ended (see
  *		dispatch_batch) in one statement, in a subtransaction; when that
@@ -528,7 +705,7 @@ record_ended_runs(SchedlockEndedRun *runs, int n)
 
 /*
  * dispatch_batch
- *		After an atomic run in the current transaction (see dispatch_one),
+ *		After n atomic runs in the current transaction (see dispatch_one),
  *		claim and run more of the role's atomic SQL jobs due when the
  *		transaction began, in it, until schedlock.runs_per_commit
  *		runs have shared it, WORKER_BATCH_MS have passed since it began, or
@@ -546,10 +723,9 @@ record_ended_runs(SchedlockEndedRun *runs, int n)
  * set, and ends the batch after the set.
  */
 static void
-dispatch_batch(Oid role, ClaimPosition *pos, const char *start_error)
+dispatch_batch(Oid role, ClaimPosition *pos, const char *start_error, int n)
 {
 	TimestampTz began = GetCurrentTransactionStartTimestamp();
-	int			n = 1;
 	bool		general = false;
 
 	if (!schedlock_jobs_have_search_path())
@@ -728,7 +904,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 		set_running_job(job.job_id);
 		run_atomic(&job, &plan, plan.run_id, start, error, false);
 		set_running_job(0);
-		dispatch_batch(role, pos, start_error);
+		dispatch_batch(role, pos, start_error, 1);
 		schedlock_worker_end_tx();
 		if (schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS)
 			schedlock_exec_after_run(false);
@@ -751,10 +927,33 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 		 * may take the role's further atomic jobs due then
 		 * (schedlock.runs_per_commit): jobs due at one instant share it.
 		 */
-		run_atomic(&job, &plan, run_id, start, error, false);
+		AheadRun   *ahead = NULL;
+		int			nahead = 0;
+
+		/*
+		 * Claimed before its instant: the role's further atomic jobs due
+		 * then are claimed now too, and run with it on the instant.
+		 */
+		if (job.atomic && error == NULL && start_error == NULL &&
+			schedlock_runs_per_commit > 1 &&
+			schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS &&
+			plan.due_at > GetCurrentTransactionStartTimestamp())
+		{
+			/* kept past the claim's commit */
+			ahead = MemoryContextAlloc(schedlock_run_cxt,
+									   sizeof(AheadRun) *
+									   (schedlock_runs_per_commit - 1));
+			nahead = claim_ahead(role, pos, start, start_error, ahead);
+		}
+		if (nahead > 0)
+			run_ahead(&job, &plan, run_id, start, error, ahead, nahead);
+		else
+			run_atomic(&job, &plan, run_id, start, error, false);
 		set_running_job(0);
-		dispatch_batch(role, pos, start_error);
+		dispatch_batch(role, pos, start_error, 1 + nahead);
 		schedlock_worker_end_tx();
+		if (nahead > 0)
+			schedlock_set_ahead(schedlock_my_slot, NULL, 0);
 	}
 	else
 	{
@@ -834,5 +1033,8 @@ schedlock_worker_recover_error(void)
 	schedlock_worker_recover(schedlock_run_cxt);
 	job_cancel_end();
 	set_running_job(0);
+	/* runs claimed ahead and not recorded are lost ones now */
+	if (schedlock_my_slot != NULL && schedlock_my_slot->nahead != 0)
+		schedlock_set_ahead(schedlock_my_slot, NULL, 0);
 }
 

@@ -641,7 +641,7 @@ void
 schedlock_backend_detach(SchedlockBackendSlot *slot)
 {
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
-	if (slot->running_job != 0)
+	if (slot->running_job != 0 || slot->nahead != 0)
 	{
 		SchedlockDatabase *db = schedlock_find_database(slot->dboid, false);
 
@@ -651,6 +651,7 @@ schedlock_backend_detach(SchedlockBackendSlot *slot)
 	slot->pid = 0;
 	slot->latch = NULL;
 	slot->running_job = 0;
+	slot->nahead = 0;
 	slot->idle = false;
 	slot->exited = true;
 	LWLockRelease(schedlock_shared->lock);
@@ -693,6 +694,26 @@ schedlock_set_running(SchedlockBackendSlot *slot, int64 job_id)
 	LWLockRelease(schedlock_shared->lock);
 	if (all_busy)
 		schedlock_wake_launcher();
+}
+
+/*
+ * schedlock_set_ahead
+ *		Publish the n jobs whose runs the backend claimed before their
+ *		instant and will run next (n = 0: none): until their runs have
+ *		ended, each of them is run by this backend as far as
+ *		schedlock_running_pid tells, so that a run marked running and
+ *		committed ahead is not taken for a lost one.  Set before those
+ *		claims commit, cleared after the runs' outcomes have.
+ */
+void
+schedlock_set_ahead(SchedlockBackendSlot *slot, const int64 *job_ids, int n)
+{
+	Assert(n >= 0 && n <= SCHEDLOCK_MAX_RUNS_PER_COMMIT);
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	if (n > 0)
+		memcpy(slot->ahead_jobs, job_ids, sizeof(int64) * n);
+	slot->nahead = n;
+	LWLockRelease(schedlock_shared->lock);
 }
 
 /*
@@ -822,7 +843,8 @@ schedlock_housekeep_by(Oid dboid, TimestampTz when)
 
 /*
  * schedlock_running_pid
- *		The pid of the job backend of dboid that runs job_id now, or 0.
+ *		The pid of the job backend of dboid that runs job_id now, or has
+ *		claimed its run ahead and runs it next (schedlock_set_ahead), or 0.
  */
 int
 schedlock_running_pid(Oid dboid, int64 job_id)
@@ -837,12 +859,17 @@ schedlock_running_pid(Oid dboid, int64 job_id)
 	{
 		SchedlockBackendSlot *slot = &schedlock_shared->slots[i];
 
-		if (slot->in_use && slot->dboid == dboid &&
-			slot->running_job == job_id && slot->pid != 0)
-		{
+		if (!slot->in_use || slot->dboid != dboid || slot->pid == 0)
+			continue;
+		if (slot->running_job == job_id)
 			pid = slot->pid;
-			break;
+		for (int k = 0; k < slot->nahead && pid == 0; k++)
+		{
+			if (slot->ahead_jobs[k] == job_id)
+				pid = slot->pid;
 		}
+		if (pid != 0)
+			break;
 	}
 	LWLockRelease(schedlock_shared->lock);
 	return pid;

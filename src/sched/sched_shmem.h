@@ -17,6 +17,7 @@
 #include "storage/lwlock.h"
 #include "utils/timestamp.h"
 
+#include "schedlock.h"
 #include "startwave.h"
 
 /* Pending "extension created here" requests the launcher can queue. */
@@ -115,6 +116,9 @@ typedef struct SchedlockBackendSlot
 								 * whether its queue's backends have all been
 								 * busy too long (budget.c, all_busy) */
 	TimestampTz running_since;	/* when running_job started */
+	/* jobs whose runs it claimed before their instant, to run next */
+	int			nahead;
+	int64		ahead_jobs[SCHEDLOCK_MAX_RUNS_PER_COMMIT];
 	int			start_sqlerrcode;	/* the error that ended its start-up */
 	char		start_error[256];	/* ... its message, "" when none */
 } SchedlockBackendSlot;
@@ -213,6 +217,8 @@ extern bool schedlock_backend_attach(SchedlockBackendSlot *slot,
 									 uint64 generation);
 extern void schedlock_backend_detach(SchedlockBackendSlot *slot);
 extern void schedlock_set_running(SchedlockBackendSlot *slot, int64 job_id);
+extern void schedlock_set_ahead(SchedlockBackendSlot *slot,
+								const int64 *job_ids, int n);
 extern uint64 schedlock_note_count(void);
 extern bool schedlock_publish_due(SchedlockBackendSlot *slot,
 								  TimestampTz due_at, int lead_ms,

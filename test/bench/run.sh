@@ -50,6 +50,8 @@
 #   BENCH_SCALE_JOBS=1000000  schedlock jobs of the scale workload
 #   BENCH_SCALE_CRON_JOBS=100000   pg_cron's
 #   BENCH_SCALE_SECONDS=60    seconds over which schedlock's CPU is read
+#   BENCH_STEADY_SECONDS=60   seconds of the steady load
+#   BENCH_STEADY_RPC="1 32"   the runs_per_commit settings it is measured with
 # An interrupted run stops its clusters and removes its scratch directory.
 
 set -u
@@ -878,7 +880,7 @@ bench_steady()
 {
 	local rpc
 	set_workers default
-	for rpc in 1 32; do
+	for rpc in ${BENCH_STEADY_RPC:-1 32}; do
 		sl_log "steady: $N_STEADY '1 seconds' jobs for $STEADY_SECONDS s, $rpc runs per commit"
 		set_batch "$rpc"
 		fresh_db steady || return 1

@@ -741,6 +741,125 @@ schedlock_record_ended_runs(SchedlockEndedRun *runs, int n)
 }
 
 /*
+ * schedlock_record_outcomes
+ *		schedlock_record_outcome for n runs of n different jobs whose rows
+ *		say running (runs claimed before their instant, see dispatch.c), in
+ *		one statement: each run's row gets its outcome, and each job's row
+ *		counts it in its statistics (a job its own command deleted has its
+ *		run recorded all the same).  Then, one run at a time, what
+ *		schedlock_record_outcome does after its statement: the log line, a
+ *		failure's count and retry, and a succeeded run that need not be
+ *		kept forgotten.  run_ids[i] is the id of runs[i]; finished_at is
+ *		when each ended.  Tables with run statistics only (the caller
+ *		checks, schedlock_jobs_have_stats).
+ */
+void
+schedlock_record_outcomes(SchedlockEndedRun *runs, const int64 *run_ids,
+						  int n)
+{
+	static SchedlockQuery q = {
+		"WITH u AS MATERIALIZED (SELECT * FROM ROWS FROM ("
+		"    pg_catalog.unnest($1), pg_catalog.unnest($2), "
+		"    pg_catalog.unnest($3), pg_catalog.unnest($4), "
+		"    pg_catalog.unnest($5), pg_catalog.unnest($6), "
+		"    pg_catalog.unnest($7), pg_catalog.unnest($8), "
+		"    pg_catalog.unnest($9)) "
+		"  WITH ORDINALITY AS u(run_id, status, finished_at, sqlstate, "
+		"    message, detail, hint, result_status, notices, i)), "
+		"e AS (UPDATE schedlock.job_runs r SET status = u.status, "
+		"    finished_at = u.finished_at, sqlstate = u.sqlstate, "
+		"    message = COALESCE(u.message, r.message), detail = u.detail, "
+		"    hint = u.hint, "
+		"    duration = u.finished_at OPERATOR(pg_catalog.-) r.started_at, "
+		"    result_status = u.result_status, notices = u.notices "
+		"  FROM u WHERE r.run_id OPERATOR(pg_catalog.=) u.run_id "
+		"  RETURNING r.job_id, r.status, r.started_at, r.finished_at, "
+		"    r.scheduled_for, r.duration, u.i), "
+		SCHEDLOCK_RUN_STATS_ONE_CTE
+		"SELECT e.i, e.duration FROM e",
+		9, {INT8ARRAYOID, TEXTARRAYOID, TIMESTAMPTZARRAYOID, TEXTARRAYOID,
+			TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
+		TEXTARRAYOID}
+	};
+	/* the columns of u, $1 to $9 */
+	enum
+	{
+		O_RUN_ID, O_STATUS, O_FINISHED_AT, O_SQLSTATE, O_MESSAGE, O_DETAIL,
+		O_HINT, O_RESULT_STATUS, O_NOTICES, O_NCOLS
+	};
+	static const Oid elemtypes[O_NCOLS] = {
+		INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID, TEXTOID,
+		TEXTOID, TEXTOID, TEXTOID
+	};
+	Datum	   *elems[O_NCOLS];
+	bool	   *elnulls[O_NCOLS];
+	Datum		values[O_NCOLS];
+	char	  **states = palloc0(sizeof(char *) * n);
+	const char **messages = palloc0(sizeof(char *) * n);
+	Interval  **durations = palloc0(sizeof(Interval *) * n);
+
+	Assert(n > 0);
+	for (int c = 0; c < O_NCOLS; c++)
+	{
+		elems[c] = palloc(sizeof(Datum) * n);
+		elnulls[c] = palloc0(sizeof(bool) * n);
+	}
+	for (int i = 0; i < n; i++)
+	{
+		SchedlockEndedRun *r = &runs[i];
+		Datum		outcome[RUN_OUTCOME_NPARAMS];
+		char		outcome_nulls[RUN_OUTCOME_NPARAMS];
+
+		elems[O_RUN_ID][i] = Int64GetDatum(run_ids[i]);
+		elems[O_STATUS][i] = CStringGetTextDatum(r->error ? "failed" :
+												 "succeeded");
+		elems[O_FINISHED_AT][i] = TimestampTzGetDatum(r->finished_at);
+		/* O_SQLSTATE to O_NOTICES, in run_outcome_params' order */
+		run_outcome_params(r->error, NULL, r->result_status, r->notices,
+						   outcome, outcome_nulls, &states[i], &messages[i]);
+		for (int c = 0; c < RUN_OUTCOME_NPARAMS; c++)
+		{
+			elems[O_SQLSTATE + c][i] = outcome[c];
+			elnulls[O_SQLSTATE + c][i] = (outcome_nulls[c] == 'n');
+		}
+	}
+	for (int c = 0; c < O_NCOLS; c++)
+		values[c] = array_of(elems[c], elnulls[c], n, elemtypes[c]);
+
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not record the outcomes of runs");
+	for (uint64 k = 0; k < SPI_processed; k++)
+	{
+		bool		isnull;
+		int64		i = DatumGetInt64(col(SPI_tuptable->vals[k],
+										  SPI_tuptable->tupdesc, 1, &isnull));
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[k],
+									  SPI_tuptable->tupdesc, 2, &isnull);
+
+		if (i < 1 || i > n)
+			elog(ERROR, "could not record the outcomes of runs");
+		durations[i - 1] = isnull ? NULL : DatumGetIntervalP(d);
+	}
+	SPI_freetuptable(SPI_tuptable);
+	for (int i = 0; i < n; i++)
+	{
+		SchedlockEndedRun *r = &runs[i];
+		bool		manual = (r->plan->manual_run_id != 0);
+
+		schedlock_log_run_end(r->job->job_name, r->job->role_name,
+							  run_ids[i], r->error ? "failed" : "succeeded",
+							  states[i], messages[i], durations[i]);
+		if (r->error)
+			schedlock_run_failed(r->job->job_id, r->plan->scheduled_for,
+								 schedlock_rule_failed_attempt(manual,
+															   r->plan->attempt),
+								 r->finished_at);
+		else if (r->job->failures_only)
+			schedlock_forget_run(run_ids[i]);
+	}
+}
+
+/*
  * schedlock_forget_run
  *		Delete the record of a run that need not be kept (record_runs =
  *		failures: a succeeded run, once its statistics are counted).
