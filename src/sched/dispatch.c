@@ -595,10 +595,10 @@ run_ahead(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 	schedlock_worker_begin_tx("schedlock: running jobs claimed ahead");
 
 	schedlock_dispatch_blame(job->job_id);
+	ended[0].started_at = GetCurrentTimestamp();
 	run_in_subxact(job, plan, run_id, &error, result_status, &notices);
 	ended[0].job = job;
 	ended[0].plan = plan;
-	ended[0].started_at = start;
 	ended[0].finished_at = GetCurrentTimestamp();
 	ended[0].error = error;
 	ended[0].result_status = result_status;
@@ -610,11 +610,11 @@ run_ahead(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 
 		schedlock_dispatch_blame(r->job.job_id);
 		set_running_job(r->job.job_id);
+		e->started_at = GetCurrentTimestamp();
 		run_in_subxact(&r->job, &r->plan, r->run_id, &r->error,
 					   r->result_status, &r->notices);
 		e->job = &r->job;
 		e->plan = &r->plan;
-		e->started_at = start;
 		e->finished_at = GetCurrentTimestamp();
 		e->error = r->error;
 		e->result_status = r->result_status;

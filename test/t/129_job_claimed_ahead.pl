@@ -28,14 +28,14 @@ admin(q{
 	CREATE EXTENSION schedlock;
 	CREATE TABLE public.gate (hold boolean);
 	INSERT INTO public.gate VALUES (true);
-	CREATE TABLE public.hits (name text, tx bigint, pid int, now_ok boolean,
-							  in_progress bigint);
+	CREATE TABLE public.hits (name text, at timestamptz, tx bigint, pid int,
+							  now_ok boolean, in_progress bigint);
 });
 
 # every command records itself: its transaction, whether now() is at or
 # after its slot, and how many runs of its instant its backend has marked
 # running and shared memory tells are in progress
-my $record = q{INSERT INTO public.hits SELECT %L, txid_current(), pg_backend_pid(),
+my $record = q{INSERT INTO public.hits SELECT %L, clock_timestamp(), txid_current(), pg_backend_pid(),
 	now() >= current_setting('schedlock.scheduled_for')::timestamptz,
 	(SELECT count(*) FROM schedlock.job_runs r
 	  WHERE r.status = 'running'
@@ -106,6 +106,11 @@ is( admin(qq{SELECT count(*), count(DISTINCT tx), min(in_progress), max(in_progr
 				AND tx = (SELECT tx FROM public.hits WHERE name = 'j05')}),
 	'9|1|10|10',
 	'the held batch: its runs in one transaction (the failing one left no row), each saw the ten in progress');
+is( admin(qq{SELECT count(DISTINCT r.started_at),
+					   count(*) FILTER (WHERE r.started_at BETWEEN r.scheduled_for AND h.at)
+				  FROM schedlock.job_runs r JOIN public.hits h ON h.name = r.job_name
+				 WHERE h.pid = $pid AND h.tx = (SELECT tx FROM public.hits WHERE name = 'j05')}),
+	'9|9', "each run of the held batch records when its own command started");
 cmp_ok(admin(q{SELECT max(in_progress) FROM public.hits}), '<=', 10,
 	'no backend had more than runs_per_commit runs in progress');
 

@@ -749,8 +749,9 @@ schedlock_record_ended_runs(SchedlockEndedRun *runs, int n)
  *		run recorded all the same).  Then, one run at a time, what
  *		schedlock_record_outcome does after its statement: the log line, a
  *		failure's count and retry, and a succeeded run that need not be
- *		kept forgotten.  run_ids[i] is the id of runs[i]; finished_at is
- *		when each ended.  Tables with run statistics only (the caller
+ *		kept forgotten.  run_ids[i] is the id of runs[i]; started_at and
+ *		finished_at are when its command started and ended (the row says
+ *		the instant it was claimed for until then).  Tables with run statistics only (the caller
  *		checks, schedlock_jobs_have_stats).
  */
 void
@@ -763,33 +764,34 @@ schedlock_record_outcomes(SchedlockEndedRun *runs, const int64 *run_ids,
 		"    pg_catalog.unnest($3), pg_catalog.unnest($4), "
 		"    pg_catalog.unnest($5), pg_catalog.unnest($6), "
 		"    pg_catalog.unnest($7), pg_catalog.unnest($8), "
-		"    pg_catalog.unnest($9)) "
-		"  WITH ORDINALITY AS u(run_id, status, finished_at, sqlstate, "
-		"    message, detail, hint, result_status, notices, i)), "
+		"    pg_catalog.unnest($9), pg_catalog.unnest($10)) "
+		"  WITH ORDINALITY AS u(run_id, status, started_at, finished_at, "
+		"    sqlstate, message, detail, hint, result_status, notices, i)), "
 		"e AS (UPDATE schedlock.job_runs r SET status = u.status, "
+		"    started_at = u.started_at, "
 		"    finished_at = u.finished_at, sqlstate = u.sqlstate, "
 		"    message = COALESCE(u.message, r.message), detail = u.detail, "
 		"    hint = u.hint, "
-		"    duration = u.finished_at OPERATOR(pg_catalog.-) r.started_at, "
+		"    duration = u.finished_at OPERATOR(pg_catalog.-) u.started_at, "
 		"    result_status = u.result_status, notices = u.notices "
 		"  FROM u WHERE r.run_id OPERATOR(pg_catalog.=) u.run_id "
 		"  RETURNING r.job_id, r.status, r.started_at, r.finished_at, "
 		"    r.scheduled_for, r.duration, u.i), "
 		SCHEDLOCK_RUN_STATS_ONE_CTE
 		"SELECT e.i, e.duration FROM e",
-		9, {INT8ARRAYOID, TEXTARRAYOID, TIMESTAMPTZARRAYOID, TEXTARRAYOID,
-			TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
-		TEXTARRAYOID}
+		10, {INT8ARRAYOID, TEXTARRAYOID, TIMESTAMPTZARRAYOID,
+			TIMESTAMPTZARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
+			TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID}
 	};
-	/* the columns of u, $1 to $9 */
+	/* the columns of u, $1 to $10 */
 	enum
 	{
-		O_RUN_ID, O_STATUS, O_FINISHED_AT, O_SQLSTATE, O_MESSAGE, O_DETAIL,
+		O_RUN_ID, O_STATUS, O_STARTED_AT, O_FINISHED_AT, O_SQLSTATE, O_MESSAGE, O_DETAIL,
 		O_HINT, O_RESULT_STATUS, O_NOTICES, O_NCOLS
 	};
 	static const Oid elemtypes[O_NCOLS] = {
-		INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID, TEXTOID,
-		TEXTOID, TEXTOID, TEXTOID
+		INT8OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TEXTOID,
+		TEXTOID, TEXTOID, TEXTOID, TEXTOID
 	};
 	Datum	   *elems[O_NCOLS];
 	bool	   *elnulls[O_NCOLS];
@@ -813,6 +815,7 @@ schedlock_record_outcomes(SchedlockEndedRun *runs, const int64 *run_ids,
 		elems[O_RUN_ID][i] = Int64GetDatum(run_ids[i]);
 		elems[O_STATUS][i] = CStringGetTextDatum(r->error ? "failed" :
 												 "succeeded");
+		elems[O_STARTED_AT][i] = TimestampTzGetDatum(r->started_at);
 		elems[O_FINISHED_AT][i] = TimestampTzGetDatum(r->finished_at);
 		/* O_SQLSTATE to O_NOTICES, in run_outcome_params' order */
 		run_outcome_params(r->error, NULL, r->result_status, r->notices,
