@@ -507,6 +507,41 @@ job_error(ClaimedJob *job, const char *start_error)
 }
 
 /*
+ * record_set
+ *		Record the n ended runs in one statement, by_set
+ *		(schedlock_record_ended_runs, schedlock_record_outcomes), in a
+ *		subtransaction; returns whether it recorded them all.  When it did
+ *		not, or failed, the subtransaction is rolled back, and the caller
+ *		records them one at a time, each charged to its job: the runs' own
+ *		statements then say what it was.
+ */
+typedef bool (*SetRecorder) (SchedlockEndedRun *runs, const int64 *run_ids,
+							 int n);
+
+static bool
+record_set(SetRecorder by_set, SchedlockEndedRun *runs, const int64 *run_ids,
+		   int n)
+{
+	SchedlockSubxact sx;
+	volatile bool recorded = false;
+
+	schedlock_dispatch_blame(0);
+	schedlock_subxact_begin(&sx);
+	PG_TRY();
+	{
+		recorded = by_set(runs, run_ids, n);
+		schedlock_subxact_end(&sx, recorded);
+	}
+	PG_CATCH();
+	{
+		FreeErrorData(schedlock_subxact_abort(&sx));
+		recorded = false;
+	}
+	PG_END_TRY();
+	return recorded;
+}
+
+/*
  * claim_ahead
  *		Before the instant start, in the transaction that claimed the role's
  *		first atomic job due then and wrote its run as running, claim up to
@@ -627,31 +662,12 @@ run_ahead(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 	schedlock_wave_wait_for_others();
 
 	/*
-	 * Their outcomes, in one statement where the tables allow, in a
-	 * subtransaction: when it fails, one at a time, each charged to its job.
+	 * Their outcomes, in one statement where the tables allow; when that
+	 * fails, one at a time, each charged to its job.
 	 */
-	schedlock_dispatch_blame(0);
-	if (schedlock_jobs_have_stats())
-	{
-		SchedlockSubxact sx;
-		volatile bool recorded = false;
-
-		schedlock_subxact_begin(&sx);
-		PG_TRY();
-		{
-			schedlock_record_outcomes(ended, run_ids, n + 1);
-			recorded = true;
-			schedlock_subxact_end(&sx, true);
-		}
-		PG_CATCH();
-		{
-			FreeErrorData(schedlock_subxact_abort(&sx));
-			recorded = false;
-		}
-		PG_END_TRY();
-		if (recorded)
-			return;
-	}
+	if (schedlock_jobs_have_stats() &&
+		record_set(schedlock_record_outcomes, ended, run_ids, n + 1))
+		return;
 	for (int i = 0; i <= n; i++)
 	{
 		schedlock_dispatch_blame(ended[i].job->job_id);
@@ -659,6 +675,17 @@ run_ahead(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 								 ended[i].error, ended[i].result_status,
 								 ended[i].notices);
 	}
+}
+
+/*
+ * ended_runs_by_set
+ *		schedlock_record_ended_runs in record_set's shape (deferred runs
+ *		take their ids from their plans).
+ */
+static bool
+ended_runs_by_set(SchedlockEndedRun *runs, const int64 *run_ids, int n)
+{
+	return schedlock_record_ended_runs(runs, n);
 }
 
 /*
@@ -672,26 +699,7 @@ run_ahead(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 static void
 record_ended_runs(SchedlockEndedRun *runs, int n)
 {
-	SchedlockSubxact sx;
-	volatile bool recorded = false;
-
-	if (n == 0)
-		return;
-	schedlock_dispatch_blame(0);
-	schedlock_subxact_begin(&sx);
-	PG_TRY();
-	{
-		recorded = schedlock_record_ended_runs(runs, n);
-		schedlock_subxact_end(&sx, recorded);
-	}
-	PG_CATCH();
-	{
-		/* the runs' own statements say what it was, one at a time */
-		FreeErrorData(schedlock_subxact_abort(&sx));
-		recorded = false;
-	}
-	PG_END_TRY();
-	if (recorded)
+	if (n == 0 || record_set(ended_runs_by_set, runs, NULL, n))
 		return;
 	for (int i = 0; i < n; i++)
 	{

@@ -306,7 +306,7 @@ extern int64 schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
 										const char *result_status,
 										const char *notices);
 extern bool schedlock_record_ended_runs(SchedlockEndedRun *runs, int n);
-extern void schedlock_record_outcomes(SchedlockEndedRun *runs,
+extern bool schedlock_record_outcomes(SchedlockEndedRun *runs,
 									  const int64 *run_ids, int n);
 extern uint64 schedlock_close_lost_runs(void);
 extern uint64 schedlock_expire_runs(TimestampTz now);

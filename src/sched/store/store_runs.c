@@ -238,6 +238,45 @@ schedlock_record_run(ClaimedJob *job, ClaimPlan *plan, const char *status,
 }
 
 /*
+ * alloc_columns
+ *		The columns of a statement that takes one array per column
+ *		(array_of): ncols arrays of n elements, none of them NULL yet.
+ */
+static void
+alloc_columns(Datum **elems, bool **elnulls, int ncols, int n)
+{
+	for (int c = 0; c < ncols; c++)
+	{
+		elems[c] = palloc(sizeof(Datum) * n);
+		elnulls[c] = palloc0(sizeof(bool) * n);
+	}
+}
+
+/*
+ * read_set_durations
+ *		After a statement over n runs that returns each run's ordinal
+ *		(1 to n) and duration: durations[i - 1] gets run i's (NULL when it
+ *		returned none for it).  Frees the result.
+ */
+static void
+read_set_durations(Interval **durations, int n)
+{
+	for (uint64 k = 0; k < SPI_processed; k++)
+	{
+		bool		isnull;
+		int64		i = DatumGetInt64(col(SPI_tuptable->vals[k],
+										  SPI_tuptable->tupdesc, 1, &isnull));
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[k],
+									  SPI_tuptable->tupdesc, 2, &isnull);
+
+		if (i < 1 || i > n)
+			elog(ERROR, "could not record runs");
+		durations[i - 1] = isnull ? NULL : DatumGetIntervalP(d);
+	}
+	SPI_freetuptable(SPI_tuptable);
+}
+
+/*
  * schedlock_publish_notify_runs
  *		For n claimed NOTIFY jobs whose plan is to run their slot (no queued
  *		run_job() row, no run in progress: see dispatch_notify_batch in
@@ -315,11 +354,7 @@ schedlock_publish_notify_runs(ClaimedJob *jobs, ClaimPlan *plans,
 	int64		advanced;
 
 	Assert(n > 0);
-	for (int c = 0; c < U_NCOLS; c++)
-	{
-		elems[c] = palloc(sizeof(Datum) * n);
-		elnulls[c] = palloc0(sizeof(bool) * n);
-	}
+	alloc_columns(elems, elnulls, U_NCOLS, n);
 	for (int i = 0; i < n; i++)
 	{
 		ClaimedJob *job = &jobs[i];
@@ -653,11 +688,7 @@ schedlock_record_ended_runs(SchedlockEndedRun *runs, int n)
 	Interval  **durations = palloc0(sizeof(Interval *) * n);
 
 	Assert(n > 0);
-	for (int c = 0; c < U_NCOLS; c++)
-	{
-		elems[c] = palloc(sizeof(Datum) * n);
-		elnulls[c] = palloc0(sizeof(bool) * n);
-	}
+	alloc_columns(elems, elnulls, U_NCOLS, n);
 	for (int i = 0; i < n; i++)
 	{
 		SchedlockEndedRun *r = &runs[i];
@@ -708,18 +739,7 @@ schedlock_record_ended_runs(SchedlockEndedRun *runs, int n)
 		SPI_freetuptable(SPI_tuptable);
 		return false;
 	}
-	for (uint64 k = 0; k < SPI_processed; k++)
-	{
-		bool		isnull;
-		int64		i = DatumGetInt64(col(SPI_tuptable->vals[k],
-										  SPI_tuptable->tupdesc, 1, &isnull));
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[k],
-									  SPI_tuptable->tupdesc, 2, &isnull);
-
-		if (i < 1 || i > n)
-			elog(ERROR, "could not record runs");
-		durations[i - 1] = isnull ? NULL : DatumGetIntervalP(d);
-	}
+	read_set_durations(durations, n);
 	for (int i = 0; i < n; i++)
 	{
 		SchedlockEndedRun *r = &runs[i];
@@ -729,7 +749,6 @@ schedlock_record_ended_runs(SchedlockEndedRun *runs, int n)
 							  r->error ? "failed" : "succeeded", states[i],
 							  r->error ? messages[i] : NULL, durations[i]);
 	}
-	SPI_freetuptable(SPI_tuptable);
 	for (int i = 0; i < n; i++)
 		if (runs[i].error)
 			schedlock_run_failed(runs[i].job->job_id,
@@ -751,10 +770,11 @@ schedlock_record_ended_runs(SchedlockEndedRun *runs, int n)
  *		failure's count and retry, and a succeeded run that need not be
  *		kept forgotten.  run_ids[i] is the id of runs[i]; started_at and
  *		finished_at are when its command started and ended (the row says
- *		the instant it was claimed for until then).  Tables with run statistics only (the caller
+ *		the instant it was claimed for until then).  Returns true (the
+ *		shape of schedlock_record_ended_runs, see dispatch.c).  Tables with run statistics only (the caller
  *		checks, schedlock_jobs_have_stats).
  */
-void
+bool
 schedlock_record_outcomes(SchedlockEndedRun *runs, const int64 *run_ids,
 						  int n)
 {
@@ -801,11 +821,7 @@ schedlock_record_outcomes(SchedlockEndedRun *runs, const int64 *run_ids,
 	Interval  **durations = palloc0(sizeof(Interval *) * n);
 
 	Assert(n > 0);
-	for (int c = 0; c < O_NCOLS; c++)
-	{
-		elems[c] = palloc(sizeof(Datum) * n);
-		elnulls[c] = palloc0(sizeof(bool) * n);
-	}
+	alloc_columns(elems, elnulls, O_NCOLS, n);
 	for (int i = 0; i < n; i++)
 	{
 		SchedlockEndedRun *r = &runs[i];
@@ -831,19 +847,7 @@ schedlock_record_outcomes(SchedlockEndedRun *runs, const int64 *run_ids,
 
 	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not record the outcomes of runs");
-	for (uint64 k = 0; k < SPI_processed; k++)
-	{
-		bool		isnull;
-		int64		i = DatumGetInt64(col(SPI_tuptable->vals[k],
-										  SPI_tuptable->tupdesc, 1, &isnull));
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[k],
-									  SPI_tuptable->tupdesc, 2, &isnull);
-
-		if (i < 1 || i > n)
-			elog(ERROR, "could not record the outcomes of runs");
-		durations[i - 1] = isnull ? NULL : DatumGetIntervalP(d);
-	}
-	SPI_freetuptable(SPI_tuptable);
+	read_set_durations(durations, n);
 	for (int i = 0; i < n; i++)
 	{
 		SchedlockEndedRun *r = &runs[i];
@@ -860,6 +864,7 @@ schedlock_record_outcomes(SchedlockEndedRun *runs, const int64 *run_ids,
 		else if (r->job->failures_only)
 			schedlock_forget_run(run_ids[i]);
 	}
+	return true;
 }
 
 /*
