@@ -771,6 +771,12 @@ schedlock_launcher_main(Datum arg)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
+	/*
+	 * A reload signalled while this process started, before its handler
+	 * was in place, was ignored: read the configuration files once now.
+	 */
+	ProcessConfigFile(PGC_SIGHUP);
+
 	/* no database: only the shared catalogs (pg_database) are needed */
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 	/* identifiable in pg_stat_activity */

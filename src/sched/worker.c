@@ -439,6 +439,12 @@ schedlock_worker_start(Datum arg, MemoryContext *cxt)
 	pqsignal(SIGINT, schedlock_job_sigint);
 	BackgroundWorkerUnblockSignals();
 
+	/*
+	 * A reload signalled while this process started, before its handler
+	 * was in place, was ignored: read the configuration files once now.
+	 */
+	ProcessConfigFile(PGC_SIGHUP);
+
 	/* take the slot first: a launcher that restarts adopts it from there */
 	schedlock_my_slot = &schedlock_shared->slots[slotno];
 	memcpy(&generation, MyBgworkerEntry->bgw_extra, sizeof(uint64));
