@@ -253,6 +253,28 @@ alloc_columns(Datum **elems, bool **elnulls, int ncols, int n)
 }
 
 /*
+ * put_outcome
+ *		What run_outcome_params makes of the ended run r, as element i of
+ *		the RUN_OUTCOME_NPARAMS columns from first on (alloc_columns).
+ */
+static void
+put_outcome(const SchedlockEndedRun *r, const char *default_message,
+			Datum **elems, bool **elnulls, int first, int i, char **state,
+			const char **message)
+{
+	Datum		outcome[RUN_OUTCOME_NPARAMS];
+	char		outcome_nulls[RUN_OUTCOME_NPARAMS];
+
+	run_outcome_params(r->error, default_message, r->result_status,
+					   r->notices, outcome, outcome_nulls, state, message);
+	for (int c = 0; c < RUN_OUTCOME_NPARAMS; c++)
+	{
+		elems[first + c][i] = outcome[c];
+		elnulls[first + c][i] = (outcome_nulls[c] == 'n');
+	}
+}
+
+/*
  * read_set_durations
  *		After a statement over n runs that returns each run's ordinal
  *		(1 to n) and duration: durations[i - 1] gets run i's (NULL when it
@@ -692,8 +714,6 @@ schedlock_record_ended_runs(SchedlockEndedRun *runs, int n)
 	for (int i = 0; i < n; i++)
 	{
 		SchedlockEndedRun *r = &runs[i];
-		Datum		outcome[RUN_OUTCOME_NPARAMS];
-		char		outcome_nulls[RUN_OUTCOME_NPARAMS];
 		Datum		state[JOB_STATE_NPARAMS];
 		char		state_nulls[JOB_STATE_NPARAMS];
 
@@ -709,14 +729,8 @@ schedlock_record_ended_runs(SchedlockEndedRun *runs, int n)
 		elems[U_STARTED_AT][i] = TimestampTzGetDatum(r->started_at);
 		elems[U_FINISHED_AT][i] = TimestampTzGetDatum(r->finished_at);
 		/* U_SQLSTATE to U_NOTICES, in run_outcome_params' order */
-		run_outcome_params(r->error, r->plan->message, r->result_status,
-						   r->notices, outcome, outcome_nulls, &states[i],
-						   &messages[i]);
-		for (int c = 0; c < RUN_OUTCOME_NPARAMS; c++)
-		{
-			elems[U_SQLSTATE + c][i] = outcome[c];
-			elnulls[U_SQLSTATE + c][i] = (outcome_nulls[c] == 'n');
-		}
+		put_outcome(r, r->plan->message, elems, elnulls, U_SQLSTATE, i,
+					&states[i], &messages[i]);
 		elems[U_JOB_NAME][i] = CStringGetTextDatum(r->job->job_name);
 		elems[U_TID][i] = PointerGetDatum(&r->job->ctid);
 		/* U_NEXT_SLOT to U_NEXT_RUN_AT, in job_state_params' order */
@@ -825,8 +839,6 @@ schedlock_record_outcomes(SchedlockEndedRun *runs, const int64 *run_ids,
 	for (int i = 0; i < n; i++)
 	{
 		SchedlockEndedRun *r = &runs[i];
-		Datum		outcome[RUN_OUTCOME_NPARAMS];
-		char		outcome_nulls[RUN_OUTCOME_NPARAMS];
 
 		elems[O_RUN_ID][i] = Int64GetDatum(run_ids[i]);
 		elems[O_STATUS][i] = CStringGetTextDatum(r->error ? "failed" :
@@ -834,13 +846,8 @@ schedlock_record_outcomes(SchedlockEndedRun *runs, const int64 *run_ids,
 		elems[O_STARTED_AT][i] = TimestampTzGetDatum(r->started_at);
 		elems[O_FINISHED_AT][i] = TimestampTzGetDatum(r->finished_at);
 		/* O_SQLSTATE to O_NOTICES, in run_outcome_params' order */
-		run_outcome_params(r->error, NULL, r->result_status, r->notices,
-						   outcome, outcome_nulls, &states[i], &messages[i]);
-		for (int c = 0; c < RUN_OUTCOME_NPARAMS; c++)
-		{
-			elems[O_SQLSTATE + c][i] = outcome[c];
-			elnulls[O_SQLSTATE + c][i] = (outcome_nulls[c] == 'n');
-		}
+		put_outcome(r, NULL, elems, elnulls, O_SQLSTATE, i, &states[i],
+					&messages[i]);
 	}
 	for (int c = 0; c < O_NCOLS; c++)
 		values[c] = array_of(elems[c], elnulls[c], n, elemtypes[c]);
