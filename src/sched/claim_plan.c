@@ -187,7 +187,7 @@ schedlock_settle_plan(ClaimedJob *job, ClaimPlan *plan, TimestampTz horizon,
 	int64		run_id;
 
 	if (may_defer && schedlock_plan_may_defer(job, plan) &&
-		(run_id = schedlock_run_may_defer(job->job_id, plan->scheduled_for,
+		(run_id = schedlock_run_may_defer(job, plan->scheduled_for,
 										  plan->attempt)) != 0)
 		return schedlock_defer_plan(plan, run_id, horizon);
 	schedlock_save_job_state(job, horizon);

@@ -72,11 +72,28 @@
 
 /*
  * Claim any due job of the role ($1 timestamptz, $2 timestamptz, $3
- * bigint, $4 oid).
+ * bigint, $4 oid).  Three more columns answer, as of the statement's
+ * snapshot, what schedlock_run_may_defer would otherwise ask in a
+ * statement of its own: the claimed row version's xmin (store_claim.c
+ * trusts the answers only when that version is older than the snapshot),
+ * whether a run of the job is pending or running, and whether its next
+ * slot has a row (of any attempt).  They are asked of the claimed job
+ * only, above the lock, not of every row the claim skips.
  */
 #define SCHEDLOCK_CLAIM_SQL \
-	SCHEDLOCK_CLAIM_COLUMNS("search_path, record_runs") SCHEDLOCK_CLAIM_WHERE \
-	SCHEDLOCK_CLAIM_ORDER
+	"SELECT c.*, " \
+	"  (SELECT true FROM schedlock.job_runs x " \
+	"    WHERE x.job_id OPERATOR(pg_catalog.=) c.job_id " \
+	"      AND x.status OPERATOR(pg_catalog.=) " \
+	"        ANY (ARRAY['pending', 'running']::pg_catalog.text[]) " \
+	"    LIMIT 1) IS NOT NULL AS run_open, " \
+	"  (SELECT true FROM schedlock.job_runs x " \
+	"    WHERE x.job_id OPERATOR(pg_catalog.=) c.job_id " \
+	"      AND x.scheduled_for OPERATOR(pg_catalog.=) c.next_slot " \
+	"    LIMIT 1) IS NOT NULL AS slot_rows " \
+	"FROM (" \
+	SCHEDLOCK_CLAIM_COLUMNS("search_path, record_runs, xmin") \
+	SCHEDLOCK_CLAIM_WHERE SCHEDLOCK_CLAIM_ORDER ") c"
 
 /* The same, for NOTIFY jobs only: see dispatch_one in dispatch.c. */
 #define SCHEDLOCK_CLAIM_NOTIFY_SQL \

@@ -157,6 +157,17 @@ typedef struct ClaimedJob
 	char	   *search_path;	/* NULL: the login's (tables of 1.1) */
 	char	   *role_name;		/* the role it runs as, for log lines */
 	bool		failures_only;	/* keep only failed runs (record_runs) */
+
+	/*
+	 * What the claim statement saw of the job's runs, for
+	 * schedlock_run_may_defer: valid only when runs_seen (the general claim
+	 * of release 1.2's tables, and the claimed row version older than the
+	 * statement's snapshot).
+	 */
+	bool		runs_seen;
+	bool		run_open;		/* a run pending or running */
+	bool		slot_rows;		/* a row of seen_slot, of any attempt */
+	TimestampTz seen_slot;		/* next_slot as claimed (DT_NOBEGIN: NULL) */
 } ClaimedJob;
 
 /* What the claim decided to do with the job. */
@@ -280,8 +291,8 @@ extern bool schedlock_next_queued_run(int64 job_id, int64 *run_id,
 extern void schedlock_save_job_state(ClaimedJob *job, TimestampTz now);
 extern bool schedlock_run_in_progress(int64 job_id);
 extern void schedlock_open_runs_among(ClaimedJob *jobs, int n, bool *open);
-extern int64 schedlock_run_may_defer(int64 job_id, TimestampTz scheduled_for,
-									 int32 attempt);
+extern int64 schedlock_run_may_defer(const ClaimedJob *job,
+									 TimestampTz scheduled_for, int32 attempt);
 extern void schedlock_runs_may_defer(const int64 *job_ids,
 									 const TimestampTz *slots,
 									 const int32 *attempts, int n,

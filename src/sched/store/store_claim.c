@@ -13,10 +13,12 @@
 
 #include <math.h>
 
+#include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
+#include "commands/sequence.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
@@ -26,6 +28,7 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "claim_sql.h"
@@ -89,6 +92,7 @@ read_claimed_job(ClaimedJob *job, uint64 row, MemoryContext cxt)
 
 		job->role_name = MemoryContextStrdup(cxt, role ? role : "?");
 	}
+	job->runs_seen = false;
 }
 
 /*
@@ -127,6 +131,41 @@ static SchedlockQuery claim_notify_query_1_1 = {
 };
 
 /*
+ * claimed_runs_seen
+ *		Read what the general claim statement saw of the claimed job's runs
+ *		(its last three columns, see SCHEDLOCK_CLAIM_SQL) into *job, and
+ *		whether it may be trusted.
+ *
+ * The statement answered as of its snapshot, but the row it locked may
+ * have changed after that snapshot: locking a version updated since, it
+ * rechecks and returns the newest version of the row, whose runs' rows
+ * the snapshot may not see.  Every transaction that writes a
+ * pending or running run of a job updates the job's row too, under the
+ * claim's lock, so the answers hold exactly when the claimed version is
+ * older than the statement's snapshot: when its xmin is visible to before,
+ * a snapshot the transaction took earlier (what is visible to it is to
+ * every later one).  Otherwise (and for a version this transaction wrote)
+ * runs_seen stays false, and schedlock_run_may_defer asks the store.
+ */
+static void
+claimed_runs_seen(ClaimedJob *job, Snapshot before)
+{
+	HeapTuple	tup = SPI_tuptable->vals[0];
+	TupleDesc	desc = SPI_tuptable->tupdesc;
+	bool		isnull;
+	TransactionId xmin = DatumGetTransactionId(col(tup, desc, 24, &isnull));
+
+	if (before == NULL || isnull ||
+		TransactionIdIsCurrentTransactionId(xmin) ||
+		XidInMVCCSnapshot(xmin, before))
+		return;
+	job->run_open = DatumGetBool(col(tup, desc, 25, &isnull));
+	job->slot_rows = DatumGetBool(col(tup, desc, 26, &isnull));
+	job->seen_slot = job->has_next_slot ? job->next_slot : DT_NOBEGIN;
+	job->runs_seen = true;
+}
+
+/*
  * schedlock_claim_job
  *		Run the claim statement of the given kind for the jobs of role from
  *		position *pos as of now; on success read the claimed job into *job
@@ -141,6 +180,7 @@ schedlock_claim_job(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
 	SchedlockQuery *q;
 	Datum		values[4];
 	bool		isnull;
+	Snapshot	before;
 
 	if (kind == SCHEDLOCK_CLAIM_NOTIFY)
 		q = v12 ? &claim_notify_query : &claim_notify_query_1_1;
@@ -156,11 +196,15 @@ schedlock_claim_job(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
 	values[1] = TimestampTzGetDatum(pos->next_run_at);
 	values[2] = Int64GetDatum(pos->job_id);
 	values[3] = ObjectIdGetDatum(role);
+	/* taken before the statement's own: see claimed_runs_seen */
+	before = ActiveSnapshotSet() ? GetActiveSnapshot() : NULL;
 	if (schedlock_query_run(q, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not claim due jobs");
 	if (SPI_processed == 0)
 		return false;
 	read_claimed_job(job, 0, cxt);
+	if (q == &claim_query)
+		claimed_runs_seen(job, before);
 	pos->job_id = job->job_id;
 	pos->next_run_at = DatumGetTimestampTz(col(SPI_tuptable->vals[0],
 											   SPI_tuptable->tupdesc, 19,
@@ -309,11 +353,13 @@ schedlock_open_runs_among(ClaimedJob *jobs, int n, bool *open)
  *		running, none is left by a backend that is gone (closing it changes
  *		the job), and the slot's attempt has no row yet.  If so, returns the
  *		run's id, taken from the sequence now (so that a log line before the
- *		run names it), else 0.  One statement, looking at the job's open
- *		runs and at the unique key.
+ *		run names it), else 0.  What the claim statement saw answers it for
+ *		the job's next slot (job->runs_seen: no run open, and no row of that
+ *		slot); otherwise one statement looks at the job's open runs and at
+ *		the unique key.
  */
 int64
-schedlock_run_may_defer(int64 job_id, TimestampTz scheduled_for,
+schedlock_run_may_defer(const ClaimedJob *job, TimestampTz scheduled_for,
 						int32 attempt)
 {
 	static SchedlockQuery q = {
@@ -331,7 +377,15 @@ schedlock_run_may_defer(int64 job_id, TimestampTz scheduled_for,
 	bool		isnull;
 	int64		run_id = 0;
 
-	values[0] = Int64GetDatum(job_id);
+	if (job->runs_seen)
+	{
+		if (job->run_open)
+			return 0;
+		if (scheduled_for == job->seen_slot && !job->slot_rows)
+			return nextval_internal(schedlock_table_oid("job_runs_run_id_seq"),
+									false);
+	}
+	values[0] = Int64GetDatum(job->job_id);
 	values[1] = TimestampTzGetDatum(scheduled_for);
 	values[2] = Int32GetDatum(attempt);
 	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)

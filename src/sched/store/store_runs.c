@@ -520,15 +520,13 @@ schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
 						   const char *notices)
 {
 	static SchedlockQuery q = {
-		"WITH e AS ("
+		"WITH r AS ("
 		"INSERT INTO schedlock.job_runs (run_id, job_id, owner, "
 		"  scheduled_for, attempt, status, started_at, finished_at, "
 		"  worker_pid, timeline, message, sqlstate, detail, hint, duration, "
 		"  result_status, notices, job_name) "
 		"VALUES ($24, $1, $2, $3, $4, $5, $6, $7, $8, $9, $11, $10, $12, $13, "
-		"  $7 OPERATOR(pg_catalog.-) $6, $14, $15, $16) "
-		"RETURNING run_id, job_id, status, started_at, finished_at, "
-		"  scheduled_for, duration) "
+		"  $7 OPERATOR(pg_catalog.-) $6, $14, $15, $16)) "
 		"UPDATE schedlock.jobs j SET "
 		"  next_slot = CASE WHEN j.ctid OPERATOR(pg_catalog.=) $23 "
 		"    THEN $17 ELSE j.next_slot END, "
@@ -543,9 +541,9 @@ schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
 		"  next_run_at = CASE WHEN j.ctid OPERATOR(pg_catalog.=) $23 "
 		"    THEN $22 ELSE j.next_run_at END, "
 		SCHEDLOCK_RUN_STATS_ONE_SET
-		"FROM e "
-		"WHERE j.job_id OPERATOR(pg_catalog.=) e.job_id "
-		"RETURNING e.run_id, e.duration",
+		"FROM (SELECT $5 AS status, $6 AS started_at, $7 AS finished_at, "
+		"  $3 AS scheduled_for) e "
+		"WHERE j.job_id OPERATOR(pg_catalog.=) $1",
 		24, {INT8OID, REGROLEOID, TIMESTAMPTZOID, INT4OID, TEXTOID,
 			TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID,
 			TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
@@ -557,9 +555,6 @@ schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
 	char		nulls[24];
 	char	   *state;
 	const char *message;
-	Datum		duration;
-	bool		isnull;
-	int64		run_id;
 
 	Assert(plan->deferred && plan->manual_run_id == 0 && plan->run_id != 0);
 	memset(nulls, ' ', sizeof(nulls));
@@ -581,39 +576,27 @@ schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
 	values[22] = PointerGetDatum(&job->ctid);
 	values[23] = Int64GetDatum(plan->run_id);
 
-	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
+	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record a run of job " INT64_FORMAT, job->job_id);
-
-	/*
-	 * No row: the job is gone.  The backend holds the job's row lock since
-	 * the claim, so only the run's own command can have deleted it
-	 * (unschedule_job of itself); the run's row is written all the same
-	 * (the INSERT of e always runs to its end), and there is no job left to
-	 * count a failure or retry on.
-	 */
-	if (SPI_processed == 0)
-	{
-		schedlock_log_run_end(job->job_name, job->role_name, plan->run_id,
-							  error ? "failed" : "succeeded", state,
-							  error ? message : NULL,
-							  DatumGetIntervalP(DirectFunctionCall2(timestamp_mi,
-																	values[6],
-																	values[5])));
-		return plan->run_id;
-	}
-	run_id = DatumGetInt64(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	duration = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2,
-							 &isnull);
-	schedlock_log_run_end(job->job_name, job->role_name, run_id,
+	schedlock_log_run_end(job->job_name, job->role_name, plan->run_id,
 						  error ? "failed" : "succeeded", state,
 						  error ? message : NULL,
-						  isnull ? NULL : DatumGetIntervalP(duration));
-	SPI_freetuptable(SPI_tuptable);
-	if (error)
+						  DatumGetIntervalP(DirectFunctionCall2(timestamp_mi,
+																values[6],
+																values[5])));
+
+	/*
+	 * No row updated: the job is gone.  The backend holds the job's row lock
+	 * since the claim, so only the run's own command can have deleted it
+	 * (unschedule_job of itself); the run's row is written all the same (the
+	 * INSERT of r always runs to its end), and there is no job left to
+	 * count a failure or retry on.
+	 */
+	if (error && SPI_processed > 0)
 		schedlock_run_failed(job->job_id, plan->scheduled_for,
 							 schedlock_rule_failed_attempt(false, plan->attempt),
 							 now);
-	return run_id;
+	return plan->run_id;
 }
 
 /*
