@@ -67,6 +67,14 @@ label()
 }
 
 # short FILE : "PG 15" of a run
+# ratio A B [FILE] : figure A over figure B as a whole percentage ("n/a"
+# when either is missing)
+ratio()
+{
+	awk -v a="$(get "$1" "$3")" -v b="$(get "$2" "$3")" \
+		'BEGIN { if (a == "n/a" || b == "n/a" || b + 0 == 0) print "n/a"; else printf "%.0f %%", 100 * a / b }'
+}
+
 short()
 {
 	local m
@@ -309,13 +317,23 @@ for f in "$A" $Bf; do
 	echo "| --- | ---: | ---: | ---: | --- |"
 	echo "| no-op jobs claimed per second, each run committed alone | $(get claim.w1.per_s "$f") | $(get claim.w2.per_s "$f") | $(get claim.w4.per_s "$f") | one-row INSERT: $(get claim.floor.c1.tps "$f") / $(get claim.floor.c2.tps "$f") / $(get claim.floor.c4.tps "$f") tps |"
 	echo "| the same, schedlock.runs_per_commit = 32 | $(get claim.w1.rpc32.per_s "$f") | $(get claim.w2.rpc32.per_s "$f") | $(get claim.w4.rpc32.per_s "$f") | |"
+	echo "| share of the floor with as many clients, each run committed alone | $(ratio claim.w1.per_s claim.floor.c1.tps "$f") | $(ratio claim.w2.per_s claim.floor.c2.tps "$f") | $(ratio claim.w4.per_s claim.floor.c4.tps "$f") | |"
 	echo "| 1000 INSERT jobs at one instant, last finished (ms), each run committed alone | $(get burst.schedlock.w1.last_finish_ms "$f") | $(get burst.schedlock.w2.last_finish_ms "$f") | $(get burst.schedlock.w4.last_finish_ms "$f") | the same 1000 INSERTs: $(get burst.floor.c1.ms "$f") / $(get burst.floor.c2.ms "$f") / $(get burst.floor.c4.ms "$f") ms |"
 	echo "| the same, schedlock.runs_per_commit = 32 | $(get burst.schedlock.w1.rpc32.last_finish_ms "$f") | $(get burst.schedlock.w2.rpc32.last_finish_ms "$f") | $(get burst.schedlock.w4.rpc32.last_finish_ms "$f") | |"
+	echo "| share of the floor (its time over the burst's), each run committed alone | $(ratio burst.floor.c1.ms burst.schedlock.w1.last_finish_ms "$f") | $(ratio burst.floor.c2.ms burst.schedlock.w2.last_finish_ms "$f") | $(ratio burst.floor.c4.ms burst.schedlock.w4.last_finish_ms "$f") | |"
+	echo "| the same, schedlock.runs_per_commit = 32 | $(ratio burst.floor.c1.ms burst.schedlock.w1.rpc32.last_finish_ms "$f") | $(ratio burst.floor.c2.ms burst.schedlock.w2.rpc32.last_finish_ms "$f") | $(ratio burst.floor.c4.ms burst.schedlock.w4.rpc32.last_finish_ms "$f") | |"
 	echo
 	echo "| steady load: 300 '1 seconds' jobs of one role, default backends | samples | median (ms) | p99 (ms) | max (ms) |"
 	echo "| --- | ---: | ---: | ---: | ---: |"
-	echo "| each run committed alone | $(get steady.rpc1.lag.samples "$f") | $(get steady.rpc1.lag.median "$f") | $(get steady.rpc1.lag.p99 "$f") | $(get steady.rpc1.lag.max "$f") |"
-	echo "| schedlock.runs_per_commit = 32 | $(get steady.rpc32.lag.samples "$f") | $(get steady.rpc32.lag.median "$f") | $(get steady.rpc32.lag.p99 "$f") | $(get steady.rpc32.lag.max "$f") |"
+	# every runs_per_commit the run measured (BENCH_STEADY_RPC)
+	for r in $(awk -F'\t' '$1 ~ /^steady\.rpc[0-9]+\.lag\.samples$/ { split($1, k, "."); sub("rpc", "", k[2]); print k[2] }' "$f" | sort -n -u); do
+		if [ "$r" = 1 ]; then
+			label="each run committed alone"
+		else
+			label="schedlock.runs_per_commit = $r"
+		fi
+		echo "| $label | $(get steady.rpc$r.lag.samples "$f") | $(get steady.rpc$r.lag.median "$f") | $(get steady.rpc$r.lag.p99 "$f") | $(get steady.rpc$r.lag.max "$f") |"
+	done
 	echo
 done
 
