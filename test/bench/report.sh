@@ -66,7 +66,6 @@ label()
 	echo "PostgreSQL ${v:-15}, pg_cron ${c:-n/a}"
 }
 
-# short FILE : "PG 15" of a run
 # ratio A B [FILE] : figure A over figure B as a whole percentage ("n/a"
 # when either is missing)
 ratio()
@@ -75,6 +74,7 @@ ratio()
 		'BEGIN { if (a == "n/a" || b == "n/a" || b + 0 == 0) print "n/a"; else printf "%.0f %%", 100 * a / b }'
 }
 
+# short FILE : "PG 15" of a run
 short()
 {
 	local m
@@ -328,11 +328,11 @@ for f in "$A" $Bf; do
 	# every runs_per_commit the run measured (BENCH_STEADY_RPC)
 	for r in $(awk -F'\t' '$1 ~ /^steady\.rpc[0-9]+\.lag\.samples$/ { split($1, k, "."); sub("rpc", "", k[2]); print k[2] }' "$f" | sort -n -u); do
 		if [ "$r" = 1 ]; then
-			label="each run committed alone"
+			setting="each run committed alone"
 		else
-			label="schedlock.runs_per_commit = $r"
+			setting="schedlock.runs_per_commit = $r"
 		fi
-		echo "| $label | $(get steady.rpc$r.lag.samples "$f") | $(get steady.rpc$r.lag.median "$f") | $(get steady.rpc$r.lag.p99 "$f") | $(get steady.rpc$r.lag.max "$f") |"
+		echo "| $setting | $(get steady.rpc$r.lag.samples "$f") | $(get steady.rpc$r.lag.median "$f") | $(get steady.rpc$r.lag.p99 "$f") | $(get steady.rpc$r.lag.max "$f") |"
 	done
 	echo
 done

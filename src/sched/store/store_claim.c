@@ -139,13 +139,13 @@ static SchedlockQuery claim_notify_query_1_1 = {
  * The statement answered as of its snapshot, but the row it locked may
  * have changed after that snapshot: locking a version updated since, it
  * rechecks and returns the newest version of the row, whose runs' rows
- * the snapshot may not see.  Every transaction that writes a
- * pending or running run of a job updates the job's row too, under the
- * claim's lock, so the answers hold exactly when the claimed version is
- * older than the statement's snapshot: when its xmin is visible to before,
- * a snapshot the transaction took earlier (what is visible to it is to
- * every later one).  Otherwise (and for a version this transaction wrote)
- * runs_seen stays false, and schedlock_run_may_defer asks the store.
+ * the snapshot may not see.  Every transaction that writes a pending or
+ * running run of a job updates the job's row too, under the claim's lock,
+ * so the answers hold exactly when the claimed version is older than the
+ * statement's snapshot: when its xmin is visible to before, a snapshot the
+ * transaction took earlier (what is visible to it is to every later one).
+ * Otherwise (and for a version this transaction wrote) runs_seen stays
+ * false, and schedlock_run_may_defer asks the store.
  */
 static void
 claimed_runs_seen(ClaimedJob *job, Snapshot before)
