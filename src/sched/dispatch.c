@@ -1008,8 +1008,8 @@ schedlock_dispatch_due(Oid role, const char *start_error, bool *more)
 			bool		again;
 
 			/* more than one due: the launcher may add a backend */
-			if (schedlock_publish_due(schedlock_my_slot, GetCurrentTimestamp(), -1, true,
-									  0, &again))
+			if (schedlock_publish_due(schedlock_my_slot, GetCurrentTimestamp(),
+									  -1, -1, true, 0, &again))
 				break;
 		}
 		if (claims >= WORKER_MAX_CLAIMS_PER_PASS)

@@ -25,8 +25,12 @@
  * starts one, connected as the queue's role.  A backend that finds more
  * than one job due says so (backlog), and the launcher adds one, up to
  * schedlock.max_runs_per_role per queue and schedlock.max_workers per
- * database.  A backend stays while its role has jobs coming, and leaves
- * after schedlock.job_backend_idle_timeout without any.
+ * database.  A backend also counts the SQL jobs due at its queue's next
+ * instant (wanted): the launcher starts that many backends for the queue
+ * before the instant, all at once, rather than one after another as each
+ * finds a backlog once the jobs are due.  A backend stays while its role
+ * has jobs coming, and leaves after schedlock.job_backend_idle_timeout
+ * without any.
  *
  * The budget is shared fairly.  Queues waiting for a backend are served
  * in the order of their due time, housekeepers first.  When the budget is
@@ -111,7 +115,8 @@ typedef struct Want
 	int			db;				/* index in dbs */
 	int			queue;			/* index in queues; -1: housekeeper */
 	TimestampTz due_at;			/* order: earliest first */
-	bool		growth;			/* one more backend for a busy queue */
+	bool		growth;			/* more backends for a busy queue */
+	int			count;			/* how many processes */
 } Want;
 
 /*
@@ -489,6 +494,95 @@ want_order(const void *a, const void *b)
 }
 
 /*
+ * serve_want
+ *		Start one process of w within the budget and the caps; on the way,
+ *		record why a queue waits and ask for room.  Returns whether it
+ *		started one.  Caller does not hold the lock.
+ */
+static bool
+serve_want(Want *w, TimestampTz now, int *used, int *waiting, long *recheck)
+{
+	SchedlockDatabase *db = &schedlock_shared->dbs[w->db];
+	SchedlockQueue *q = w->queue >= 0 ? &schedlock_shared->queues[w->queue] : NULL;
+	int			in_db = 0;
+	int			j;
+	int			slotno;
+
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	for (j = 0; j < schedlock_shared->nslots; j++)
+		if (schedlock_shared->slots[j].in_use &&
+			schedlock_shared->slots[j].dboid == db->dboid &&
+			schedlock_shared->slots[j].kind == SCHEDLOCK_BACKEND_JOBS)
+			in_db++;
+	if (*used >= schedlock_max_job_backends)
+	{
+		if (q != NULL && !w->growth)
+		{
+			schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_BUDGET, now);
+			schedlock_budget_warn_wait(q, db, now);
+			(*waiting)++;
+		}
+		else if (q == NULL)
+			(*waiting)++;
+		LWLockRelease(schedlock_shared->lock);
+		return false;
+	}
+	if (q != NULL && in_db >= schedlock_max_workers)
+	{
+		if (!w->growth)
+		{
+			long		r;
+
+			schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_DATABASE_CAP, now);
+			schedlock_budget_warn_wait(q, db, now);
+			/* another role's backend of the database makes room */
+			r = schedlock_budget_make_room(1, db->dboid, now);
+			if (r >= 0 && (*recheck < 0 || r < *recheck))
+				*recheck = r;
+		}
+		LWLockRelease(schedlock_shared->lock);
+		return false;
+	}
+	if (q != NULL)
+		q->nbackends++;
+	else
+		db->housekeep = false;
+	LWLockRelease(schedlock_shared->lock);
+
+	slotno = start_backend(q != NULL ? SCHEDLOCK_BACKEND_JOBS :
+						   SCHEDLOCK_BACKEND_HOUSEKEEPER,
+						   db, q != NULL ? q->role : InvalidOid);
+
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	if (slotno < 0)
+	{
+		if (q != NULL)
+		{
+			q->nbackends--;
+			if (!w->growth)
+			{
+				schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_PROCESSES, now);
+				schedlock_budget_warn_wait(q, db, now);
+			}
+		}
+		else
+			db->housekeep = true;
+		*recheck = LAUNCHER_NO_SLOT_DELAY_MS;
+	}
+	else
+	{
+		(*used)++;
+		if (q != NULL)
+		{
+			schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_NONE, now);
+			q->backlog = false;
+		}
+	}
+	LWLockRelease(schedlock_shared->lock);
+	return slotno >= 0;
+}
+
+/*
  * launcher_pass
  *		One round: probe requests, pg_database when due, stopped backends,
  *		then start what is wanted within the budget.  Returns the timeout
@@ -510,6 +604,7 @@ launcher_pass(TimestampTz *last_scan)
 	long		recheck = -1;
 	bool		probed;
 	int			i;
+	int			j;
 
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
 	probed = take_probe_requests();
@@ -533,7 +628,6 @@ launcher_pass(TimestampTz *last_scan)
 	{
 		SchedlockDatabase *db = &schedlock_shared->dbs[i];
 		bool		keeper = false;
-		int			j;
 
 		if (!db->in_use || !db->seen || db->no_extension ||
 			schedlock_database_dropping(db->dboid))
@@ -551,6 +645,7 @@ launcher_pass(TimestampTz *last_scan)
 			wants[nwants].queue = -1;
 			wants[nwants].due_at = db->housekeep ? now : db->housekeep_at;
 			wants[nwants].growth = false;
+			wants[nwants].count = 1;
 			nwants++;
 		}
 		else if (db->housekeep_at < wake_at)
@@ -563,6 +658,8 @@ launcher_pass(TimestampTz *last_scan)
 		SchedlockQueue *q = &schedlock_shared->queues[i];
 		SchedlockDatabase *db;
 		int			dbi;
+		int			wanted;
+		int			grow;
 
 		if (!q->in_use)
 			continue;
@@ -571,17 +668,21 @@ launcher_pass(TimestampTz *last_scan)
 			!schedlock_enabled || schedlock_database_dropping(q->dboid))
 			continue;
 		dbi = (int) (db - schedlock_shared->dbs);
+		wanted = q->wanted_at == q->due_at ? q->wanted : 0;
+		if (schedlock_max_runs_per_role > 0)
+			wanted = Min(wanted, schedlock_max_runs_per_role);
 		if (q->due_at > TimestampTzPlusMilliseconds(horizon, q->lead_ms))
 		{
-			if (q->nbackends == 0)
+			if (q->nbackends == 0 || wanted > q->nbackends)
 			{
 				TimestampTz at = q->due_at -
 					(TimestampTz) (SCHEDLOCK_START_LEAD_MS + q->lead_ms) * 1000;
 
 				if (at < wake_at)
 					wake_at = at;
-				schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_NONE, now);
 			}
+			if (q->nbackends == 0)
+				schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_NONE, now);
 			continue;
 		}
 		if (now < q->retry_after)
@@ -596,115 +697,42 @@ launcher_pass(TimestampTz *last_scan)
 			wants[nwants].queue = i;
 			wants[nwants].due_at = q->due_at;
 			wants[nwants].growth = false;
+			wants[nwants].count = 1;
 			nwants++;
+			/* the others its instant's SQL jobs keep busy, started with it */
+			grow = wanted - 1;
 		}
 		else
 		{
-			bool		grow;
-
 			if (q->backlog)
 			{
 				/* known here: the start of a run need not wake the launcher */
 				schedlock_budget_watch_busy(q, true);
-				grow = true;
+				grow = 1;
 			}
 			else
-				grow = schedlock_budget_all_busy(q, now, &wake_at);
-			if (grow && (schedlock_max_runs_per_role == 0 ||
-						 q->nbackends < schedlock_max_runs_per_role))
-			{
-				wants[nwants].db = dbi;
-				wants[nwants].queue = i;
-				wants[nwants].due_at = q->due_at;
-				wants[nwants].growth = true;
-				nwants++;
-			}
+				grow = schedlock_budget_all_busy(q, now, &wake_at) ? 1 : 0;
+			grow = Max(grow, wanted - q->nbackends);
+			if (schedlock_max_runs_per_role > 0)
+				grow = Min(grow, schedlock_max_runs_per_role - q->nbackends);
+		}
+		if (grow > 0)
+		{
+			wants[nwants].db = dbi;
+			wants[nwants].queue = i;
+			wants[nwants].due_at = q->due_at;
+			wants[nwants].growth = true;
+			wants[nwants].count = grow;
+			nwants++;
 		}
 	}
 	LWLockRelease(schedlock_shared->lock);
 
 	qsort(wants, nwants, sizeof(Want), want_order);
 	for (i = 0; i < nwants; i++)
-	{
-		Want	   *w = &wants[i];
-		SchedlockDatabase *db = &schedlock_shared->dbs[w->db];
-		SchedlockQueue *q = w->queue >= 0 ? &schedlock_shared->queues[w->queue] : NULL;
-		int			in_db = 0;
-		int			j;
-		int			slotno;
-
-		LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
-		for (j = 0; j < schedlock_shared->nslots; j++)
-			if (schedlock_shared->slots[j].in_use &&
-				schedlock_shared->slots[j].dboid == db->dboid &&
-				schedlock_shared->slots[j].kind == SCHEDLOCK_BACKEND_JOBS)
-				in_db++;
-		if (used >= schedlock_max_job_backends)
-		{
-			if (q != NULL && !w->growth)
-			{
-				schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_BUDGET, now);
-				schedlock_budget_warn_wait(q, db, now);
-				waiting++;
-			}
-			else if (q == NULL)
-				waiting++;
-			LWLockRelease(schedlock_shared->lock);
-			continue;
-		}
-		if (q != NULL && in_db >= schedlock_max_workers)
-		{
-			if (!w->growth)
-			{
-				long		r;
-
-				schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_DATABASE_CAP, now);
-				schedlock_budget_warn_wait(q, db, now);
-				/* another role's backend of the database makes room */
-				r = schedlock_budget_make_room(1, db->dboid, now);
-				if (r >= 0 && (recheck < 0 || r < recheck))
-					recheck = r;
-			}
-			LWLockRelease(schedlock_shared->lock);
-			continue;
-		}
-		if (q != NULL)
-			q->nbackends++;
-		else
-			db->housekeep = false;
-		LWLockRelease(schedlock_shared->lock);
-
-		slotno = start_backend(q != NULL ? SCHEDLOCK_BACKEND_JOBS :
-							   SCHEDLOCK_BACKEND_HOUSEKEEPER,
-							   db, q != NULL ? q->role : InvalidOid);
-
-		LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
-		if (slotno < 0)
-		{
-			if (q != NULL)
-			{
-				q->nbackends--;
-				if (!w->growth)
-				{
-					schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_PROCESSES, now);
-					schedlock_budget_warn_wait(q, db, now);
-				}
-			}
-			else
-				db->housekeep = true;
-			recheck = LAUNCHER_NO_SLOT_DELAY_MS;
-		}
-		else
-		{
-			used++;
-			if (q != NULL)
-			{
-				schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_NONE, now);
-				q->backlog = false;
-			}
-		}
-		LWLockRelease(schedlock_shared->lock);
-	}
+		for (j = 0; j < wants[i].count; j++)
+			if (!serve_want(&wants[i], now, &used, &waiting, &recheck))
+				break;
 	pfree(wants);
 
 	/* backends of paused or dropped databases, or all when disabled, leave */

@@ -722,8 +722,9 @@ schedlock_set_ahead(SchedlockBackendSlot *slot, const int64 *job_ids, int n)
  *		earlier before its pass (seen), and after the pass publishes its
  *		queue's earliest job due (DT_NOEND: none), how much earlier than
  *		usual a backend for it is to start (lead_ms; -1 keeps the queue's),
- *		and whether it has more due now than its backends run (backlog: the
- *		launcher may add one).
+ *		how many backends the SQL jobs due at that time keep busy at once
+ *		(wanted; -1 keeps the queue's), and whether it has more due now than
+ *		its backends run (backlog: the launcher may add one).
  *		When a commit noted the queue after seen, the pass may have missed
  *		it: the earlier time stays and *again asks for another pass.
  *		Returns whether the backend should leave now (the launcher asked it
@@ -742,7 +743,8 @@ schedlock_note_count(void)
 
 bool
 schedlock_publish_due(SchedlockBackendSlot *slot, TimestampTz due_at,
-					  int lead_ms, bool backlog, uint64 seen, bool *again)
+					  int lead_ms, int wanted, bool backlog, uint64 seen,
+					  bool *again)
 {
 	SchedlockQueue *q;
 	bool		leave;
@@ -763,7 +765,15 @@ schedlock_publish_due(SchedlockBackendSlot *slot, TimestampTz due_at,
 			q->due_at = due_at;
 		if (lead_ms >= 0)
 			q->lead_ms = lead_ms;
-		wake = (backlog && !q->backlog);
+		if (wanted >= 0)
+		{
+			/* more backends for a new instant: the launcher plans a start */
+			wake = (wanted > q->nbackends &&
+					(q->wanted != wanted || q->wanted_at != due_at));
+			q->wanted = wanted;
+			q->wanted_at = due_at;
+		}
+		wake |= (backlog && !q->backlog);
 		q->backlog = backlog;
 	}
 	leave = slot->yield;

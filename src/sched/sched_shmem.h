@@ -136,6 +136,9 @@ typedef struct SchedlockQueue
 	int			lead_ms;		/* start its backends this much earlier: the
 								 * NOTIFY jobs of its next instant are made
 								 * ready before it (worker.c) */
+	int			wanted;			/* backends its SQL jobs due at wanted_at keep
+								 * busy at once (worker.c counts them) */
+	TimestampTz wanted_at;		/* that instant; used while it is due_at */
 	int			nbackends;		/* its backends, starting ones included */
 	SchedlockWait wait;			/* why due jobs wait for a backend */
 	TimestampTz waiting_since;	/* since when (0: not waiting) */
@@ -222,7 +225,8 @@ extern void schedlock_set_ahead(SchedlockBackendSlot *slot,
 extern uint64 schedlock_note_count(void);
 extern bool schedlock_publish_due(SchedlockBackendSlot *slot,
 								  TimestampTz due_at, int lead_ms,
-								  bool backlog, uint64 seen, bool *again);
+								  int wanted, bool backlog, uint64 seen,
+								  bool *again);
 extern bool schedlock_set_idle(SchedlockBackendSlot *slot, bool idle);
 extern int	schedlock_queue_rank(SchedlockBackendSlot *slot);
 extern void schedlock_housekeep_by(Oid dboid, TimestampTz when);

@@ -59,11 +59,11 @@
 #include "worker.h"
 
 /*
- * The NOTIFY jobs due at the role's next instant are counted up to this
- * many (see next_due); the count scans at most that many of the role's
- * index entries at that instant.
+ * The jobs due at the role's next instant are counted up to this many (see
+ * next_due); the count scans at most that many of the role's index entries
+ * at that instant.
  */
-#define WORKER_NOTIFY_COUNT_MAX	25000
+#define WORKER_DUE_COUNT_MAX	25000
 
 /*
  * Linux lets a poll/epoll timeout expire late by up to 0.1 % of its length
@@ -94,6 +94,13 @@
  * looks again this much later instead of spinning.
  */
 #define WORKER_HELD_RETRY_MS	50
+
+/*
+ * How many backends the SQL jobs due at the role's next instant keep busy
+ * at once (set by next_due; 0 when not counted): the launcher starts that
+ * many before the instant, and as many of the role's backends wake on it.
+ */
+static int	due_together = 0;
 
 /* Names of this backend's database and role, for its messages. */
 static char my_dbname[NAMEDATALEN] = "";
@@ -197,7 +204,8 @@ leave_no_extension(void)
  *		The role's next job due (its earliest next_run_at in the future, or
  *		now when one is due already), DT_NOEND when it has none; and, when
  *		it lies ahead, how much earlier to claim the NOTIFY jobs due then
- *		(schedlock_notify_lead).
+ *		(schedlock_notify_lead) and how many backends its SQL jobs due then
+ *		keep busy at once (due_together).
  */
 static TimestampTz
 next_due(void)
@@ -205,15 +213,35 @@ next_due(void)
 	TimestampTz next;
 
 	schedlock_notify_lead = 0;
+	due_together = 0;
 	schedlock_worker_begin_tx("schedlock: computing the next wakeup");
 	if (!schedlock_next_role_wakeup(schedlock_my_role, &next))
 		next = DT_NOEND;
 	else if (next > TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 												SCHEDLOCK_CLAIM_LEAD_MS) &&
 			 schedlock_jobs_have_search_path())
-		schedlock_notify_lead = schedlock_notify_lead_ms(schedlock_notify_jobs_due_at(schedlock_my_role,
-																				next,
-																				WORKER_NOTIFY_COUNT_MAX));
+	{
+		int			notify;
+		int			sql;
+
+		sql = schedlock_jobs_due_at(schedlock_my_role, next,
+									WORKER_DUE_COUNT_MAX, &notify);
+		sql -= notify;
+		schedlock_notify_lead = schedlock_notify_lead_ms(notify);
+
+		/*
+		 * A backend runs one SQL job at a time, or a set of up to
+		 * schedlock.runs_per_commit of them; the caps on the role's and
+		 * the database's backends bound the count (the launcher applies
+		 * them again, with the budget).
+		 */
+		if (schedlock_runs_per_commit > 1)
+			sql = (sql + schedlock_runs_per_commit - 1) /
+				schedlock_runs_per_commit;
+		if (schedlock_max_runs_per_role > 0)
+			sql = Min(sql, schedlock_max_runs_per_role);
+		due_together = Min(sql, schedlock_max_workers);
+	}
 	schedlock_worker_end_tx();
 	return next;
 }
@@ -366,14 +394,21 @@ job_backend_loop(void)
 															   (int64) schedlock_history_retention * 60000));
 			first = false;
 		}
-		next = more ? GetCurrentTimestamp() : next_due();
+		if (more)
+		{
+			next = GetCurrentTimestamp();
+			due_together = 0;
+		}
+		else
+			next = next_due();
 		if (!more)
 			warn_unclaimed(next);
 		now = GetCurrentTimestamp();
 		if (claims > 0)
 			idle_since = now;
-		if (schedlock_publish_due(schedlock_my_slot, next, (int) schedlock_notify_lead, more,
-								  seen, &again))
+		if (schedlock_publish_due(schedlock_my_slot, next,
+								  (int) schedlock_notify_lead, due_together,
+								  more, seen, &again))
 			proc_exit(0);
 		if (more || again)
 			continue;
@@ -390,6 +425,7 @@ job_backend_loop(void)
 		{
 			long		idle_left = (long) (schedlock_job_backend_idle_timeout -
 											(now - idle_since) / 1000);
+			int			rank;
 
 			/*
 			 * Idle until the timeout, or the role's next job comes after it
@@ -398,9 +434,14 @@ job_backend_loop(void)
 			if (idle_left <= 0 || next == DT_NOEND ||
 				(next - now) / 1000 > idle_left + SCHEDLOCK_START_LEAD_MS)
 				proc_exit(0);
-			/* the queue's first backend takes the jobs when it is free */
-			sleep_ms += Min(schedlock_queue_rank(schedlock_my_slot), 3) *
-				SCHEDLOCK_EXTRA_DELAY_MS;
+			/*
+			 * The queue's first backend takes the jobs when it is free;
+			 * when the next instant has SQL jobs for more backends, as many
+			 * wake on it.
+			 */
+			rank = schedlock_queue_rank(schedlock_my_slot);
+			if (rank >= due_together)
+				sleep_ms += Min(rank, 3) * SCHEDLOCK_EXTRA_DELAY_MS;
 			sleep_ms = Min(sleep_ms, idle_left);
 			if (schedlock_set_idle(schedlock_my_slot, true))
 				proc_exit(0);

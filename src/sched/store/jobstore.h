@@ -278,7 +278,8 @@ extern int	schedlock_claim_jobs(SchedlockClaimKind kind, Oid role,
 extern bool schedlock_failures_only(const char *record_runs);
 extern void schedlock_forget_run(int64 run_id);
 extern bool schedlock_next_role_wakeup(Oid role, TimestampTz *next);
-extern int	schedlock_notify_jobs_due_at(Oid role, TimestampTz at, int max);
+extern int	schedlock_jobs_due_at(Oid role, TimestampTz at, int max,
+								  int *notify);
 extern SchedlockRoleDue *schedlock_roles_due(int *n, MemoryContext cxt);
 extern int	schedlock_overdue_jobs(Oid role, TimestampTz before,
 								   SchedlockOverdueJob *jobs, int max,

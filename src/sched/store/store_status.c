@@ -80,16 +80,16 @@ schedlock_next_role_wakeup(Oid role, TimestampTz *next)
 }
 
 /*
- * schedlock_notify_jobs_due_at
+ * schedlock_jobs_due_at
  *		How many of the first max enabled jobs of role (the role they run
- *		as) due at exactly the instant at are NOTIFY jobs: it reads at most
- *		max of them.
+ *		as) are due at exactly the instant at, and in *notify how many of
+ *		those are NOTIFY jobs: it reads at most max of them.
  */
 int
-schedlock_notify_jobs_due_at(Oid role, TimestampTz at, int max)
+schedlock_jobs_due_at(Oid role, TimestampTz at, int max, int *notify)
 {
 	static SchedlockQuery q = {
-		"SELECT pg_catalog.count(*) FILTER (WHERE s.notify) "
+		"SELECT pg_catalog.count(*), pg_catalog.count(*) FILTER (WHERE s.notify) "
 		"FROM (SELECT notify_channel IS NOT NULL AS notify "
 		"  FROM schedlock.jobs "
 		"  WHERE enabled "
@@ -101,16 +101,20 @@ schedlock_notify_jobs_due_at(Oid role, TimestampTz at, int max)
 	Datum		values[3];
 	bool		isnull;
 	int64		n;
+	int64		nnotify;
 
 	values[0] = ObjectIdGetDatum(role);
 	values[1] = TimestampTzGetDatum(at);
 	values[2] = Int32GetDatum(max);
 	if (schedlock_query_run(&q, values, NULL, true, 0) != SPI_OK_SELECT ||
 		SPI_processed != 1)
-		elog(ERROR, "could not count the NOTIFY jobs due");
+		elog(ERROR, "could not count the jobs due");
 	n = DatumGetInt64(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
 						  &isnull));
+	nnotify = DatumGetInt64(col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+								2, &isnull));
 	SPI_freetuptable(SPI_tuptable);
+	*notify = (int) Min(nnotify, (int64) max);
 	return (int) Min(n, (int64) max);
 }
 
