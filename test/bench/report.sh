@@ -322,6 +322,10 @@ for f in "$A" $Bf; do
 	echo "| the same, schedlock.runs_per_commit = 32 | $(get burst.schedlock.w1.rpc32.last_finish_ms "$f") | $(get burst.schedlock.w2.rpc32.last_finish_ms "$f") | $(get burst.schedlock.w4.rpc32.last_finish_ms "$f") | |"
 	echo "| share of the floor (its time over the burst's), each run committed alone | $(ratio burst.floor.c1.ms burst.schedlock.w1.last_finish_ms "$f") | $(ratio burst.floor.c2.ms burst.schedlock.w2.last_finish_ms "$f") | $(ratio burst.floor.c4.ms burst.schedlock.w4.last_finish_ms "$f") | |"
 	echo "| the same, schedlock.runs_per_commit = 32 | $(ratio burst.floor.c1.ms burst.schedlock.w1.rpc32.last_finish_ms "$f") | $(ratio burst.floor.c2.ms burst.schedlock.w2.rpc32.last_finish_ms "$f") | $(ratio burst.floor.c4.ms burst.schedlock.w4.rpc32.last_finish_ms "$f") | |"
+	if [ "$(get burst.schedlock.w4.backend_first_ms "$f")" != n/a ]; then
+		echo "| the burst's job backends, each one's first start after the instant (ms), each run committed alone | $(get burst.schedlock.w1.backend_first_ms "$f") | $(get burst.schedlock.w2.backend_first_ms "$f") | $(get burst.schedlock.w4.backend_first_ms "$f") | |"
+		echo "| the same, schedlock.runs_per_commit = 32 | $(get burst.schedlock.w1.rpc32.backend_first_ms "$f") | $(get burst.schedlock.w2.rpc32.backend_first_ms "$f") | $(get burst.schedlock.w4.rpc32.backend_first_ms "$f") | |"
+	fi
 	echo
 	echo "| steady load: 300 '1 seconds' jobs of one role, default backends | samples | median (ms) | p99 (ms) | max (ms) |"
 	echo "| --- | ---: | ---: | ---: | ---: |"

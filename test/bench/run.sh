@@ -406,6 +406,9 @@ burst_schedlock()
 		"(SELECT min(scheduled_for) FROM schedlock.job_runs)" \
 		"(SELECT max(finished_at) FROM schedlock.job_runs)"
 	put "burst.$name.failed" "$(sq "$db" -c "SELECT count(*) FROM schedlock.job_runs WHERE status <> 'succeeded'")"
+	# when each job backend that ran the burst started its first run: the
+	# backends a burst needs are there by the instant, or come one by one
+	put "burst.$name.backend_first_ms" "$(sq "$db" -c "SELECT string_agg(ms::text, ' ' ORDER BY ms) FROM (SELECT round((extract(epoch FROM min(started_at) - (SELECT min(scheduled_for) FROM schedlock.job_runs)) * 1000)::numeric, 1) AS ms FROM schedlock.job_runs GROUP BY worker_pid) s")"
 	drop_db "$db"
 	[ -n "${2:-}" ] && set_batch 1
 	return 0
