@@ -400,9 +400,10 @@ job_backend_loop(void)
 			due_together = 0;
 		}
 		else
+		{
 			next = next_due();
-		if (!more)
 			warn_unclaimed(next);
+		}
 		now = GetCurrentTimestamp();
 		if (claims > 0)
 			idle_since = now;
@@ -434,6 +435,7 @@ job_backend_loop(void)
 			if (idle_left <= 0 || next == DT_NOEND ||
 				(next - now) / 1000 > idle_left + SCHEDLOCK_START_LEAD_MS)
 				proc_exit(0);
+
 			/*
 			 * The queue's first backend takes the jobs when it is free;
 			 * when the next instant has SQL jobs for more backends, as many
