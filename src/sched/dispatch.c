@@ -147,14 +147,15 @@ static volatile sig_atomic_t job_cancel_allowed = false;
 /*
  * set_running_job
  *		Publish the job this backend runs now (0: none), for job_status and
- *		for telling its run from a lost one (schedlock.job_worker_pid).
- *		Set before the run's "running" row can commit, cleared after its
- *		outcome has.
+ *		for telling its run from a lost one (schedlock.job_worker_pid), and
+ *		start, the instant its command starts: a run claimed ahead counts as
+ *		busy from then, not while it waits for it.  Set before the run's
+ *		"running" row can commit, cleared after its outcome has.
  */
 static void
-set_running_job(int64 job_id)
+set_running_job(int64 job_id, TimestampTz start)
 {
-	schedlock_set_running(schedlock_my_slot, job_id);
+	schedlock_set_running(schedlock_my_slot, job_id, start);
 }
 
 /*
@@ -644,7 +645,7 @@ run_ahead(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 		SchedlockEndedRun *e = &ended[i + 1];
 
 		schedlock_dispatch_blame(r->job.job_id);
-		set_running_job(r->job.job_id);
+		set_running_job(r->job.job_id, 0);
 		e->started_at = GetCurrentTimestamp();
 		run_in_subxact(&r->job, &r->plan, r->run_id, &r->error,
 					   r->result_status, &r->notices);
@@ -807,21 +808,21 @@ dispatch_batch(Oid role, ClaimPosition *pos, const char *start_error, int n)
 											  false);
 				if (run_id == 0)
 					continue;
-				set_running_job(job->job_id);
+				set_running_job(job->job_id, start);
 				run_atomic(job, plan, run_id, start,
 						   job_error(job, start_error), false);
-				set_running_job(0);
+				set_running_job(0, 0);
 				continue;
 			}
 			start = schedlock_defer_plan(plan, run_ids[i], began);
 			error = job_error(job, start_error);
 			result_status = MemoryContextAlloc(schedlock_run_cxt,
 											   SCHEDLOCK_RESULT_STATUS_LEN);
-			set_running_job(job->job_id);
+			set_running_job(job->job_id, start);
 			wait_until(start);
 			run_in_subxact(job, plan, plan->run_id, &error, result_status,
 						   &notices);
-			set_running_job(0);
+			set_running_job(0, 0);
 			r = &ended[nended++];
 			r->job = job;
 			r->plan = plan;
@@ -909,9 +910,9 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 	 */
 	if (plan.deferred)
 	{
-		set_running_job(job.job_id);
+		set_running_job(job.job_id, start);
 		run_atomic(&job, &plan, plan.run_id, start, error, false);
-		set_running_job(0);
+		set_running_job(0, 0);
 		dispatch_batch(role, pos, start_error, 1);
 		schedlock_worker_end_tx();
 		if (schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS)
@@ -926,7 +927,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 		schedlock_worker_end_tx();
 		return true;
 	}
-	set_running_job(job.job_id);
+	set_running_job(job.job_id, start);
 	toplevel = !job.atomic && error == NULL;
 	if (!toplevel)
 	{
@@ -957,7 +958,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 			run_ahead(&job, &plan, run_id, start, error, ahead, nahead);
 		else
 			run_atomic(&job, &plan, run_id, start, error, false);
-		set_running_job(0);
+		set_running_job(0, 0);
 		dispatch_batch(role, pos, start_error, 1 + nahead);
 		schedlock_worker_end_tx();
 		if (nahead > 0)
@@ -969,7 +970,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 		schedlock_worker_end_tx();
 		run_toplevel(&job, &plan, run_id, start, error);
 	}
-	set_running_job(0);
+	set_running_job(0, 0);
 	if (schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS)
 		schedlock_exec_after_run(toplevel);
 	return true;
@@ -1040,7 +1041,7 @@ schedlock_worker_recover_error(void)
 	schedlock_wave_leave();
 	schedlock_worker_recover(schedlock_run_cxt);
 	job_cancel_end();
-	set_running_job(0);
+	set_running_job(0, 0);
 	/* runs claimed ahead and not recorded are lost ones now */
 	if (schedlock_my_slot != NULL && schedlock_my_slot->nahead != 0)
 		schedlock_set_ahead(schedlock_my_slot, NULL, 0);

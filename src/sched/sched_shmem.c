@@ -662,19 +662,22 @@ schedlock_backend_detach(SchedlockBackendSlot *slot)
  * schedlock_set_running
  *		Publish the job the backend runs now (0: none), for job_status and
  *		for telling a run in progress from a lost one
- *		(schedlock.job_worker_pid).  When every backend of its queue runs a
- *		job now, wake the launcher: the queue may need one more.
+ *		(schedlock.job_worker_pid), busy since start or now, whichever is
+ *		later (a run claimed ahead waits for its instant: that is not time
+ *		spent running).  When every backend of its queue runs a job now,
+ *		wake the launcher: the queue may need one more.
  */
 void
-schedlock_set_running(SchedlockBackendSlot *slot, int64 job_id)
+schedlock_set_running(SchedlockBackendSlot *slot, int64 job_id,
+					  TimestampTz start)
 {
-	TimestampTz now = job_id != 0 ? GetCurrentTimestamp() : 0;
+	TimestampTz since = job_id != 0 ? Max(GetCurrentTimestamp(), start) : 0;
 	bool		all_busy = (job_id != 0);
 	int			i;
 
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
 	slot->running_job = job_id;
-	slot->running_since = now;
+	slot->running_since = since;
 	slot->idle = false;
 	for (i = 0; i < schedlock_shared->nslots && all_busy; i++)
 	{

@@ -115,7 +115,8 @@ typedef struct SchedlockBackendSlot
 	bool		busy_watched;	/* the launcher looks again, on its own, at
 								 * whether its queue's backends have all been
 								 * busy too long (budget.c, all_busy) */
-	TimestampTz running_since;	/* when running_job started */
+	TimestampTz running_since;	/* when running_job started (its instant,
+									 * when claimed ahead of it) */
 	/* jobs whose runs it claimed before their instant, to run next */
 	int			nahead;
 	int64		ahead_jobs[SCHEDLOCK_MAX_RUNS_PER_COMMIT];
@@ -219,7 +220,8 @@ extern SchedlockQueue *schedlock_find_queue(Oid dboid, Oid role,
 extern bool schedlock_backend_attach(SchedlockBackendSlot *slot,
 									 uint64 generation);
 extern void schedlock_backend_detach(SchedlockBackendSlot *slot);
-extern void schedlock_set_running(SchedlockBackendSlot *slot, int64 job_id);
+extern void schedlock_set_running(SchedlockBackendSlot *slot, int64 job_id,
+								  TimestampTz start);
 extern void schedlock_set_ahead(SchedlockBackendSlot *slot,
 								const int64 *job_ids, int n);
 extern uint64 schedlock_note_count(void);
