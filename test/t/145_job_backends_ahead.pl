@@ -7,8 +7,8 @@
 # of its own, and every one of them started before any had finished (added
 # one at a time, each only after the role's backends had all been busy for a
 # while, the last ones started after the first had ended).  With
-# schedlock.runs_per_commit = 4, 8 jobs due at one instant have 2 backends
-# on it.
+# schedlock.runs_per_commit = 4, 8 jobs due at one instant run in 2
+# backends, 4 in each, both started before the instant.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -50,31 +50,38 @@ sub schedule_burst
 }
 
 # the largest number of ROLE's job backends seen until DONE (a condition
-# in SQL) holds, polled every 20 ms for at most 60 s
+# in SQL) holds, polled every 20 ms for at most 60 s; and when each backend
+# seen started (pid => backend_start)
 sub watch_backends
 {
 	my ($role, $done) = @_;
 	my $max = 0;
+	my %started;
 	my $t0 = time;
 	while (time - $t0 < 60)
 	{
-		my ($backends, $over) = split /\|/, admin(qq{
-			SELECT (SELECT count(*) FROM pg_stat_activity
-					 WHERE backend_type = 'schedlock job' AND datname = 'app'
-					   AND usename = '$role'),
-				   ($done)});
+		my ($backends, $over, @pids) = split /\|/, admin(qq{
+			SELECT count(*), ($done), string_agg(pid || '=' || backend_start, '|')
+			  FROM pg_stat_activity
+			 WHERE backend_type = 'schedlock job' AND datname = 'app'
+			   AND usename = '$role'});
 		$max = $backends if $backends > $max;
+		for (@pids)
+		{
+			my ($pid, $start) = split /=/, $_, 2;
+			$started{$pid} //= $start;
+		}
 		last if $over eq 't';
 		sleep 0.02;
 	}
-	return $max;
+	return ($max, \%started);
 }
 
 # 1. eight one-second jobs at one instant: eight backends, all at work
 # before any run ends
 my $super = admin('SELECT current_user');
 schedule_burst(undef, 'a', 8, 1);
-my $max = watch_backends($super, q{SELECT count(*) = 8 FROM schedlock.job_runs
+my ($max) = watch_backends($super, q{SELECT count(*) = 8 FROM schedlock.job_runs
 	WHERE job_name LIKE 'a%' AND finished_at IS NOT NULL});
 is( admin(q{SELECT count(*) FROM schedlock.job_runs
 			 WHERE job_name LIKE 'a%' AND status = 'succeeded'}),
@@ -96,20 +103,32 @@ is( admin(q{SELECT count(*) FROM schedlock.job_runs
 is($max, 8, 'the role had eight job backends');
 
 # 2. runs sharing a commit: 8 jobs at 4 per commit keep two backends busy,
-# both there by the instant (until 150 ms after it: a backend that stays
-# busy for 0.2 s while more are due gets a sibling later)
+# and both are there before the instant (a backend added only once the
+# first has been busy for a while starts after it)
 $node->append_conf('postgresql.conf', 'schedlock.runs_per_commit = 4');
 $node->reload;
 sleep 1;
 schedule_burst('bob', 'c', 8, 0.2);
 my $instant = admin(q{SELECT min(next_run_at) FROM schedlock.jobs WHERE job_name LIKE 'c%'});
-my $at_start = watch_backends('bob',
-	"SELECT clock_timestamp() > '$instant'::timestamptz + interval '150 ms'");
-is($at_start, 2,
-	'eight jobs at 4 per commit had two backends of the role on their instant');
-ok( wait_for(q{SELECT count(*) = 8 FROM schedlock.job_runs
-			   WHERE job_name LIKE 'c%' AND status = 'succeeded'}, 60),
-	'the eight runs at 4 per commit succeeded');
+my (undef, $started) = watch_backends('bob', q{
+	SELECT count(*) = 8 FROM schedlock.job_runs
+	 WHERE job_name LIKE 'c%' AND status = 'succeeded'});
+is( admin(q{SELECT count(*) FROM schedlock.job_runs
+			 WHERE job_name LIKE 'c%' AND status = 'succeeded'}),
+	'8', 'the eight runs at 4 per commit succeeded');
+my @ran = split /\|/, admin(q{
+	SELECT string_agg(pid::text, '|' ORDER BY pid)
+	  FROM (SELECT pid FROM public.hits WHERE name LIKE 'c%'
+			 GROUP BY pid HAVING count(*) = 4) x});
+is(scalar @ran, 2, 'they ran in two backends, four in each');
+my $early = 0;
+for my $pid (@ran)
+{
+	my $start = $started->{$pid} // 'infinity';
+	note "backend $pid started $start, the instant is $instant";
+	$early++ if admin("SELECT '$start'::timestamptz < '$instant'::timestamptz") eq 't';
+}
+is($early, 2, 'both backends had started before the instant');
 
 $node->stop;
 done_testing();
