@@ -10,6 +10,9 @@
 #   sl_as_server CMD...         run CMD as the unprivileged server user
 #   sl_cluster_start DIR [CONF] initdb + start a throwaway cluster in DIR
 #   sl_cluster_stop DIR         stop it (also registered for EXIT)
+#   sl_bench_cluster NAME [CONF] a throwaway durable cluster in a scratch
+#                               directory of its own (SL_BENCH_DIR), both
+#                               removed on exit; sl_psql DB ARGS... on it
 #
 # Clusters listen only on a Unix socket inside their own directory
 # (listen_addresses = ''), on a port picked here, so they never collide with
@@ -195,4 +198,35 @@ sl_cluster_stop_all()
 	for d in $SL_CLUSTERS; do
 		sl_cluster_stop "$d"
 	done
+}
+
+# Durable settings for the benchmarks: every commit waits for its WAL
+# flush, as on a production server; checkpoints stay out of a trial.
+SL_DURABLE_CONF="fsync = on
+synchronous_commit = on
+shared_buffers = '256MB'
+max_wal_size = '8GB'
+checkpoint_timeout = '30min'"
+
+# sl_bench_cluster NAME [EXTRA_CONF_LINES] : a scratch directory
+# /tmp/NAME.XXXXXX (SL_BENCH_DIR) with a cluster in it, started with the
+# durable settings and EXTRA_CONF_LINES (later lines win); on exit the
+# cluster stops and the directory goes.  Sets PGHOST, PGPORT and PGUSER as
+# sl_cluster_start does.
+sl_bench_cluster()
+{
+	SL_BENCH_DIR=$(sl_mktemp_dir "$1") || return 1
+	sl_cluster_start "$SL_BENCH_DIR" "log_min_messages = warning
+$SL_DURABLE_CONF
+${2:-}" || return 1
+	trap 'sl_cluster_stop_all; rm -rf "$SL_BENCH_DIR"' EXIT
+}
+
+# sl_psql DB ARGS... : psql on the cluster of PGHOST and PGPORT, as the
+# server user, unaligned and quiet, stopping at the first error
+sl_psql()
+{
+	local db=$1
+	shift
+	sl_as_server psql -XAtq -v ON_ERROR_STOP=1 -d "$db" "$@"
 }

@@ -8,35 +8,19 @@
 # (ms) and, per job backend, its runs, its first start and its last finish
 # after the instant (ms).  Run as root (the server runs as postgres); for
 # A/B comparisons install each build into a copy of PostgreSQL of its own
-# (make install DESTDIR=...) and point PG_BINDIR at it.
+# (make install DESTDIR=...) and point PG_BINDIR at it.  The cluster
+# listens on a Unix socket of a scratch directory, on a port picked here.
 #
-#   SETS="2 4 2 4" RPCS="1 32" bash test/bench/burst_backends.sh PORT
+#   SETS="2 4 2 4" RPCS="1 32" bash test/bench/burst_backends.sh
 #
 # Each trial waits for the next minute (the jobs are '* * * * *'), so a
 # trial takes about a minute.
 set -u
-P=${PG_BINDIR:-/usr/lib/postgresql/15/bin}
-PORT=${1:?port}
+. "$(dirname "$0")/../lib.sh"
 SETS=${SETS:-"2 4 2 4"}
 RPCS=${RPCS:-1}
-D=$(mktemp -d /tmp/schedlock-burstbackends.XXXXXX); chown postgres "$D"
-as() { runuser -u postgres -- "$@"; }
-q() { as "$P/psql" -h "$D" -p "$PORT" -XAtq -v ON_ERROR_STOP=1 -d "$@"; }
-trap 'as "$P/pg_ctl" -D "$D/data" -m fast stop >/dev/null 2>&1; rm -rf "$D"' EXIT
-as "$P/initdb" -D "$D/data" -A trust >/dev/null
-cat >>"$D/data/postgresql.conf" <<C
-listen_addresses = ''
-unix_socket_directories = '$D'
-port = $PORT
-shared_preload_libraries = 'schedlock'
-fsync = on
-synchronous_commit = on
-shared_buffers = '256MB'
-max_wal_size = '8GB'
-checkpoint_timeout = '30min'
-log_min_messages = warning
-C
-as "$P/pg_ctl" -D "$D/data" -l "$D/log" -w start >/dev/null || exit 1
+q() { sl_psql "$@"; }
+sl_bench_cluster schedlock-burstbackends || exit 1
 for rpc in $RPCS; do
 	for w in $SETS; do
 		if [ "$w" = d ]; then

@@ -9,9 +9,10 @@
 # installed into a copy of PostgreSQL of its own (make install
 # DESTDIR=...); run as root (the server runs as postgres).  The floor, a
 # one-row INSERT per transaction with pgbench, is measured first on the
-# same cluster.
+# same cluster.  The cluster listens on a Unix socket of a scratch
+# directory, on a port picked here.
 #
-#   PG_BINDIR=/path/to/bin N=20000 RPC=32 bash test/bench/claim_cost.sh PORT
+#   PG_BINDIR=/path/to/bin N=20000 RPC=32 bash test/bench/claim_cost.sh
 #
 # FLOOR=each measures the floor again after every trial, with as many
 # clients as BACKENDS, and prints the trial's share of it: the disk's
@@ -23,13 +24,13 @@
 # skips pgbench.  BACKENDS=4 lets the role have up to 4 job backends
 # (default 1).  SAMPLE=1 samples what the job backends wait for every
 # 20 ms during each trial (pg_stat_activity's wait events; "CPU" when
-# none) and prints the share of each.
+# none) and prints the share of each.  RECORD_RUNS=failures sets
+# schedlock.record_runs (default: all) for every trial.
 #
 # Prints one block per setting; the figures swing with the disk (the commit
 # waits for its WAL flush), so compare builds in one sitting.
 set -u
-P=${PG_BINDIR:-/usr/lib/postgresql/15/bin}
-PORT=${1:?port}
+. "$(dirname "$0")/../lib.sh"
 N=${N:-20000}
 RPC=${RPC:-32}
 TRIALS=${TRIALS:-"1 $RPC"}
@@ -37,28 +38,27 @@ FLOOR=${FLOOR:-1}
 BACKENDS=${BACKENDS:-1}
 SAMPLE=${SAMPLE:-0}
 PREP=${PREP:-}
-D=$(mktemp -d /tmp/schedlock-claimcost.XXXXXX)
-chown postgres "$D"
-as() { runuser -u postgres -- "$@"; }
-q() { as "$P/psql" -h "$D" -p "$PORT" -XAtq -v ON_ERROR_STOP=1 -d "$@"; }
-trap 'as "$P/pg_ctl" -D "$D/data" -m fast stop >/dev/null 2>&1; rm -rf "$D"' EXIT
-as "$P/initdb" -D "$D/data" -A trust >/dev/null
-cat >>"$D/data/postgresql.conf" <<C
-listen_addresses = ''
-unix_socket_directories = '$D'
-port = $PORT
-shared_preload_libraries = 'schedlock,pg_stat_statements'
+RECORD_RUNS=${RECORD_RUNS:-all}
+q() { sl_psql "$@"; }
+# the runs ended so far, and the runs a second once all have: from the
+# runs' rows, or, when succeeded runs leave none, from the jobs' counts
+if [ "$RECORD_RUNS" = all ]; then
+	ENDED_Q="SELECT count(*) FROM schedlock.job_runs WHERE finished_at IS NOT NULL"
+	RATE_Q="SELECT round(count(*) / extract(epoch FROM max(finished_at) - min(scheduled_for)))
+		FROM schedlock.job_runs WHERE job_name LIKE 'c%'"
+else
+	ENDED_Q="SELECT coalesce(sum(total_runs), 0) FROM schedlock.jobs WHERE job_name LIKE 'c%'"
+	RATE_Q="SELECT round(sum(total_runs) / extract(epoch FROM max(last_success_at)
+			- date_trunc('minute', min(last_success_at))))
+		FROM schedlock.jobs WHERE job_name LIKE 'c%'"
+fi
+sl_bench_cluster schedlock-claimcost "shared_preload_libraries = 'schedlock,pg_stat_statements'
 pg_stat_statements.track = all
-fsync = on
-synchronous_commit = on
-shared_buffers = '256MB'
-max_wal_size = '8GB'
-checkpoint_timeout = '30min'
 schedlock.max_job_backends = $BACKENDS
 schedlock.max_workers = $BACKENDS
 schedlock.max_runs_per_role = 0
-C
-as "$P/pg_ctl" -D "$D/data" -l "$D/log" -w start >/dev/null || exit 2
+schedlock.record_runs = $RECORD_RUNS" || exit 2
+D=$SL_BENCH_DIR
 
 # trial RPC : one burst of N jobs with schedlock.runs_per_commit = RPC
 trial()
@@ -93,7 +93,7 @@ trial()
 		# long as the trial waits for them)
 		q b -c "CREATE TEMP TABLE w (ev text)" \
 			-c "DO \$\$ BEGIN
-				WHILE (SELECT count(*) FROM schedlock.job_runs WHERE finished_at IS NOT NULL) < $N
+				WHILE ($ENDED_Q) < $N
 						AND clock_timestamp() < statement_timestamp() + interval '600 s' LOOP
 					INSERT INTO w SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU')
 						FROM pg_stat_activity WHERE backend_type = 'schedlock job';
@@ -106,7 +106,7 @@ trial()
 		SAMPLER=$!
 	fi
 	for _ in $(seq 1 1200); do
-		[ "$(q b -c "SELECT count(*) FROM schedlock.job_runs WHERE finished_at IS NOT NULL")" -ge "$N" ] && break
+		[ "$(q b -c "$ENDED_Q")" -ge "$N" ] && break
 		sleep 0.5
 	done
 	sleep 1		# the statistics of the last commit
@@ -114,13 +114,12 @@ trial()
 	cpu1=$(srvcpu)
 	l1=$(q b -c "SELECT pg_current_wal_lsn()")
 	q b -c "UPDATE schedlock.jobs SET enabled = false" >/dev/null
-	echo "runs_per_commit = $1, $N no-op jobs, up to $BACKENDS job backend(s)"
+	echo "runs_per_commit = $1, $N no-op jobs, up to $BACKENDS job backend(s), record_runs = $RECORD_RUNS"
 	if [ "$SAMPLE" = 1 ]; then
 		wait "$SAMPLER"
 		cat "$D/waits"
 	fi
-	rate=$(q b -c "SELECT round(count(*) / extract(epoch FROM max(finished_at) - min(scheduled_for)))
-		FROM schedlock.job_runs WHERE job_name LIKE 'c%'")
+	rate=$(q b -c "$RATE_Q")
 	echo "  runs per second $rate"
 	echo "  the server's CPU per run (all its processes): $(awk -v a="$cpu0" -v b="$cpu1" -v n="$N" \
 		-v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", (b - a) / hz * 1e6 / n }') microseconds"
@@ -161,7 +160,7 @@ floor_tps()
 	q postgres -c "DROP TABLE IF EXISTS floor_t" -c "CREATE TABLE floor_t (x int)" >/dev/null 2>&1
 	echo "INSERT INTO floor_t VALUES (1);" >"$D/floor.sql"
 	chmod a+r "$D/floor.sql"
-	as "$P/pgbench" -h "$D" -p "$PORT" -n -f "$D/floor.sql" -c "$1" -j "$1" -T 10 postgres 2>/dev/null |
+	sl_as_server pgbench -n -f "$D/floor.sql" -c "$1" -j "$1" -T 10 postgres 2>/dev/null |
 		sed -n 's/^tps = \([0-9.]*\).*/\1/p'
 }
 

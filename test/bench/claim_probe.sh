@@ -1,29 +1,22 @@
 #!/usr/bin/env bash
-# test/bench/claim_probe.sh - one worker, N no-op '* * * * *' jobs due at
-# once, on a throwaway cluster of the PostgreSQL in PG_BINDIR (with schedlock
-# installed there): jobs per second, commits and WAL bytes per job.  For A/B
-# comparisons of two builds, each installed into a copy of PostgreSQL of its
-# own; run as root (the server runs as postgres).
+# test/bench/claim_probe.sh - one job backend, N no-op '* * * * *' jobs due
+# at once, on a throwaway durable cluster of the PostgreSQL in PG_BINDIR
+# (with schedlock installed there): jobs per second, commits and WAL bytes
+# per job.  For A/B comparisons of two builds, each installed into a copy
+# of PostgreSQL of its own; run as root (the server runs as postgres).  The
+# cluster listens on a Unix socket of a scratch directory, on a port picked
+# here.  test/bench/claim_cost.sh says more of the same runs.
 #
-#   PG_BINDIR=/path/to/bin N=50000 bash test/bench/claim_probe.sh PORT
+#   PG_BINDIR=/path/to/bin N=50000 bash test/bench/claim_probe.sh
 set -u
-P=${PG_BINDIR:?set PG_BINDIR}
-PORT=${1:?port}
+. "$(dirname "$0")/../lib.sh"
 N=${N:-50000}
-D=$(mktemp -d /tmp/schedlock-claimprobe.XXXXXX)
-chown postgres "$D"
-as() { runuser -u postgres -- "$@"; }
-q() { as "$P/psql" -h "$D" -p "$PORT" -XAtq -d "$@"; }
-trap 'as "$P/pg_ctl" -D "$D/data" -m fast stop >/dev/null 2>&1; rm -rf "$D"' EXIT
-as "$P/initdb" -D "$D/data" -A trust >/dev/null
-cat >>"$D/data/postgresql.conf" <<C
-listen_addresses = ''
-unix_socket_directories = '$D'
-port = $PORT
-shared_preload_libraries = 'schedlock'
-schedlock.workers = 1
-C
-as "$P/pg_ctl" -D "$D/data" -l "$D/log" -w start >/dev/null
+q() { sl_psql "$@"; }
+# one worker for the builds before the job backends (1.1), one job
+# backend for the others
+sl_bench_cluster schedlock-claimprobe "schedlock.workers = 1
+schedlock.max_job_backends = 1
+schedlock.max_workers = 1" || exit 2
 q postgres -c "CREATE DATABASE b"
 q b -c "CREATE EXTENSION schedlock"
 sleep 3

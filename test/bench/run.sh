@@ -93,18 +93,12 @@ trap 'exit 130' INT TERM
 gcc -O2 -Wall -I"$("$PG_CONFIG" --includedir)" -o "$B/listen" test/bench/listen.c \
 	-L"$("$PG_CONFIG" --libdir)" -lpq || exit 2
 
-DURABLE="fsync = on
-synchronous_commit = on
-shared_buffers = '256MB'
-max_wal_size = '8GB'
-checkpoint_timeout = '30min'"
-
 # --- the clusters ---------------------------------------------------------
 
 mkdir -p "$B/s" "$B/c"
 chown "$SL_SERVER_USER" "$B/s" "$B/c" 2>/dev/null
 # the job backends of each trial are set by set_workers
-sl_cluster_start "$B/s" "$DURABLE" || exit 2
+sl_cluster_start "$B/s" "$SL_DURABLE_CONF" || exit 2
 trap bench_cleanup EXIT
 S_HOST=$PGHOST S_PORT=$PGPORT
 
@@ -121,7 +115,7 @@ pg_cron_start()
 	[ "$1" = bgw ] && bgw=on
 	sl_cluster_stop "$B/c"
 	if [ ! -d "$B/c/data" ]; then
-		sl_cluster_start "$B/c" "$DURABLE
+		sl_cluster_start "$B/c" "$SL_DURABLE_CONF
 shared_preload_libraries = 'pg_cron'
 cron.database_name = 'postgres'
 cron.host = '$B/c'
