@@ -14,7 +14,7 @@
 
 #include "executor/spi.h"
 
-#define SCHEDLOCK_QUERY_MAX_ARGS	24
+#define SCHEDLOCK_QUERY_MAX_ARGS	25
 
 /* A statement run through a kept, generic plan (see kept_query.c). */
 typedef struct SchedlockQuery

@@ -143,16 +143,16 @@ schedlock_plan_claim(ClaimedJob *job, TimestampTz now, ClaimPlan *plan,
  * it: nobody sees the run before it has ended, so its row is written once,
  * as it ended, together with the job's advanced state
  * (schedlock_record_ended_run), when nothing stands in the way (a run in
- * progress, one lost by a backend, the slot's row).  A queued run_job()
- * call has its row already, and record_runs = failures drops succeeded
- * rows: those take the general way.
+ * progress, one lost by a backend, the slot's row); and not at all when it
+ * succeeded and the job keeps only its failures (record_runs = failures).
+ * A queued run_job() call has its row already: it takes the general way.
  */
 bool
 schedlock_plan_may_defer(ClaimedJob *job, ClaimPlan *plan)
 {
 	return plan->kind == PLAN_RUN && plan->manual_run_id == 0 &&
 		plan->due_at <= GetCurrentTransactionStartTimestamp() &&
-		job->command != NULL && job->atomic && !job->failures_only &&
+		job->command != NULL && job->atomic &&
 		schedlock_runs_have_job_name();
 }
 

@@ -5,6 +5,11 @@
 #   schedlock.record_runs = failures (reload): the same for every job that
 #     does not say otherwise; record_runs => 'all' keeps a job's runs
 #     anyway, and 'default' follows the setting again.
+#   runs written once they have ended (jobs due when their backend claims
+#     them): a succeeded one writes no row at all (none inserted and
+#     deleted again); a failed one does, and so does one whose command
+#     changed its own job (its row marks the slot as run); each command
+#     ran once.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -83,6 +88,67 @@ is(admin(q{SELECT record_runs IS NULL FROM schedlock.jobs WHERE job_name = 'loud
 	't', "record_runs => 'default' follows the setting again");
 run_once('loud');
 is(rows_and_counts('loud'), '3|5|5|0', '... and keeps no new row');
+
+# --- runs written once they have ended --------------------------------------
+# Jobs already due when a job backend claims them have their runs written
+# once they have ended, with their jobs' state.  With the setting at
+# failures, 20 one-off jobs that succeed write no row to job_runs (not one
+# inserted and deleted again), one that fails and one whose command changes
+# its own job write theirs (the latter's marks its slot as run: its job's
+# row is the command's, not advanced), and each job's command ran once.
+admin(q{CREATE TABLE public.hits (job text)});
+my $tup_q = q{SELECT n_tup_ins || '|' || n_tup_del FROM pg_stat_user_tables
+	WHERE relid = 'schedlock.job_runs'::regclass};
+
+# ended_runs(MODE, PREFIX, RUNS_PER_COMMIT): the 22 jobs, named PREFIX...
+sub ended_runs
+{
+	my ($mode, $p, $rpc) = @_;
+
+	$node->append_conf('postgresql.conf',
+		"schedlock.enabled = off\nschedlock.job_backend_idle_timeout = '1s'\n"
+		  . "schedlock.runs_per_commit = $rpc");
+	$node->reload;
+	wait_for(q{SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'schedlock job'});
+	admin(qq{
+		SELECT count(schedlock.schedule_once('$p' || i, now(),
+				format('INSERT INTO public.hits VALUES (%L)', '$p' || i)))
+		  FROM generate_series(1, 20) i;
+		SELECT schedlock.schedule_once('${p}fail', now(), 'SELECT 1/0');
+		SELECT schedlock.schedule_once('${p}self', now(), \$\$
+			INSERT INTO public.hits VALUES ('${p}self');
+			SELECT schedlock.alter_job('${p}self', timeout => '9 seconds')\$\$);
+	});
+	# job_runs' rows inserted and deleted so far (every backend has left,
+	# and reported them as it did)
+	my ($ins0, $del0) = split /\|/, admin($tup_q);
+	$node->append_conf('postgresql.conf', "schedlock.enabled = on");
+	$node->reload;
+	ok( wait_for(qq{SELECT count(*) = 22 FROM schedlock.jobs
+					WHERE job_name ~ '^$p' AND total_runs > 0}, 30),
+		"$mode: the 22 jobs due at once ran");
+	# time for a pass that would run the self-changing job's slot again;
+	# then the backends are gone, their statistics reported
+	sleep 2;
+	ok(wait_for(q{SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'schedlock job'}, 30),
+		"$mode: their job backends left");
+	my ($ins1, $del1) = split /\|/, admin($tup_q);
+	is(($ins1 - $ins0) . '|' . ($del1 - $del0), '2|0',
+		"$mode: two rows were written to job_runs, and none deleted");
+	is(admin(qq{SELECT string_agg(j.job_name || ' ' || r.status, ',' ORDER BY j.job_name)
+				 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+				WHERE j.job_name ~ '^$p'}),
+		"${p}fail failed,${p}self succeeded",
+		"$mode: they are the failed run and the self-changing job's");
+	is(admin(qq{SELECT count(*) || '|' || count(DISTINCT job) FROM public.hits WHERE job ~ '^$p'}),
+		'21|21', "$mode: each command that succeeded ran once");
+	is(admin(qq{SELECT sum(total_runs) || '|' || sum(succeeded_runs) || '|' || sum(failed_runs)
+				 FROM schedlock.jobs WHERE job_name ~ '^$p'}),
+		'22|21|1', "$mode: every run is counted in its job's statistics");
+}
+
+ended_runs('each run committed alone', 'd', 1);
+ended_runs('runs that share a commit', 'e', 16);
 
 $node->stop;
 done_testing();

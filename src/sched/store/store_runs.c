@@ -512,6 +512,10 @@ schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
  *		appeared meanwhile (schedlock_run_may_defer found none) is an error
  *		(on job_runs' unique key): the run's effects must not commit beside
  *		it.  A job its own command deleted has its run recorded all the same.
+ *		A job that keeps only its failures (record_runs = failures) writes
+ *		no row for a run that succeeded: the job's advanced state marks the
+ *		slot as run.  Its row is written all the same when the command
+ *		changed or deleted the job's row, which then holds no such state.
  */
 int64
 schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
@@ -525,8 +529,11 @@ schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
 		"  scheduled_for, attempt, status, started_at, finished_at, "
 		"  worker_pid, timeline, message, sqlstate, detail, hint, duration, "
 		"  result_status, notices, job_name) "
-		"VALUES ($24, $1, $2, $3, $4, $5, $6, $7, $8, $9, $11, $10, $12, $13, "
-		"  $7 OPERATOR(pg_catalog.-) $6, $14, $15, $16)) "
+		"SELECT $24, $1, $2, $3, $4, $5, $6, $7, $8, $9, $11, $10, $12, $13, "
+		"  $7 OPERATOR(pg_catalog.-) $6, $14, $15, $16 "
+		"WHERE $25 OR NOT EXISTS (SELECT FROM schedlock.jobs x "
+		"  WHERE x.job_id OPERATOR(pg_catalog.=) $1 "
+		"    AND x.ctid OPERATOR(pg_catalog.=) $23)) "
 		"UPDATE schedlock.jobs j SET "
 		"  next_slot = CASE WHEN j.ctid OPERATOR(pg_catalog.=) $23 "
 		"    THEN $17 ELSE j.next_slot END, "
@@ -544,15 +551,15 @@ schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
 		"FROM (SELECT $5 AS status, $6 AS started_at, $7 AS finished_at, "
 		"  $3 AS scheduled_for) e "
 		"WHERE j.job_id OPERATOR(pg_catalog.=) $1",
-		24, {INT8OID, REGROLEOID, TIMESTAMPTZOID, INT4OID, TEXTOID,
+		25, {INT8OID, REGROLEOID, TIMESTAMPTZOID, INT4OID, TEXTOID,
 			TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID,
 			TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
 			TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID,
-			INT4OID, TIMESTAMPTZOID, TIDOID, INT8OID}
+			INT4OID, TIMESTAMPTZOID, TIDOID, INT8OID, BOOLOID}
 	};
 	TimestampTz now = GetCurrentTimestamp();
-	Datum		values[24];
-	char		nulls[24];
+	Datum		values[25];
+	char		nulls[25];
 	char	   *state;
 	const char *message;
 
@@ -575,6 +582,8 @@ schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
 	job_state_params(job, plan->horizon, &values[16], &nulls[16]);
 	values[22] = PointerGetDatum(&job->ctid);
 	values[23] = Int64GetDatum(plan->run_id);
+	/* $25: whether the run's row is kept whatever became of its job */
+	values[24] = BoolGetDatum(error != NULL || !job->failures_only);
 
 	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record a run of job " INT64_FORMAT, job->job_id);
@@ -602,16 +611,18 @@ schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
 /*
  * schedlock_record_ended_runs
  *		schedlock_record_ended_run for n runs of n different jobs at once,
- *		in one statement: each run's row inserted as it ended, each job's
- *		row advanced (where it is still the version claimed) and the run
- *		counted in its statistics; then the log lines, and each failure's
- *		count and retry.  Returns false, having logged nothing, when not
- *		every job was found (a job its own command deleted), and fails on
- *		job_runs' unique key when a row of a slot's attempt appeared
- *		meanwhile (no ON CONFLICT: its speculative insertion cost about a
- *		tenth of the statement, for a case the caller handles anyway): the
- *		caller then rolls the statement back and records the runs one at a
- *		time, where each such run gets the error it gets there.
+ *		in one statement: each run's row inserted as it ended (not one
+ *		that succeeded of a job that keeps only its failures, as there),
+ *		each job's row advanced (where it is still the version claimed)
+ *		and the run counted in its statistics; then the log lines, and
+ *		each failure's count and retry.  Returns false, having logged
+ *		nothing, when not every job was found (a job its own command
+ *		deleted), and fails on job_runs' unique key when a row of a slot's
+ *		attempt appeared meanwhile (no ON CONFLICT: its speculative
+ *		insertion cost about a tenth of the statement, for a case the
+ *		caller handles anyway): the caller then rolls the statement back
+ *		and records the runs one at a time, where each such run gets the
+ *		error it gets there.
  */
 bool
 schedlock_record_ended_runs(SchedlockEndedRun *runs, int n)
@@ -628,62 +639,65 @@ schedlock_record_ended_runs(SchedlockEndedRun *runs, int n)
 		"    pg_catalog.unnest($15), pg_catalog.unnest($16), "
 		"    pg_catalog.unnest($17), pg_catalog.unnest($18), "
 		"    pg_catalog.unnest($19), pg_catalog.unnest($20), "
-		"    pg_catalog.unnest($21), pg_catalog.unnest($22)) "
+		"    pg_catalog.unnest($21), pg_catalog.unnest($22), "
+		"    pg_catalog.unnest($23)) "
 		"  WITH ORDINALITY AS u(run_id, job_id, owner, scheduled_for, "
 		"    attempt, status, started_at, finished_at, sqlstate, message, "
 		"    detail, hint, result_status, notices, job_name, tid, "
 		"    next_slot, retry_slot, retry_attempt, retry_at, manual_pending, "
-		"    next_run_at, i)), "
-		"e AS (INSERT INTO schedlock.job_runs (run_id, job_id, owner, "
+		"    next_run_at, keep, i)), "
+		"r AS (INSERT INTO schedlock.job_runs (run_id, job_id, owner, "
 		"    scheduled_for, attempt, status, started_at, finished_at, "
 		"    worker_pid, timeline, message, sqlstate, detail, hint, duration, "
 		"    result_status, notices, job_name) "
 		"  SELECT u.run_id, u.job_id, u.owner::pg_catalog.regrole, "
 		"    u.scheduled_for, u.attempt, u.status, u.started_at, "
-		"    u.finished_at, $23, $24, u.message, u.sqlstate, u.detail, "
+		"    u.finished_at, $24, $25, u.message, u.sqlstate, u.detail, "
 		"    u.hint, u.finished_at OPERATOR(pg_catalog.-) u.started_at, "
-		"    u.result_status, u.notices, u.job_name FROM u ORDER BY u.i "
-		"  RETURNING run_id, job_id, status, started_at, finished_at, "
-		"    scheduled_for, duration) "
+		"    u.result_status, u.notices, u.job_name FROM u "
+		"  WHERE u.keep OR NOT EXISTS (SELECT FROM schedlock.jobs x "
+		"    WHERE x.job_id OPERATOR(pg_catalog.=) u.job_id "
+		"      AND x.ctid OPERATOR(pg_catalog.=) u.tid) "
+		"  ORDER BY u.i) "
 		"UPDATE schedlock.jobs j SET "
-		"  next_slot = CASE WHEN j.ctid OPERATOR(pg_catalog.=) u.tid "
-		"    THEN u.next_slot ELSE j.next_slot END, "
-		"  retry_slot = CASE WHEN j.ctid OPERATOR(pg_catalog.=) u.tid "
-		"    THEN u.retry_slot ELSE j.retry_slot END, "
-		"  retry_attempt = CASE WHEN j.ctid OPERATOR(pg_catalog.=) u.tid "
-		"    THEN u.retry_attempt ELSE j.retry_attempt END, "
-		"  retry_at = CASE WHEN j.ctid OPERATOR(pg_catalog.=) u.tid "
-		"    THEN u.retry_at ELSE j.retry_at END, "
-		"  manual_pending = CASE WHEN j.ctid OPERATOR(pg_catalog.=) u.tid "
-		"    THEN u.manual_pending ELSE j.manual_pending END, "
-		"  next_run_at = CASE WHEN j.ctid OPERATOR(pg_catalog.=) u.tid "
-		"    THEN u.next_run_at ELSE j.next_run_at END, "
+		"  next_slot = CASE WHEN j.ctid OPERATOR(pg_catalog.=) e.tid "
+		"    THEN e.next_slot ELSE j.next_slot END, "
+		"  retry_slot = CASE WHEN j.ctid OPERATOR(pg_catalog.=) e.tid "
+		"    THEN e.retry_slot ELSE j.retry_slot END, "
+		"  retry_attempt = CASE WHEN j.ctid OPERATOR(pg_catalog.=) e.tid "
+		"    THEN e.retry_attempt ELSE j.retry_attempt END, "
+		"  retry_at = CASE WHEN j.ctid OPERATOR(pg_catalog.=) e.tid "
+		"    THEN e.retry_at ELSE j.retry_at END, "
+		"  manual_pending = CASE WHEN j.ctid OPERATOR(pg_catalog.=) e.tid "
+		"    THEN e.manual_pending ELSE j.manual_pending END, "
+		"  next_run_at = CASE WHEN j.ctid OPERATOR(pg_catalog.=) e.tid "
+		"    THEN e.next_run_at ELSE j.next_run_at END, "
 		SCHEDLOCK_RUN_STATS_ONE_SET
-		"FROM e JOIN u USING (run_id) "
+		"FROM u e "
 		"WHERE j.job_id OPERATOR(pg_catalog.=) e.job_id "
-		"RETURNING u.i, e.duration",
-		24, {INT8ARRAYOID, INT8ARRAYOID, OIDARRAYOID, TIMESTAMPTZARRAYOID,
+		"RETURNING e.i, e.finished_at OPERATOR(pg_catalog.-) e.started_at",
+		25, {INT8ARRAYOID, INT8ARRAYOID, OIDARRAYOID, TIMESTAMPTZARRAYOID,
 			INT4ARRAYOID, TEXTARRAYOID, TIMESTAMPTZARRAYOID,
 			TIMESTAMPTZARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
 			TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
 			TIDARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID,
 			INT4ARRAYOID, TIMESTAMPTZARRAYOID, INT4ARRAYOID,
-		TIMESTAMPTZARRAYOID, INT4OID, INT4OID}
+		TIMESTAMPTZARRAYOID, BOOLARRAYOID, INT4OID, INT4OID}
 	};
-	/* the columns of u, $1 to $22 */
+	/* the columns of u, $1 to $23 */
 	enum
 	{
 		U_RUN_ID, U_JOB_ID, U_OWNER, U_SCHEDULED_FOR, U_ATTEMPT, U_STATUS,
 		U_STARTED_AT, U_FINISHED_AT, U_SQLSTATE, U_MESSAGE, U_DETAIL,
 		U_HINT, U_RESULT_STATUS, U_NOTICES, U_JOB_NAME, U_TID,
 		U_NEXT_SLOT, U_RETRY_SLOT, U_RETRY_ATTEMPT, U_RETRY_AT,
-		U_MANUAL_PENDING, U_NEXT_RUN_AT, U_NCOLS
+		U_MANUAL_PENDING, U_NEXT_RUN_AT, U_KEEP, U_NCOLS
 	};
 	static const Oid elemtypes[U_NCOLS] = {
 		INT8OID, INT8OID, OIDOID, TIMESTAMPTZOID, INT4OID, TEXTOID,
 		TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
 		TEXTOID, TEXTOID, TEXTOID, TIDOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-		INT4OID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID
+		INT4OID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID, BOOLOID
 	};
 	Datum	   *elems[U_NCOLS];
 	bool	   *elnulls[U_NCOLS];
@@ -723,6 +737,9 @@ schedlock_record_ended_runs(SchedlockEndedRun *runs, int n)
 			elems[U_NEXT_SLOT + c][i] = state[c];
 			elnulls[U_NEXT_SLOT + c][i] = (state_nulls[c] == 'n');
 		}
+		/* as in schedlock_record_ended_run */
+		elems[U_KEEP][i] = BoolGetDatum(r->error != NULL ||
+										!r->job->failures_only);
 	}
 	for (int c = 0; c < U_NCOLS; c++)
 		values[c] = array_of(elems[c], elnulls[c], n, elemtypes[c]);
