@@ -27,8 +27,8 @@
 #       whose build is slower) at least 2000 in one transaction (what the 50
 #       ms before the instant allow is about 1500 on 2 cores; with the lead,
 #       2851 to 4000 under the suite's load; a machine busy with other work
-#       may miss it, and then a second burst must make it).  How soon after the instant
-#       the last one goes out is a figure of the benchmark
+#       may miss it, and then a second burst must make it).  How soon after
+#       the instant the last one goes out is a figure of the benchmark
 #       (test/bench/run.sh, notify), not checked here.
 use strict;
 use warnings;

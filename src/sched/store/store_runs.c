@@ -275,6 +275,18 @@ put_outcome(const SchedlockEndedRun *r, const char *default_message,
 }
 
 /*
+ * run_row_kept
+ *		Whether a run of job that ended with error (NULL: it succeeded)
+ *		keeps its row in job_runs: a failure always, a success unless the
+ *		job keeps only its failures (record_runs = failures).
+ */
+static inline bool
+run_row_kept(const ClaimedJob *job, const ErrorData *error)
+{
+	return error != NULL || !job->failures_only;
+}
+
+/*
  * read_set_durations
  *		After a statement over n runs that returns each run's ordinal
  *		(1 to n) and duration: durations[i - 1] gets run i's (NULL when it
@@ -491,7 +503,7 @@ schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 	}
 	else if (job->failures != 0 && !stats)
 		schedlock_run_succeeded(job->job_id);
-	if (error == NULL && job->failures_only)
+	if (!run_row_kept(job, error))
 		schedlock_forget_run(run_id);
 }
 
@@ -583,7 +595,7 @@ schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
 	values[22] = PointerGetDatum(&job->ctid);
 	values[23] = Int64GetDatum(plan->run_id);
 	/* $25: whether the run's row is kept whatever became of its job */
-	values[24] = BoolGetDatum(error != NULL || !job->failures_only);
+	values[24] = BoolGetDatum(run_row_kept(job, error));
 
 	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record a run of job " INT64_FORMAT, job->job_id);
@@ -737,9 +749,7 @@ schedlock_record_ended_runs(SchedlockEndedRun *runs, int n)
 			elems[U_NEXT_SLOT + c][i] = state[c];
 			elnulls[U_NEXT_SLOT + c][i] = (state_nulls[c] == 'n');
 		}
-		/* as in schedlock_record_ended_run */
-		elems[U_KEEP][i] = BoolGetDatum(r->error != NULL ||
-										!r->job->failures_only);
+		elems[U_KEEP][i] = BoolGetDatum(run_row_kept(r->job, r->error));
 	}
 	for (int c = 0; c < U_NCOLS; c++)
 		values[c] = array_of(elems[c], elnulls[c], n, elemtypes[c]);
@@ -868,7 +878,7 @@ schedlock_record_outcomes(SchedlockEndedRun *runs, const int64 *run_ids,
 								 schedlock_rule_failed_attempt(manual,
 															   r->plan->attempt),
 								 r->finished_at);
-		else if (r->job->failures_only)
+		else if (!run_row_kept(r->job, r->error))
 			schedlock_forget_run(run_ids[i]);
 	}
 	return true;
