@@ -17,7 +17,7 @@
 #    test/bench/out/pg17/;
 # 4. bash test/bench/report.sh test/bench/out > test/bench/out/BENCHMARKS.md:
 #    the tables with both runs side by side.
-# About 30 minutes for 15 and 15 for 17 (plus the root: 5-10 minutes).
+# About 40 minutes for 15 and 15 for 17 (plus the root: 5-10 minutes).
 #
 # Every server listens on a Unix socket only and is stopped by run.sh, also
 # when it is interrupted; on exit (or INT/TERM) this script ends whatever

@@ -8,7 +8,7 @@
 #   SL_PGVER=17 bash test/bench/run.sh      (PostgreSQL 17: in a Debian 13
 #                                           root, see test/bench/matrix.sh)
 #
-# Workloads (BENCH_ONLY picks some; default all, about 30 minutes):
+# Workloads (BENCH_ONLY picks some; default all, about 40 minutes):
 #   lag     start lag of one job: a "1 seconds" schedlock job (>= 60 samples);
 #           on pg_cron 1.5 and later a "1 seconds" pg_cron job, once over
 #           libpq and once with background workers; then a "* * * * *" job
