@@ -34,19 +34,26 @@ static TimestampTz warned_at[SCHEDLOCK_WAIT_START_FAILED + 1];
  * schedlock_budget_warn_wait
  *		Log, at most once per SCHEDLOCK_WAIT_WARN_EVERY_MS per kind, that a
  *		queue's due jobs have waited SCHEDLOCK_WAIT_WARN_AFTER_MS for a
- *		backend, naming the setting to raise.
+ *		backend, naming the setting to raise.  Returns in how many ms the
+ *		next warning falls due if the queue still waits then (-1: it does
+ *		not wait), so that the launcher wakes for it: nothing else may wake
+ *		it while the backends run long jobs.
  */
-void
+long
 schedlock_budget_warn_wait(SchedlockQueue *q, SchedlockDatabase *db,
 						   TimestampTz now)
 {
-	if (q->waiting_since == 0 ||
-		!TimestampDifferenceExceeds(q->waiting_since, now,
-									SCHEDLOCK_WAIT_WARN_AFTER_MS) ||
-		(warned_at[q->wait] != 0 &&
-		 !TimestampDifferenceExceeds(warned_at[q->wait], now,
-									 SCHEDLOCK_WAIT_WARN_EVERY_MS)))
-		return;
+	TimestampTz due;
+
+	if (q->waiting_since == 0)
+		return -1;
+	due = TimestampTzPlusMilliseconds(q->waiting_since,
+									  SCHEDLOCK_WAIT_WARN_AFTER_MS);
+	if (warned_at[q->wait] != 0)
+		due = Max(due, TimestampTzPlusMilliseconds(warned_at[q->wait],
+												   SCHEDLOCK_WAIT_WARN_EVERY_MS));
+	if (due > now)
+		return (long) ((due - now) / 1000) + 1;
 	warned_at[q->wait] = now;
 	switch (q->wait)
 	{
@@ -81,6 +88,7 @@ schedlock_budget_warn_wait(SchedlockQueue *q, SchedlockDatabase *db,
 		default:
 			break;
 	}
+	return SCHEDLOCK_WAIT_WARN_EVERY_MS;
 }
 
 /*

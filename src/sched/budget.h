@@ -17,7 +17,7 @@
 
 #include "sched_shmem.h"
 
-extern void schedlock_budget_warn_wait(SchedlockQueue *q,
+extern long schedlock_budget_warn_wait(SchedlockQueue *q,
 									   SchedlockDatabase *db,
 									   TimestampTz now);
 extern void schedlock_budget_set_wait(SchedlockQueue *q, SchedlockWait wait,

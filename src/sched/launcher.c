@@ -494,6 +494,17 @@ want_order(const void *a, const void *b)
 }
 
 /*
+ * recheck_within
+ *		Have the launcher look again within ms (-1: no need) as well.
+ */
+static inline void
+recheck_within(long *recheck, long ms)
+{
+	if (ms >= 0 && (*recheck < 0 || ms < *recheck))
+		*recheck = ms;
+}
+
+/*
  * serve_want
  *		Start one process of w within the budget and the caps; on the way,
  *		record why a queue waits and ask for room.  Returns whether it
@@ -519,7 +530,7 @@ serve_want(Want *w, TimestampTz now, int *used, int *waiting, long *recheck)
 		if (q != NULL && !w->growth)
 		{
 			schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_BUDGET, now);
-			schedlock_budget_warn_wait(q, db, now);
+			recheck_within(recheck, schedlock_budget_warn_wait(q, db, now));
 			(*waiting)++;
 		}
 		else if (q == NULL)
@@ -531,14 +542,11 @@ serve_want(Want *w, TimestampTz now, int *used, int *waiting, long *recheck)
 	{
 		if (!w->growth)
 		{
-			long		r;
-
 			schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_DATABASE_CAP, now);
-			schedlock_budget_warn_wait(q, db, now);
+			recheck_within(recheck, schedlock_budget_warn_wait(q, db, now));
 			/* another role's backend of the database makes room */
-			r = schedlock_budget_make_room(1, db->dboid, now);
-			if (r >= 0 && (*recheck < 0 || r < *recheck))
-				*recheck = r;
+			recheck_within(recheck,
+						   schedlock_budget_make_room(1, db->dboid, now));
 		}
 		LWLockRelease(schedlock_shared->lock);
 		return false;
@@ -562,12 +570,12 @@ serve_want(Want *w, TimestampTz now, int *used, int *waiting, long *recheck)
 			if (!w->growth)
 			{
 				schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_PROCESSES, now);
-				schedlock_budget_warn_wait(q, db, now);
+				recheck_within(recheck, schedlock_budget_warn_wait(q, db, now));
 			}
 		}
 		else
 			db->housekeep = true;
-		*recheck = LAUNCHER_NO_SLOT_DELAY_MS;
+		recheck_within(recheck, LAUNCHER_NO_SLOT_DELAY_MS);
 	}
 	else
 	{
@@ -754,12 +762,8 @@ launcher_pass(TimestampTz *last_scan)
 		}
 	}
 	if (waiting > 0)
-	{
-		long		r = schedlock_budget_make_room(waiting, InvalidOid, now);
-
-		if (r >= 0 && (recheck < 0 || r < recheck))
-			recheck = r;
-	}
+		recheck_within(&recheck,
+					   schedlock_budget_make_room(waiting, InvalidOid, now));
 	LWLockRelease(schedlock_shared->lock);
 
 	timeout = (long) ((wake_at - now) / 1000) + 1;

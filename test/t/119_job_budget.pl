@@ -3,7 +3,8 @@
 #  (a) schedlock.max_job_backends = 1 and role alice's long job holds the
 #      one backend: role bob's due job waits; schedlock.job_status's
 #      waiting_reason names the setting, a WARNING after 10 s names the
-#      setting to raise, and bob's job runs once alice's job is over (the
+#      setting to raise while alice's job still runs (the launcher wakes for
+#      it), and bob's job runs once alice's job is over (the
 #      backend makes room after its current job).
 #  (b) max_worker_processes leaves no slot for a job backend: the due job's
 #      waiting_reason and a WARNING name max_worker_processes, and it runs
@@ -60,6 +61,14 @@ ok($node->wait_for_log(qr/WARNING:  schedlock jobs in database "app" wait for a 
 	'a WARNING names the setting to raise');
 ok(wait_true($node, 'app', q{SELECT count(*) = 2 FROM done}, 30),
 	"bob's job runs once alice's job is over");
+# the launcher wakes by itself to warn after 10 s of waiting: the WARNING
+# comes while alice's job still runs, not with the next pass something
+# else causes (her backend leaving, 14 s in)
+my ($warned) = slurp_file($node->logfile, $logstart) =~
+  /^(\S+ \S+ \S+) \[\d+\] 53400 WARNING:  schedlock jobs in database "app" wait for a job backend/m;
+$warned //= 'infinity';
+is($node->safe_psql('app', qq{SELECT '$warned'::timestamptz < (SELECT at FROM done WHERE who = 'alice')}),
+	't', "the WARNING came before alice's job ended");
 ok($node->safe_psql('app', q{
 	SELECT (SELECT at FROM done WHERE who = 'bob') >= (SELECT at FROM done WHERE who = 'alice')}) eq 't',
 	"bob's job ran after alice's");
