@@ -4,8 +4,8 @@
 #      one backend: role bob's due job waits; schedlock.job_status's
 #      waiting_reason names the setting, a WARNING after 10 s names the
 #      setting to raise while alice's job still runs (the launcher wakes for
-#      it), and bob's job runs once alice's job is over (the
-#      backend makes room after its current job).
+#      it), and bob's job runs once alice's job is over (the backend makes
+#      room after its current job).
 #  (b) max_worker_processes leaves no slot for a job backend: the due job's
 #      waiting_reason and a WARNING name max_worker_processes, and it runs
 #      once a slot is free.
