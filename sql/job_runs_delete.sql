@@ -3,7 +3,12 @@
 -- from schedlock.job_runs, and nothing else: another role's runs and runs
 -- still queued, pending or running stay; UPDATE and INSERT stay refused
 -- (42501).  The jobs are far in the future and disabled: nothing here
--- waits for a job backend.
+-- waits for a job backend.  They are NOTIFY jobs, and their running runs
+-- ones an application has claimed: the database's housekeeping leaves such
+-- a run alone until its deadline (it has none), where it closes a running
+-- SQL run without a job backend as lost.  A housekeeping pass is asked for
+-- (CREATE DATABASE makes the launcher look at every database) before the
+-- runs are deleted.
 --
 SET client_min_messages = warning;
 
@@ -14,20 +19,26 @@ GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public
 GRANT INSERT ON schedlock.jobs TO regress_purge_ann, regress_purge_ben;
 
 SET ROLE regress_purge_ann;
-SELECT schedlock.schedule_job('purge_me', '0 3 1 1 *', 'SELECT 1', enabled => false) IS NOT NULL AS scheduled;
+SELECT schedlock.schedule_job('purge_me', '0 3 1 1 *',
+		notify_channel => 'regress_purge', enabled => false) IS NOT NULL AS scheduled;
 RESET ROLE;
 SET ROLE regress_purge_ben;
-SELECT schedlock.schedule_job('purge_me', '0 3 1 1 *', 'SELECT 1', enabled => false) IS NOT NULL AS scheduled;
+SELECT schedlock.schedule_job('purge_me', '0 3 1 1 *',
+		notify_channel => 'regress_purge', enabled => false) IS NOT NULL AS scheduled;
 RESET ROLE;
 
 -- each job: a run of every status, one a day in 2030
 INSERT INTO schedlock.job_runs (job_id, owner, scheduled_for, attempt, status,
-								started_at, finished_at)
+								started_at, finished_at, claimed_by, claimed_at)
 SELECT j.job_id, j.owner, '2030-01-01'::timestamptz + s.n * interval '1 day', 1, s.status,
 	   CASE WHEN s.status NOT IN ('queued', 'pending', 'skipped')
 			THEN '2030-01-01'::timestamptz + s.n * interval '1 day' END,
 	   CASE WHEN s.status NOT IN ('queued', 'pending', 'running')
-			THEN '2030-01-01'::timestamptz + s.n * interval '1 day' + interval '1 s' END
+			THEN '2030-01-01'::timestamptz + s.n * interval '1 day' + interval '1 s' END,
+	   CASE WHEN s.status NOT IN ('queued', 'pending', 'skipped')
+			THEN 'app-1' END,
+	   CASE WHEN s.status NOT IN ('queued', 'pending', 'skipped')
+			THEN '2030-01-01'::timestamptz + s.n * interval '1 day' END
   FROM schedlock.jobs j,
 	   unnest(ARRAY['queued', 'pending', 'running', 'succeeded', 'failed',
 					'timed_out', 'lost', 'skipped']) WITH ORDINALITY s (status, n)
@@ -38,6 +49,12 @@ SELECT owner::text, string_agg(status, ',' ORDER BY status) AS statuses
   FROM schedlock.job_runs
  WHERE job_id IN (SELECT job_id FROM schedlock.jobs WHERE job_name = 'purge_me')
  GROUP BY owner ORDER BY owner::text;
+SELECT * FROM pg_temp.census;
+
+-- the housekeeping's pass closes none of them
+CREATE DATABASE regress_purge_probe;
+DROP DATABASE regress_purge_probe;
+SELECT pg_sleep(1);
 SELECT * FROM pg_temp.census;
 
 -- ann deletes "everything": her ended runs go, her open runs and ben's stay
