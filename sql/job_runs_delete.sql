@@ -7,8 +7,8 @@
 -- ones an application has claimed: the database's housekeeping leaves such
 -- a run alone until its deadline (it has none), where it closes a running
 -- SQL run without a job backend as lost.  A housekeeping pass is asked for
--- (CREATE DATABASE makes the launcher look at every database) before the
--- runs are deleted.
+-- (a reload has every database's housekeeping run) before the runs are
+-- deleted.
 --
 SET client_min_messages = warning;
 
@@ -52,8 +52,7 @@ SELECT owner::text, string_agg(status, ',' ORDER BY status) AS statuses
 SELECT * FROM pg_temp.census;
 
 -- the housekeeping's pass closes none of them
-CREATE DATABASE regress_purge_probe;
-DROP DATABASE regress_purge_probe;
+SELECT pg_reload_conf();
 SELECT pg_sleep(1);
 SELECT * FROM pg_temp.census;
 
