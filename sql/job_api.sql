@@ -189,8 +189,20 @@ SELECT state, message FROM pg_temp.try($$SELECT schedlock.alter_job('alice_runas
 SELECT schedlock.alter_job('alice_runas', payload => '{"n": 1}');
 -- schedule_job by the owner replaces the whole definition, run_as included
 SELECT schedlock.schedule_job('alice_runas', '0 0 1 1 *', 'SELECT 3') IS NOT NULL AS replaced;
-SELECT command, notify_channel, payload, run_as FROM schedlock.jobs WHERE job_name = 'alice_runas';
+SELECT j.command, j.notify_channel, p.payload, j.run_as
+  FROM schedlock.jobs j JOIN schedlock.job_payloads p USING (job_id)
+ WHERE j.job_name = 'alice_runas';
 SELECT schedlock.unschedule_job('alice_runas');
+-- a payload is its owner's to read, through schedlock.job_payloads only
+SELECT schedlock.schedule_job('alice_mail', '0 0 1 1 *', notify_channel => 'alice_mail',
+                              payload => '{"password": "alice-secret"}') IS NOT NULL AS scheduled;
+SELECT job_name, payload FROM schedlock.job_payloads;
+SELECT state, message FROM pg_temp.try($$SELECT payload FROM schedlock.jobs$$);
+SELECT state, message FROM pg_temp.try($$SELECT * FROM schedlock.jobs$$);
+SET ROLE regress_job_bob;
+SELECT count(*) AS alices_payloads_seen_by_bob FROM schedlock.job_payloads WHERE job_name = 'alice_mail';
+SET ROLE regress_job_alice;
+SELECT schedlock.unschedule_job('alice_mail');
 RESET ROLE;
 
 -- alter_job: NULL leaves a setting unchanged; the result is checked whole

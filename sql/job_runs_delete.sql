@@ -1,8 +1,9 @@
 --
 -- job_runs_delete: a job's owner deletes the ended runs of its own jobs
--- from schedlock.job_runs, and nothing else: another role's runs and runs
--- still queued, pending or running stay; UPDATE and INSERT stay refused
--- (42501).  The jobs are far in the future and disabled: nothing here
+-- from schedlock.job_runs with schedlock.delete_runs, and nothing else:
+-- another role's runs and runs still queued, pending or running stay;
+-- DELETE, UPDATE and INSERT on the table are refused (42501).  The jobs
+-- are far in the future and disabled: nothing here
 -- waits for a job backend.  They are NOTIFY jobs, and their running runs
 -- ones an application has claimed: the database's housekeeping leaves such
 -- a run alone until its deadline (it has none), where it closes a running
@@ -58,20 +59,23 @@ SELECT * FROM pg_temp.census;
 
 -- ann deletes "everything": her ended runs go, her open runs and ben's stay
 SET ROLE regress_purge_ann;
-DELETE FROM schedlock.job_runs;
+SELECT schedlock.delete_runs() AS deleted;
 SELECT count(*) AS visible_to_ann FROM schedlock.job_runs;
--- asking for her running run by name deletes nothing
+-- writing the table directly is refused, and writes nothing
 DELETE FROM schedlock.job_runs WHERE status = 'running';
--- updating or inserting runs stays refused, and writes nothing
 UPDATE schedlock.job_runs SET status = 'succeeded';
 INSERT INTO schedlock.job_runs (job_id, owner, scheduled_for, status)
 SELECT job_id, owner, '2031-01-01', 'succeeded' FROM schedlock.jobs;
 RESET ROLE;
 SELECT * FROM pg_temp.census;
 
--- ben deletes his failed runs by a condition of his choosing
+-- ben: runs that finished less than a day ago (these are in 2030) stay,
+-- then those of one job go; a negative age is refused
 SET ROLE regress_purge_ben;
-DELETE FROM schedlock.job_runs WHERE status IN ('failed', 'timed_out', 'lost');
+SELECT schedlock.delete_runs(older_than => '1 day') AS deleted;
+SELECT schedlock.delete_runs(older_than => '-1 day');
+SELECT schedlock.delete_runs(job_name => 'no_such_job') AS deleted;
+SELECT schedlock.delete_runs(job_name => 'purge_me') AS deleted;
 RESET ROLE;
 SELECT * FROM pg_temp.census;
 

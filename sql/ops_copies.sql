@@ -77,7 +77,8 @@ SET ROLE regress_ops_tenant;
 SELECT * FROM pg_temp.try('SELECT * FROM schedlock.home');
 SELECT * FROM pg_temp.try('SELECT schedlock.home_id()');
 SELECT * FROM pg_temp.try('UPDATE schedlock.jobs SET home_id = home_id');
--- what pg_dump reads: the sequences, and the lock table (no row of it)
+-- what pg_dump run by another role reads: the sequences; the lock table
+-- (fencing tokens) only the database owner may read
 SELECT count(*) >= 0 AS reads_sequences
   FROM schedlock.jobs_job_id_seq, schedlock.job_runs_run_id_seq;
 SELECT count(*) AS lock_rows_seen FROM schedlock.lock_state;

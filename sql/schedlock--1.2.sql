@@ -69,11 +69,12 @@ COMMENT ON COLUMN schedlock.lock_state.holder_role IS
  * pg_dump by a role that is not a superuser (the database owner) reads
  * every configuration table of the extension.  The lock table has row-level
  * security without a policy, so that pg_dump --enable-row-security can read
- * it and ordinary roles see no row of it (schedlock.locks reads it as its
- * owner).
+ * it and no role but its owner sees a row of it (schedlock.locks reads it
+ * as its owner).  Only the database owner may read it at all: a role with
+ * BYPASSRLS would otherwise read every lease's fencing token.
  */
 ALTER TABLE schedlock.lock_state ENABLE ROW LEVEL SECURITY;
-GRANT SELECT ON schedlock.lock_state TO PUBLIC;
+GRANT SELECT ON schedlock.lock_state TO pg_database_owner;
 
 CREATE FUNCTION schedlock.session_alive(holder_pid integer, holder_session_start timestamptz)
 RETURNS boolean
@@ -527,20 +528,23 @@ CREATE INDEX job_runs_last_idx ON schedlock.job_runs
 	WHERE status NOT IN ('queued', 'pending', 'running');
 
 /*
- * A job's owner may delete the runs of its jobs that have ended (to keep
- * less than schedlock.history_retention, say), and nothing else: not
- * another role's runs (row-level security, as for reading), and not a run
- * that is queued, pending or running, which the scheduler still needs
- * (such rows are left alone, without an error, as rows a policy hides
- * are).  Inserting and updating stay the extension's own.
+ * A job's owner deletes the runs of its jobs that have ended (to keep less
+ * than schedlock.history_retention, say) with delete_runs, and nothing
+ * else: not another role's runs, and not a run that is queued, pending or
+ * running, which the scheduler still needs.  No role but the extension
+ * owner writes or locks the table directly (src/common/table_guard.c), so
+ * no privilege to delete rows is granted.
  */
-CREATE POLICY job_runs_owner_delete ON schedlock.job_runs FOR DELETE
-	USING (owner OPERATOR(pg_catalog.=)
-		   (SELECT r.oid FROM pg_catalog.pg_roles r
-			 WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER)
-		   AND status NOT IN ('queued', 'pending', 'running'));
+CREATE FUNCTION schedlock.delete_runs(job_name text DEFAULT NULL,
+									  older_than interval DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'schedlock_delete_runs'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE;
 
-GRANT DELETE ON schedlock.job_runs TO PUBLIC;
+COMMENT ON FUNCTION schedlock.delete_runs(text, interval) IS
+	'delete the caller''s ended runs (of one job; older than older_than); returns how many';
+
+GRANT EXECUTE ON FUNCTION schedlock.delete_runs(text, interval) TO PUBLIC;
 
 -------------------------------------------------------------------------------
 -- Job scheduler: triggers on the jobs table
@@ -1119,3 +1123,89 @@ COMMENT ON FUNCTION @extschema@.schedlock_import_pg_cron(boolean, boolean, bigin
 	'create a schedlock job for each pg_cron job of this database (dry_run: only say what would be done); a row per pg_cron job says what was done, or why not, and what is left to do';
 
 REVOKE ALL ON FUNCTION @extschema@.schedlock_import_pg_cron(boolean, boolean, bigint[]) FROM PUBLIC;
+
+-------------------------------------------------------------------------------
+-- Approvals of jobs that run as another role
+-------------------------------------------------------------------------------
+
+/*
+ * A job that runs as a role other than its owner (run_as, which only a
+ * superuser sets) runs only what a superuser approved.  approved_by is the
+ * superuser whose write of the job approved it, approval the digest of
+ * what it approved: the owner, run_as and every field that changes what
+ * the job does or resolves.  schedule_job, schedule_once and alter_job
+ * renew both when a superuser calls them and keep them otherwise (a
+ * non-superuser may not change those fields while run_as is set); the job
+ * backend compares the digest with the job as claimed before every run
+ * (src/sched/job_roles.c), so that a change that took another path (a
+ * direct write, a restore) or an approver who is no longer a superuser
+ * pauses the job instead of running it as run_as.  Both NULL for a job
+ * that runs as its owner.
+ */
+CREATE FUNCTION schedlock.approval_digest(owner oid, run_as oid, schedule text,
+										  timezone text, command text,
+										  notify_channel text, payload jsonb,
+										  atomic boolean, search_path text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT pg_catalog.md5(ROW($1, $2, $3, $4, $5, $6, $7, $8, $9)::pg_catalog.text) $$;
+
+COMMENT ON FUNCTION schedlock.approval_digest(oid, oid, text, text, text, text, jsonb, boolean, text) IS
+	'internal: digest of what a superuser approves when a job runs as another role';
+
+REVOKE ALL ON FUNCTION schedlock.approval_digest(oid, oid, text, text, text, text, jsonb, boolean, text) FROM PUBLIC;
+
+ALTER TABLE schedlock.jobs
+	ADD COLUMN approved_by pg_catalog.regrole,
+	ADD COLUMN approval text;
+
+COMMENT ON COLUMN schedlock.jobs.approved_by IS
+	'superuser who approved run_as (NULL when the job runs as its owner)';
+COMMENT ON COLUMN schedlock.jobs.approval IS
+	'digest of the job as approved_by approved it; a job that no longer matches is paused, not run as run_as';
+
+-------------------------------------------------------------------------------
+-- Payloads
+-------------------------------------------------------------------------------
+
+/*
+ * A job's payload is read by the job's owner, through schedlock.job_payloads,
+ * and by the role that claims a run of it (schedlock_claim_run_payload);
+ * row-level security alone left every payload to a role with BYPASSRLS.  So
+ * PUBLIC may read every column of schedlock.jobs but payload, and the
+ * database owner the whole table, as pg_dump needs (row-level security
+ * still shows it its own jobs only, unless it has BYPASSRLS).  A column a
+ * later release adds to the table is granted to PUBLIC there too.
+ */
+REVOKE SELECT ON schedlock.jobs FROM PUBLIC;
+GRANT SELECT (job_id, job_name, owner, schedule, command, notify_channel,
+			  timezone, timeout, max_attempts, retry_delay, misfire, atomic,
+			  enabled, run_as, reboot, next_slot, retry_slot, retry_attempt,
+			  retry_at, manual_pending, next_run_at, consecutive_failures,
+			  created_at, home_id, dispatch_errors, dispatch_error_at,
+			  quarantine_reason, total_runs, succeeded_runs, failed_runs,
+			  total_duration, last_duration, last_success_at, last_start_lag,
+			  search_path, record_runs, approved_by, approval)
+	ON schedlock.jobs TO PUBLIC;
+GRANT SELECT ON schedlock.jobs TO pg_database_owner;
+
+/*
+ * The payloads of the current user's jobs (the rows row-level security shows
+ * it in schedlock.jobs).  The view reads the table with its owner's rights
+ * and filters on CURRENT_USER, the role that reads the view; security_barrier
+ * keeps a caller's function from seeing other rows before the filter.
+ */
+CREATE VIEW schedlock.job_payloads WITH (security_barrier = true) AS
+SELECT j.job_id,
+	   j.job_name,
+	   j.payload
+  FROM schedlock.jobs j
+ WHERE j.owner OPERATOR(pg_catalog.=)
+	   (SELECT r.oid FROM pg_catalog.pg_roles r
+		 WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER);
+
+COMMENT ON VIEW schedlock.job_payloads IS
+	'the payload of each of the current user''s jobs';
+
+GRANT SELECT ON schedlock.job_payloads TO PUBLIC;

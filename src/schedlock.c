@@ -7,10 +7,10 @@
  * shared memory and background workers.  _PG_init refuses any other way of
  * loading it, defines every schedlock.* setting and reserves the prefix, and
  * installs every hook schedlock uses in all processes (shared memory,
- * ProcessUtility, ExecutorStart, object access, emit_log); the hook
- * functions live in the files of their concern.  Only a job backend adds
- * one more for itself, at its start (worker.c: the error that ends a
- * start-up).
+ * ProcessUtility, ExecutorStart, ExecutorCheckPerms, object access,
+ * emit_log); the hook functions live in the files of their concern.  Only
+ * a job backend adds one more for itself, at its start (worker.c: the
+ * error that ends a start-up).
  *
  * IDENTIFICATION
  *	  src/schedlock.c
@@ -38,6 +38,7 @@
 #include "cron_pg.h"
 #include "database_ddl.h"
 #include "job_roles.h"
+#include "kept_query.h"
 #include "launcher.h"
 #include "lock_session.h"
 #include "lease_shmem.h"
@@ -47,6 +48,7 @@
 #include "sched_shmem.h"
 #include "schedlock.h"
 #include "subxact.h"
+#include "table_guard.h"
 
 PG_MODULE_MAGIC;
 
@@ -59,11 +61,14 @@ int			schedlock_workers = 2;
 /* Job backends of one database at once (schedlock.max_workers). */
 int			schedlock_max_workers = 4;
 
-/* Job backends of one role in a database at once (0: no limit). */
+/* Job backends of one role in the cluster at once (0: no limit). */
 int			schedlock_max_runs_per_role = 3;
 
-/* Job backends and housekeepers of the cluster at once. */
+/* Job backends of the cluster at once. */
 int			schedlock_max_job_backends = 4;
+
+/* Housekeepers of the cluster at once, apart from the job backends. */
+int			schedlock_max_housekeepers = 1;
 
 /* How long an idle job backend stays, in ms. */
 int			schedlock_job_backend_idle_timeout = 30000;
@@ -225,6 +230,9 @@ sl_process_utility(PlannedStmt *pstmt, const char *queryString,
 		return;
 	}
 
+	/* LOCK TABLE, REINDEX, CLUSTER of schedlock's tables (table_guard.c) */
+	schedlock_table_guard_utility(parsetree);
+
 	/* COPY ... FROM into schedlock.lock_state (lock_watch.c) */
 	if (IsA(parsetree, CopyStmt))
 		schedlock_lock_watch_copy(parsetree);
@@ -335,6 +343,19 @@ _PG_init(void)
 							NULL,
 							NULL);
 
+	DefineCustomIntVariable("schedlock.bookkeeping_lock_timeout",
+							"How long a statement of the scheduler's own processes waits for a lock before it gives up.",
+							"The job backends' and housekeepers' statements on schedlock's tables, and the job functions in a session whose lock_timeout is longer or unset: the statement fails with 55P03, which charges no job; a job backend leaves and its queue is tried again later.",
+							&schedlock_bookkeeping_lock_timeout,
+							5000,
+							1,
+							INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL,
+							NULL,
+							NULL);
+
 	DefineCustomIntVariable("schedlock.workers",
 							"Ignored: the job backends are started on demand.",
 							"Kept so that configurations of release 1.1 load; see schedlock.max_job_backends.",
@@ -342,6 +363,19 @@ _PG_init(void)
 							2,
 							1,
 							SCHEDLOCK_MAX_WORKERS_PER_DB,
+							PGC_SIGHUP,
+							0,
+							NULL,
+							NULL,
+							NULL);
+
+	DefineCustomIntVariable("schedlock.max_housekeepers",
+							"Largest number of housekeepers of the cluster at once.",
+							"Housekeepers (one database's housekeeping pass each) have a budget of their own, apart from schedlock.max_job_backends: they never make a job backend leave.",
+							&schedlock_max_housekeepers,
+							1,
+							1,
+							MAX_BACKENDS,
 							PGC_SIGHUP,
 							0,
 							NULL,
@@ -362,7 +396,7 @@ _PG_init(void)
 							NULL);
 
 	DefineCustomIntVariable("schedlock.max_runs_per_role",
-							"Largest number of job backends of one role in a database at once.",
+							"Largest number of job backends of one role in the whole cluster at once.",
 							"Each backend runs one job at a time. 0 means no limit but the others.",
 							&schedlock_max_runs_per_role,
 							3,
@@ -506,6 +540,9 @@ _PG_init(void)
 	/* writes to the lock table made by SQL (lock_watch.c) */
 	schedlock_prev_ExecutorStart = ExecutorStart_hook;
 	ExecutorStart_hook = schedlock_lock_watch_executor_start;
+	/* writes and row locks on schedlock's tables (table_guard.c) */
+	schedlock_prev_ExecutorCheckPerms = ExecutorCheckPerms_hook;
+	ExecutorCheckPerms_hook = schedlock_table_guard_check_perms;
 	/* DROP ROLE, DROP OWNED, REASSIGN OWNED and jobs' roles (job_roles.c) */
 	schedlock_prev_object_access_hook = object_access_hook;
 	object_access_hook = schedlock_roles_object_access;

@@ -51,6 +51,7 @@
 extern char *schedlock_timezone;
 extern int	schedlock_workers;
 extern int	schedlock_max_workers;
+extern int	schedlock_max_housekeepers;
 extern int	schedlock_max_runs_per_role;	/* 0: no limit */
 extern int	schedlock_max_job_backends;
 extern int	schedlock_job_backend_idle_timeout; /* ms */

@@ -22,6 +22,9 @@
 #define SCHEDLOCK_COMPAT_H
 
 #include "catalog/pg_database.h"
+#include "miscadmin.h"
+#include "nodes/bitmapset.h"
+#include "nodes/parsenodes.h"
 #include "pgstat.h"
 #include "storage/lock.h"
 #include "tcop/pquery.h"
@@ -45,6 +48,18 @@
 #else
 #define schedlock_database_ownercheck(dboid, roleid) \
 	pg_database_ownercheck((dboid), (roleid))
+#endif
+
+/*
+ * schedlock_am_background_worker()
+ *		Whether this process is a background worker (the launcher, a job
+ *		backend or a housekeeper).  PostgreSQL 17 replaced the
+ *		IsBackgroundWorker variable by AmBackgroundWorkerProcess().
+ */
+#if PG_VERSION_NUM >= 170000
+#define schedlock_am_background_worker()	AmBackgroundWorkerProcess()
+#else
+#define schedlock_am_background_worker()	(IsBackgroundWorker)
 #endif
 
 /*
@@ -189,5 +204,55 @@ schedlock_wait_event_start_wave(void)
 #else
 #define SCHEDLOCK_MY_LXID	(MyProc->lxid)
 #endif
+
+/*
+ * The executor's permission check (ExecutorCheckPerms_hook): PostgreSQL 16
+ * moved what a statement asks of each relation from its range table
+ * entries to a list of RTEPermissionInfo, passed beside the range table.
+ * A hook is declared with SCHEDLOCK_PERMS_HOOK_PARAMS, walks
+ * SCHEDLOCK_PERMS_HOOK_LIST, and passes SCHEDLOCK_PERMS_HOOK_ARGS on.
+ * schedlock_perm_entry(entry, &relid, &perms, &checkasuser) reads one
+ * entry (false for an entry that is not a relation's);
+ * schedlock_perm_entry_writes(entry, perms) says whether the statement
+ * changes the relation's rows (INSERT, DELETE, or UPDATE of columns),
+ * rather than only locking them (a row-locking clause asks for UPDATE and
+ * names no column).
+ */
+#if PG_VERSION_NUM >= 160000
+#define SCHEDLOCK_PERMS_HOOK_PARAMS \
+	List *rangeTable, List *rtePermInfos, bool ereport_on_violation
+#define SCHEDLOCK_PERMS_HOOK_ARGS rangeTable, rtePermInfos, ereport_on_violation
+#define SCHEDLOCK_PERMS_HOOK_LIST rtePermInfos
+typedef RTEPermissionInfo SchedlockPermEntry;
+#else
+#define SCHEDLOCK_PERMS_HOOK_PARAMS List *rangeTable, bool ereport_on_violation
+#define SCHEDLOCK_PERMS_HOOK_ARGS rangeTable, ereport_on_violation
+#define SCHEDLOCK_PERMS_HOOK_LIST rangeTable
+typedef RangeTblEntry SchedlockPermEntry;
+#endif
+
+static inline bool
+schedlock_perm_entry(void *entry, Oid *relid, AclMode *perms, Oid *checkasuser)
+{
+	SchedlockPermEntry *e = (SchedlockPermEntry *) entry;
+
+#if PG_VERSION_NUM < 160000
+	if (e->rtekind != RTE_RELATION)
+		return false;
+#endif
+	*relid = e->relid;
+	*perms = e->requiredPerms;
+	*checkasuser = e->checkAsUser;
+	return OidIsValid(e->relid);
+}
+
+static inline bool
+schedlock_perm_entry_writes(void *entry, AclMode perms)
+{
+	SchedlockPermEntry *e = (SchedlockPermEntry *) entry;
+
+	return (perms & (ACL_INSERT | ACL_DELETE)) != 0 ||
+		!bms_is_empty(e->updatedCols);
+}
 
 #endif							/* SCHEDLOCK_COMPAT_H */

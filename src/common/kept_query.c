@@ -58,13 +58,68 @@
 
 #include "access/xact.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "pgstat.h"
+#include "storage/proc.h"
 #include "utils/guc.h"
 #include "utils/snapmgr.h"
 
+#include "compat.h"
 #include "kept_query.h"
 #include "subxact.h"
+
+/*
+ * The lock waits of the scheduler's own statements.  In a job backend or a
+ * housekeeper, schedlock's statements wait for a lock at most
+ * schedlock.bookkeeping_lock_timeout, so that a lock another session holds
+ * on schedlock's tables or on a job's row makes the statement fail (55P03,
+ * which charges no job: quarantine.c) instead of waiting without end; a
+ * job's own command waits as its role's lock_timeout says.  The bound is
+ * PostgreSQL's lock_timeout variable itself, set while the scheduler's
+ * statements run and put back to the session's value before a command
+ * runs (schedlock_bookkeeping_locks_end): not through the GUC machinery,
+ * because a non-atomic command commits transactions of its own, which
+ * would undo a GUC nest level opened around it.  The GUC machinery writes
+ * the variable only when the command sets or resets lock_timeout, at
+ * times when it holds the session's value.  bounded tells whether the
+ * variable holds the bound now (it stays so through an error, and the
+ * session's value is kept in session_lock_timeout).
+ */
+int			schedlock_bookkeeping_lock_timeout = 5000;
+static bool bounded = false;
+static int	session_lock_timeout = 0;
+
+/*
+ * schedlock_bookkeeping_locks_begin
+ *		From now on, in a background process, bound lock waits by
+ *		schedlock.bookkeeping_lock_timeout (see above).  Idempotent.
+ */
+void
+schedlock_bookkeeping_locks_begin(void)
+{
+	if (!schedlock_am_background_worker())
+		return;
+	if (!bounded)
+	{
+		session_lock_timeout = LockTimeout;
+		bounded = true;
+	}
+	LockTimeout = schedlock_bookkeeping_lock_timeout;
+}
+
+/*
+ * schedlock_bookkeeping_locks_end
+ *		Before a job's command: lock waits as the session says again.
+ */
+void
+schedlock_bookkeeping_locks_end(void)
+{
+	if (!bounded)
+		return;
+	LockTimeout = session_lock_timeout;
+	bounded = false;
+}
 
 /*
  * schedlock_bookkeeping_tx_begin
@@ -79,6 +134,7 @@
 void
 schedlock_bookkeeping_tx_begin(const char *activity)
 {
+	schedlock_bookkeeping_locks_begin();
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	XactReadOnly = false;
@@ -154,7 +210,8 @@ execute_apart(SPIPlanPtr plan, Datum *values, const char *nulls, long count)
  *		keeping its plan first if this backend has not yet.  The statement
  *		is prepared and run with the trusted search_path (so its plan is
  *		made, and kept valid, for that path only), enable_seqscan off and
- *		jit off.
+ *		jit off (in a background process of the scheduler, its lock waits
+ *		are bounded: see schedlock_bookkeeping_locks_begin).
  *		Caller is connected to SPI; returns what SPI_execute_plan returns.
  */
 int

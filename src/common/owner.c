@@ -16,9 +16,12 @@
 #include "access/table.h"
 #include "catalog/pg_extension.h"
 #include "miscadmin.h"
+#include "storage/proc.h"
+#include "utils/guc.h"
 #include "utils/fmgroids.h"
 #include "utils/rel.h"
 
+#include "compat.h"
 #include "kept_query.h"
 #include "owner.h"
 
@@ -58,8 +61,14 @@ schedlock_extension_owner(void)
  *		Switch to the extension owner for writing the scheduler's tables,
  *		and back.  In between, search_path is "pg_catalog, pg_temp" (a GUC
  *		nest level of schedlock_trusted_path_begin), whatever the caller
- *		set: the caller chooses nothing but argument values.  An error in
- *		between is undone by the (sub)transaction abort.
+ *		set: the caller chooses nothing but argument values.  In a user's
+ *		session (the SQL API: unschedule_job, alter_job, ...), lock waits
+ *		are bounded there too, by schedlock.bookkeeping_lock_timeout unless
+ *		the session's lock_timeout is shorter, so that a call never waits
+ *		without end behind a lock on schedlock's tables or a job's row: it
+ *		fails with 55P03 and changes nothing.  (The scheduler's processes
+ *		bound theirs themselves: see kept_query.c.)  An error in between is
+ *		undone by the (sub)transaction abort.
  */
 void
 schedlock_begin_as_owner(Oid *save_uid, int *save_sec, int *save_nestlevel)
@@ -68,6 +77,17 @@ schedlock_begin_as_owner(Oid *save_uid, int *save_sec, int *save_nestlevel)
 
 	GetUserIdAndSecContext(save_uid, save_sec);
 	*save_nestlevel = schedlock_trusted_path_begin();
+	if (!schedlock_am_background_worker() &&
+		(LockTimeout == 0 || LockTimeout > schedlock_bookkeeping_lock_timeout))
+	{
+		char		timeout[32];
+
+		snprintf(timeout, sizeof(timeout), "%d",
+				 schedlock_bookkeeping_lock_timeout);
+		(void) set_config_option("lock_timeout", timeout, PGC_SUSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
+								 false);
+	}
 	SetUserIdAndSecContext(owner, *save_sec | SECURITY_LOCAL_USERID_CHANGE);
 }
 

@@ -20,6 +20,7 @@
 #include "utils/timestamp.h"
 
 #include "budget.h"
+#include "kept_query.h"
 #include "sched_shmem.h"
 #include "schedlock.h"
 
@@ -75,6 +76,24 @@ schedlock_budget_warn_wait(SchedlockQueue *q, SchedlockDatabase *db,
 							   schedlock_max_workers),
 					 errhint("Raise schedlock.max_workers.")));
 			break;
+		case SCHEDLOCK_WAIT_ROLE_CAP:
+			ereport(WARNING,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("schedlock jobs in database \"%s\" wait for a job backend",
+							NameStr(db->dbname)),
+					 errdetail("Their role has schedlock.max_runs_per_role (%d) job backends in the cluster.",
+							   schedlock_max_runs_per_role),
+					 errhint("Raise schedlock.max_runs_per_role, keeping it below schedlock.max_job_backends.")));
+			break;
+		case SCHEDLOCK_WAIT_LOCKED:
+			ereport(WARNING,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("schedlock jobs in database \"%s\" wait: their job backend could not get a lock",
+							NameStr(db->dbname)),
+					 errdetail("Another session holds a lock on schedlock's tables or on a job's row for longer than schedlock.bookkeeping_lock_timeout (%d ms); the backend left and is started again every few seconds.",
+							   schedlock_bookkeeping_lock_timeout),
+					 errhint("Look in pg_locks for the session that holds it.")));
+			break;
 		case SCHEDLOCK_WAIT_PROCESSES:
 			ereport(WARNING,
 					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -113,15 +132,54 @@ schedlock_budget_set_wait(SchedlockQueue *q, SchedlockWait wait,
 }
 
 /*
+ * schedlock_budget_role_backends
+ *		The job backends of role in the whole cluster: its reserved slots,
+ *		as the budget counts them (starting ones included, those asked to
+ *		leave too: they run their current job first, and one that ended
+ *		until the launcher frees its slot), so that they add up with its
+ *		queues' nbackends.  What schedlock.max_runs_per_role caps: a role is
+ *		the cluster's, not a database's.  Caller holds the lock.
+ */
+int
+schedlock_budget_role_backends(Oid role)
+{
+	int			n = 0;
+	int			i;
+
+	for (i = 0; i < schedlock_shared->nslots; i++)
+	{
+		SchedlockBackendSlot *slot = &schedlock_shared->slots[i];
+
+		if (slot->in_use &&
+			slot->kind == SCHEDLOCK_BACKEND_JOBS && slot->role == role)
+			n++;
+	}
+	return n;
+}
+
+/*
+ * schedlock_budget_role_at_cap
+ *		Whether role has its schedlock.max_runs_per_role job backends in the
+ *		cluster.  Caller holds the lock.
+ */
+bool
+schedlock_budget_role_at_cap(Oid role)
+{
+	return schedlock_max_runs_per_role > 0 &&
+		schedlock_budget_role_backends(role) >= schedlock_max_runs_per_role;
+}
+
+/*
  * schedlock_budget_make_room
- *		The budget (of the cluster, or of database dboid when valid) is
- *		spent and 'needed' queues wait: ask that many backends (of that
- *		database) to leave (see the file header).  Returns in how many ms to look
- *		again when a busy backend has not had its turn yet (-1: no need).
- *		Caller holds the lock exclusively.
+ *		The budget (of the cluster; of database dboid when valid; of role
+ *		when valid, its schedlock.max_runs_per_role) is spent and 'needed'
+ *		queues wait: ask that many backends (of that database, of that
+ *		role) to leave (see the file header).  Returns in how many ms to
+ *		look again when a busy backend has not had its turn yet (-1: no
+ *		need).  Caller holds the lock exclusively.
  */
 long
-schedlock_budget_make_room(int needed, Oid dboid, TimestampTz now)
+schedlock_budget_make_room(int needed, Oid dboid, Oid role, TimestampTz now)
 {
 	Latch	   *latches[64];
 	int			nlatches = 0;
@@ -136,11 +194,12 @@ schedlock_budget_make_room(int needed, Oid dboid, TimestampTz now)
 
 		if (!slot->in_use || slot->kind != SCHEDLOCK_BACKEND_JOBS ||
 			!slot->idle || slot->yield ||
-			(OidIsValid(dboid) && slot->dboid != dboid))
+			(OidIsValid(dboid) && slot->dboid != dboid) ||
+			(OidIsValid(role) && slot->role != role))
 			continue;
 		q = schedlock_find_queue(slot->dboid, slot->role, false);
 		if (q != NULL &&
-			q->due_at <= TimestampTzPlusMilliseconds(now, SCHEDLOCK_START_LEAD_MS +
+			q->due_at <= TimestampTzPlusMilliseconds(now, schedlock_start_lead_ms() +
 													 q->lead_ms))
 			continue;
 		slot->yield = true;
@@ -152,7 +211,8 @@ schedlock_budget_make_room(int needed, Oid dboid, TimestampTz now)
 	for (i = 0; i < schedlock_shared->nslots; i++)
 		if (schedlock_shared->slots[i].in_use &&
 			schedlock_shared->slots[i].yield &&
-			(!OidIsValid(dboid) || schedlock_shared->slots[i].dboid == dboid))
+			(!OidIsValid(dboid) || schedlock_shared->slots[i].dboid == dboid) &&
+			(!OidIsValid(role) || schedlock_shared->slots[i].role == role))
 			needed--;
 	while (needed > 0)
 	{
@@ -166,7 +226,8 @@ schedlock_budget_make_room(int needed, Oid dboid, TimestampTz now)
 			int			n;
 
 			if (!slot->in_use || slot->kind != SCHEDLOCK_BACKEND_JOBS ||
-				slot->yield || (OidIsValid(dboid) && slot->dboid != dboid))
+				slot->yield || (OidIsValid(dboid) && slot->dboid != dboid) ||
+				(OidIsValid(role) && slot->role != role))
 				continue;
 			if (!TimestampDifferenceExceeds(slot->reserved_at, now,
 											SCHEDLOCK_TURN_MS))

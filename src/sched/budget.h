@@ -22,7 +22,9 @@ extern long schedlock_budget_warn_wait(SchedlockQueue *q,
 									   TimestampTz now);
 extern void schedlock_budget_set_wait(SchedlockQueue *q, SchedlockWait wait,
 									  TimestampTz now);
-extern long schedlock_budget_make_room(int needed, Oid dboid,
+extern int	schedlock_budget_role_backends(Oid role);
+extern bool schedlock_budget_role_at_cap(Oid role);
+extern long schedlock_budget_make_room(int needed, Oid dboid, Oid role,
 									   TimestampTz now);
 extern void schedlock_budget_watch_busy(SchedlockQueue *q, bool watched);
 extern bool schedlock_budget_all_busy(SchedlockQueue *q, TimestampTz now,

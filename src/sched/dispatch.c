@@ -65,6 +65,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/timeout.h"
 #include "utils/timestamp.h"
 
 #include "claim_plan.h"
@@ -80,6 +81,7 @@
 #include "schedlock.h"
 #include "startwave.h"
 #include "subxact.h"
+#include "trusted_path.h"
 
 
 /*
@@ -149,13 +151,17 @@ static volatile sig_atomic_t job_cancel_allowed = false;
  *		Publish the job this backend runs now (0: none), for job_status and
  *		for telling its run from a lost one (schedlock.job_worker_pid), and
  *		start, the instant its command starts: a run claimed ahead counts as
- *		busy from then, not while it waits for it.  Set before the run's
- *		"running" row can commit, cleared after its outcome has.
+ *		busy from then, not while it waits for it; and plan, the slot and
+ *		attempt it runs (for a backend that ends in the middle of the run,
+ *		schedlock_note_died_run).  Set before the run's "running" row can
+ *		commit, cleared after its outcome has.
  */
 static void
-set_running_job(int64 job_id, TimestampTz start)
+set_running_job(int64 job_id, const ClaimPlan *plan, TimestampTz start)
 {
-	schedlock_set_running(schedlock_my_slot, job_id, start);
+	schedlock_set_running(schedlock_my_slot, job_id,
+						  plan ? plan->scheduled_for : 0,
+						  plan ? plan->attempt : 0, start);
 }
 
 /*
@@ -216,12 +222,16 @@ report_job_activity(const ClaimedJob *job)
  *		SIGINT handler (pg_cancel_backend, and the statement timeout that
  *		bounds a job): cancels the job's statement while one runs, as
  *		StatementCancelHandler does; otherwise does nothing.  A cancel
- *		processed in the backend's own statements would end its pass.
+ *		processed in the backend's own statements would end its pass.  The
+ *		one exception is the lock timeout of those statements
+ *		(schedlock.bookkeeping_lock_timeout): PostgreSQL ends a lock wait
+ *		that timed out by signalling SIGINT to itself, and that must end
+ *		the statement (55P03) rather than be dropped, or the wait goes on.
  */
 void
 schedlock_job_sigint(SIGNAL_ARGS)
 {
-	if (job_cancel_allowed)
+	if (job_cancel_allowed || get_timeout_indicator(LOCK_TIMEOUT, false))
 		StatementCancelHandler(postgres_signal_arg);
 }
 
@@ -235,6 +245,8 @@ job_cancel_begin(void)
 {
 	QueryCancelPending = false;
 	job_cancel_allowed = true;
+	/* the command waits for locks as its role's lock_timeout says */
+	schedlock_bookkeeping_locks_end();
 }
 
 static void
@@ -242,6 +254,7 @@ job_cancel_end(void)
 {
 	job_cancel_allowed = false;
 	QueryCancelPending = false;
+	schedlock_bookkeeping_locks_begin();
 }
 
 /*
@@ -249,7 +262,9 @@ job_cancel_end(void)
  *		Switch a job backend to the extension owner, in a security-restricted
  *		operation, for its own statements on the scheduler's tables; and
  *		back to its role.  The housekeeper is a superuser and stays so.  A
- *		transaction abort switches back by itself.
+ *		transaction abort switches back by itself.  (The bound on their lock
+ *		waits is set where a bookkeeping transaction begins and where a
+ *		job's command ends: schedlock_bookkeeping_tx_begin, job_cancel_end.)
  */
 static void
 begin_bookkeeping(void)
@@ -483,14 +498,44 @@ claim_job(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
 /*
  * job_error
  *		The verdict on a claimed job before it runs: the role check's
- *		(schedlock_check_job_role), or the housekeeper's start_error for a
+ *		(schedlock_check_job_role), the approval's of a job that runs as
+ *		another role (schedlock_check_job_approval), a failure for a slot
+ *		whose last attempt ended with its backend (schedlock_take_died_run),
+ *		or the housekeeper's start_error for a
  *		role whose backend could not start; NULL when it may run.
  */
 static ErrorData *
-job_error(ClaimedJob *job, const char *start_error)
+job_error(ClaimedJob *job, const ClaimPlan *plan, const char *start_error)
 {
 	ErrorData  *error = schedlock_check_job_role(job->owner, job->run_as,
 												 schedlock_run_cxt);
+
+	if (error == NULL)
+		error = schedlock_check_job_approval(job->job_id, job->job_name,
+											 job->owner, job->run_as,
+											 schedlock_run_cxt);
+	/* an SQL job resolves names only in schemas trusted for its role */
+	if (error == NULL && job->command != NULL)
+		job->search_path =
+			schedlock_trusted_search_path(job->job_id, job->job_name,
+										  job->search_path,
+										  OidIsValid(job->run_as) ?
+										  job->run_as : job->owner,
+										  schedlock_run_cxt);
+	if (error == NULL && job->command != NULL &&
+		schedlock_take_died_run(MyDatabaseId, job->job_id,
+								plan->scheduled_for, plan->attempt))
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(schedlock_run_cxt);
+
+		error = palloc0(sizeof(ErrorData));
+		error->elevel = ERROR;
+		error->sqlerrcode = ERRCODE_ADMIN_SHUTDOWN;
+		error->message = pstrdup("the job's backend ended while this run's command ran");
+		error->detail = pstrdup("Its transaction was rolled back with the command, so the run was not recorded then; it is recorded failed now instead of running the command again. A command that ends its own backend (pg_terminate_backend(pg_backend_pid())) ends this way at every run.");
+		error->assoc_context = schedlock_run_cxt;
+		MemoryContextSwitchTo(oldcxt);
+	}
 
 	if (error == NULL && start_error != NULL)
 	{
@@ -587,7 +632,7 @@ claim_ahead(Oid role, ClaimPosition *pos, TimestampTz start,
 										 0, false);
 		if (r->run_id == 0)
 			continue;
-		r->error = job_error(&r->job, start_error);
+		r->error = job_error(&r->job, &r->plan, start_error);
 		r->result_status = MemoryContextAlloc(schedlock_run_cxt,
 											  SCHEDLOCK_RESULT_STATUS_LEN);
 		r->notices = NULL;
@@ -645,7 +690,7 @@ run_ahead(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 		SchedlockEndedRun *e = &ended[i + 1];
 
 		schedlock_dispatch_blame(r->job.job_id);
-		set_running_job(r->job.job_id, 0);
+		set_running_job(r->job.job_id, &r->plan, 0);
 		e->started_at = GetCurrentTimestamp();
 		run_in_subxact(&r->job, &r->plan, r->run_id, &r->error,
 					   r->result_status, &r->notices);
@@ -808,21 +853,21 @@ dispatch_batch(Oid role, ClaimPosition *pos, const char *start_error, int n)
 											  false);
 				if (run_id == 0)
 					continue;
-				set_running_job(job->job_id, start);
+				set_running_job(job->job_id, plan, start);
 				run_atomic(job, plan, run_id, start,
-						   job_error(job, start_error), false);
-				set_running_job(0, 0);
+						   job_error(job, plan, start_error), false);
+				set_running_job(0, NULL, 0);
 				continue;
 			}
 			start = schedlock_defer_plan(plan, run_ids[i], began);
-			error = job_error(job, start_error);
+			error = job_error(job, plan, start_error);
 			result_status = MemoryContextAlloc(schedlock_run_cxt,
 											   SCHEDLOCK_RESULT_STATUS_LEN);
-			set_running_job(job->job_id, start);
+			set_running_job(job->job_id, plan, start);
 			wait_until(start);
 			run_in_subxact(job, plan, plan->run_id, &error, result_status,
 						   &notices);
-			set_running_job(0, 0);
+			set_running_job(0, NULL, 0);
 			r = &ended[nended++];
 			r->job = job;
 			r->plan = plan;
@@ -890,7 +935,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 	}
 
 	/* a job whose role cannot log in does not run: its run fails */
-	error = job_error(&job, start_error);
+	error = job_error(&job, &plan, start_error);
 
 	if (job.channel != NULL)
 	{
@@ -910,9 +955,9 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 	 */
 	if (plan.deferred)
 	{
-		set_running_job(job.job_id, start);
+		set_running_job(job.job_id, &plan, start);
 		run_atomic(&job, &plan, plan.run_id, start, error, false);
-		set_running_job(0, 0);
+		set_running_job(0, NULL, 0);
 		dispatch_batch(role, pos, start_error, 1);
 		schedlock_worker_end_tx();
 		if (schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS)
@@ -927,7 +972,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 		schedlock_worker_end_tx();
 		return true;
 	}
-	set_running_job(job.job_id, start);
+	set_running_job(job.job_id, &plan, start);
 	toplevel = !job.atomic && error == NULL;
 	if (!toplevel)
 	{
@@ -958,7 +1003,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 			run_ahead(&job, &plan, run_id, start, error, ahead, nahead);
 		else
 			run_atomic(&job, &plan, run_id, start, error, false);
-		set_running_job(0, 0);
+		set_running_job(0, NULL, 0);
 		dispatch_batch(role, pos, start_error, 1 + nahead);
 		schedlock_worker_end_tx();
 		if (nahead > 0)
@@ -970,7 +1015,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 		schedlock_worker_end_tx();
 		run_toplevel(&job, &plan, run_id, start, error);
 	}
-	set_running_job(0, 0);
+	set_running_job(0, NULL, 0);
 	if (schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS)
 		schedlock_exec_after_run(toplevel);
 	return true;
@@ -1031,19 +1076,23 @@ schedlock_dispatch_due(Oid role, const char *start_error, bool *more)
  * schedlock_worker_recover_error
  *		After an error that reached the sigsetjmp of a job backend's or
  *		housekeeper's entry point: log it, abort the transaction and charge
- *		the job being handled (quarantine.c), and forget the run.
+ *		the job being handled (quarantine.c), and forget the run.  Returns
+ *		the error's SQLSTATE.
  */
-void
+int
 schedlock_worker_recover_error(void)
 {
+	int			sqlerrcode;
+
 	/* a capture is never left on (run_command.c ends it on every way out) */
 	schedlock_capture_abort();
 	schedlock_wave_leave();
-	schedlock_worker_recover(schedlock_run_cxt);
+	sqlerrcode = schedlock_worker_recover(schedlock_run_cxt);
 	job_cancel_end();
-	set_running_job(0, 0);
+	set_running_job(0, NULL, 0);
 	/* runs claimed ahead and not recorded are lost ones now */
 	if (schedlock_my_slot != NULL && schedlock_my_slot->nahead != 0)
 		schedlock_set_ahead(schedlock_my_slot, NULL, 0);
+	return sqlerrcode;
 }
 

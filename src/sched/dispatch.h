@@ -54,6 +54,6 @@ extern void schedlock_worker_begin_tx(const char *activity);
 extern void schedlock_worker_end_tx(void);
 extern int	schedlock_dispatch_due(Oid role, const char *start_error,
 								  bool *more);
-extern void schedlock_worker_recover_error(void);
+extern int	schedlock_worker_recover_error(void);
 
 #endif							/* SCHEDLOCK_DISPATCH_H */

@@ -81,12 +81,14 @@ PG_FUNCTION_INFO_V1(schedlock_unschedule_job);
 PG_FUNCTION_INFO_V1(schedlock_unschedule_job_id);
 PG_FUNCTION_INFO_V1(schedlock_run_job);
 PG_FUNCTION_INFO_V1(schedlock_schedule_once);
+PG_FUNCTION_INFO_V1(schedlock_delete_runs);
 
 PGDLLEXPORT Datum schedlock_schedule_job(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_alter_job(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_unschedule_job(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_run_job(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_schedule_once(PG_FUNCTION_ARGS);
+PGDLLEXPORT Datum schedlock_delete_runs(PG_FUNCTION_ARGS);
 
 /* Argument positions shared by schedule_job and alter_job. */
 enum
@@ -269,6 +271,18 @@ check_writable(const char *fname)
 }
 
 /*
+ * approver_of
+ *		The role whose write of a job approves what it runs as another role
+ *		(schedlock_job_written): the caller when it is a superuser, else
+ *		none, and the job keeps the approval it had.
+ */
+static Oid
+approver_of(Oid caller)
+{
+	return superuser_arg(caller) ? caller : InvalidOid;
+}
+
+/*
  * upsert_job
  *		Write the caller's job job_name with the checked definition def:
  *		insert it, or replace the definition of the caller's job of that
@@ -305,7 +319,7 @@ upsert_job(const char *job_name, Oid caller, const JobDef *def, bool reboot,
 								   &next_run_at) != written ||
 		(written && next_run_at != slot))
 		schedlock_recompute_next_run(job_id, now);
-	schedlock_job_written(job_id, search_path);
+	schedlock_job_written(job_id, search_path, approver_of(caller));
 	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
 	SPI_finish();
 
@@ -479,15 +493,18 @@ same_text(const char *a, const char *b)
 
 /*
  * check_run_as_change
- *		Refuse (42501) a change by a non-superuser to what a job runs while
- *		the job runs as a role other than its owner: its command, schedule,
- *		time zone, notify_channel, payload or atomic.  A superuser chose
- *		run_as for the job as it was; a change that also clears run_as
- *		(def->run_as invalid) is the owner's own business.
+ *		Refuse (42501) a change by a non-superuser to what a job runs or
+ *		resolves while the job runs as a role other than its owner: its
+ *		command, schedule, time zone, notify_channel, payload, atomic or
+ *		search_path (search_path_changed).  A superuser approved run_as for
+ *		the job as it was; a change that also clears run_as (def->run_as
+ *		invalid) is the owner's own business.  The job backend checks the
+ *		same before every run (schedlock_check_job_approval), whatever path
+ *		the change took.
  */
 static void
 check_run_as_change(const char *job_name, Oid owner, const JobDef *old,
-					const JobDef *def)
+					const JobDef *def, bool search_path_changed)
 {
 	bool		changed;
 	const char *run_as_name;
@@ -495,7 +512,8 @@ check_run_as_change(const char *job_name, Oid owner, const JobDef *old,
 	if (!OidIsValid(old->run_as) || old->run_as == owner ||
 		!OidIsValid(def->run_as) || superuser())
 		return;
-	changed = !same_text(def->command, old->command) ||
+	changed = search_path_changed ||
+		!same_text(def->command, old->command) ||
 		!same_text(def->schedule, old->schedule) ||
 		!same_text(def->timezone, old->timezone) ||
 		!same_text(def->channel, old->channel) ||
@@ -509,7 +527,7 @@ check_run_as_change(const char *job_name, Oid owner, const JobDef *old,
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 			 errmsg("permission denied to change job \"%s\"", job_name),
-			 errdetail("A superuser made the job run as role \"%s\"; only a superuser may change the command, schedule, time zone, notify_channel, payload or atomic of a job that runs as another role.",
+			 errdetail("A superuser made the job run as role \"%s\"; only a superuser may change the command, schedule, time zone, notify_channel, payload, atomic or search_path of a job that runs as another role.",
 					   run_as_name ? run_as_name : "?"),
 			 errhint("Ask a superuser to make the change, or first clear run_as with schedlock.alter_job(job_name => %s, run_as => %s), after which the job runs as its owner.",
 					 quote_literal_cstr(job_name),
@@ -549,6 +567,7 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 	int64		job_id;
 	Datum		d;
 	char	   *search_path = NULL;
+	char	   *old_search_path;
 	char	   *record_runs = NULL;
 
 	schedlock_check_job_api("schedlock.alter_job");
@@ -575,6 +594,11 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
 	job_id = schedlock_find_job(job_name, caller,
+					  schedlock_jobs_have_search_path() ?
+					  "schedule, command, notify_channel, payload, timezone, "
+					  "timeout, max_attempts, retry_delay, misfire, atomic, "
+					  "enabled, run_as::pg_catalog.oid, owner::pg_catalog.oid, "
+					  "search_path" :
 					  "schedule, command, notify_channel, payload, timezone, "
 					  "timeout, max_attempts, retry_delay, misfire, atomic, "
 					  "enabled, run_as::pg_catalog.oid, owner::pg_catalog.oid");
@@ -596,6 +620,7 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 	d = column_datum(13, &isnull);
 	def.run_as = isnull ? InvalidOid : DatumGetObjectId(d);
 	owner = DatumGetObjectId(column_datum(14, &isnull));
+	old_search_path = schedlock_jobs_have_search_path() ? column_text(15) : NULL;
 	old = def;
 
 	/* run_as is checked against the caller, not the extension owner */
@@ -612,7 +637,9 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 	}
 	schedlock_settle_atomic(job_name, &def,
 				  !PG_ARGISNULL(ARG_ATOMIC) && PG_GETARG_BOOL(ARG_ATOMIC));
-	check_run_as_change(job_name, owner, &old, &def);
+	check_run_as_change(job_name, owner, &old, &def,
+						search_path != NULL &&
+						!same_text(search_path, old_search_path));
 	schedlock_validate_job(job_name, &def, &sched);
 	if (!PG_ARGISNULL(ARG_TIMEZONE))
 		schedlock_cron_warn_numeric_timezone(def.timezone);
@@ -629,7 +656,7 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 						 schedlock_cron_is_reboot(&sched), reslot,
 						 reslot && has_slot, slot);
 	schedlock_recompute_next_run(job_id, now);
-	schedlock_job_written(job_id, search_path);
+	schedlock_job_written(job_id, search_path, approver_of(caller));
 	if (record_runs != NULL)
 		schedlock_set_record_runs(job_id,
 								  strcmp(record_runs, "default") == 0 ?
@@ -781,9 +808,48 @@ schedlock_run_job(PG_FUNCTION_ARGS)
 						 job_name)));
 	run_id = schedlock_queue_run(job_id, job_name, now);
 	schedlock_recompute_next_run(job_id, now);
-	schedlock_job_written(job_id, NULL);
+	schedlock_job_written(job_id, NULL, InvalidOid);
 	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
 	SPI_finish();
 
 	PG_RETURN_INT64(run_id);
+}
+
+/*
+ * schedlock_delete_runs
+ *		SQL: delete_runs(job_name, older_than) -> bigint
+ *
+ * Deletes the caller's runs that have ended (schedlock.history_retention
+ * prunes every role's; this keeps less): of one job when job_name is
+ * given, and only those older than older_than when it is given.  Runs
+ * still queued, pending or running stay, as the scheduler needs them.
+ * Returns how many it deleted.  Any role may call it: it reaches only the
+ * caller's own runs, which nothing else lets a role delete (table_guard.c).
+ */
+Datum
+schedlock_delete_runs(PG_FUNCTION_ARGS)
+{
+	char	   *job_name = PG_ARGISNULL(0) ? NULL :
+		text_to_cstring(PG_GETARG_TEXT_PP(0));
+	Interval   *older_than = PG_ARGISNULL(1) ? NULL : PG_GETARG_INTERVAL_P(1);
+	Oid			caller = GetUserId();
+	Oid			save_uid;
+	int			save_sec;
+	int			save_nestlevel;
+	uint64		deleted;
+
+	if (older_than != NULL &&
+		(older_than->time < 0 || older_than->day < 0 || older_than->month < 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("older_than must not be negative"),
+				 errhint("Give how old a run must be to go, such as older_than => '7 days'.")));
+	check_writable("schedlock.delete_runs");
+	SPI_connect();
+	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
+	deleted = schedlock_delete_ended_runs(caller, job_name, older_than,
+										  GetCurrentTransactionStartTimestamp());
+	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
+	SPI_finish();
+	PG_RETURN_INT64((int64) deleted);
 }

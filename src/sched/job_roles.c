@@ -754,3 +754,52 @@ schedlock_check_job_role(Oid owner, Oid run_as, MemoryContext cxt)
 		error = check_login(run_as, "run_as role", cxt);
 	return error;
 }
+
+/*
+ * schedlock_check_job_approval
+ *		Whether job job_id of owner, running as run_as (InvalidOid: the
+ *		owner), runs what a superuser approved (schedlock_approval_holds):
+ *		always for a job that runs as its owner.  If not, the job is paused
+ *		(disabled, with a stopped_reason saying who must approve it again)
+ *		and the error to record as the run's outcome (42501) is returned,
+ *		allocated in cxt; the command does not run.  Whatever changed the
+ *		job (the API, a direct write, a restore), it runs as run_as only as
+ *		approved.  On the tables of 1.2 (with approvals), as the extension
+ *		owner, in the transaction that claimed the job.
+ */
+ErrorData *
+schedlock_check_job_approval(int64 job_id, const char *job_name, Oid owner,
+							 Oid run_as, MemoryContext cxt)
+{
+	Oid			approver;
+	char	   *run_as_name;
+	char	   *reason;
+	ErrorData  *error;
+
+	if (!OidIsValid(run_as) || run_as == owner ||
+		!schedlock_jobs_have_search_path() ||
+		schedlock_approval_holds(job_id, &approver))
+		return NULL;
+	run_as_name = GetUserNameFromId(run_as, true);
+	reason = psprintf("unapproved: the job runs as role \"%s\", and %s; a superuser approves it again with schedlock.alter_job(job_name => %s, run_as => %s), or its owner clears run_as",
+					  run_as_name ? run_as_name : "?",
+					  !OidIsValid(approver) ? "no superuser approved that" :
+					  !superuser_arg(approver) ?
+					  psprintf("role \"%s\", which approved that, is no longer a superuser",
+							   GetUserNameFromId(approver, true) ?
+							   GetUserNameFromId(approver, true) : "?") :
+					  "it changed since a superuser approved that",
+					  quote_literal_cstr(job_name),
+					  quote_literal_cstr(run_as_name ? run_as_name : "?"));
+	schedlock_pause_job(job_id, reason);
+	error = role_error(cxt, ERRCODE_INSUFFICIENT_PRIVILEGE,
+					   psprintf("job \"%s\" was not run as role \"%s\": its approval does not cover it",
+								job_name, run_as_name ? run_as_name : "?"));
+	error->detail = MemoryContextStrdup(cxt, reason);
+	ereport(WARNING,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("schedlock paused job \"%s\" in database \"%s\"",
+					job_name, get_database_name(MyDatabaseId)),
+			 errdetail("%s", reason)));
+	return error;
+}

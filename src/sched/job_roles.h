@@ -23,5 +23,9 @@ extern void schedlock_owned_jobs(Node *parsetree);
 extern int64 schedlock_sync_job_roles(void);
 extern ErrorData *schedlock_check_job_role(Oid owner, Oid run_as,
 										   MemoryContext cxt);
+extern ErrorData *schedlock_check_job_approval(int64 job_id,
+											   const char *job_name,
+											   Oid owner, Oid run_as,
+											   MemoryContext cxt);
 
 #endif							/* SCHEDLOCK_JOB_ROLES_H */

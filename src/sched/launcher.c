@@ -2,8 +2,10 @@
  *
  * launcher.c
  *	  The scheduler's launcher: one background worker for the whole
- *	  cluster that starts job backends and housekeepers on demand, under
- *	  one budget (schedlock.max_job_backends) shared by every database.
+ *	  cluster that starts job backends and housekeepers on demand: job
+ *	  backends under one budget (schedlock.max_job_backends) shared by every
+ *	  database, housekeepers under one of their own
+ *	  (schedlock.max_housekeepers).
  *
  * The launcher connects to no database; it reads pg_database to learn
  * which databases exist.  It knows each database's queues from shared
@@ -20,29 +22,42 @@
  * @reboot jobs (once per server life, recorded in shared memory), and
  * publishes the queues.  An idle database holds no process.
  *
- * When a queue falls due (SCHEDLOCK_START_LEAD_MS ahead, so that the
+ * When a queue falls due (schedlock_start_lead_ms() ahead, so that the
  * backend is connected by the instant) and has no backend, the launcher
  * starts one, connected as the queue's role.  A backend that finds more
  * than one job due says so (backlog), and the launcher adds one, up to
- * schedlock.max_runs_per_role per queue and schedlock.max_workers per
- * database.  A backend also counts the SQL jobs due at its queue's next
- * instant (wanted): the launcher starts that many backends for the queue
- * before the instant, all at once, rather than one after another as each
- * finds a backlog once the jobs are due.  A backend stays while its role
- * has jobs coming, and leaves after schedlock.job_backend_idle_timeout
- * without any.
+ * schedlock.max_runs_per_role per role in the whole cluster (a role is
+ * the cluster's: its queues of every database count together) and
+ * schedlock.max_workers per database.  A backend also counts the SQL jobs
+ * due at its queue's next instant (wanted): the launcher starts that many
+ * backends for the queue before the instant, all at once, rather than one
+ * after another as each finds a backlog once the jobs are due.  A backend
+ * stays while its role has jobs coming, and leaves after
+ * schedlock.job_backend_idle_timeout without any.
+ *
+ * At most SCHEDLOCK_MAX_STARTING job backends start at once in the whole
+ * cluster: the launcher starts the next when one of them is ready for its
+ * first claim (see sched_shmem.h).
+ *
+ * Housekeepers have a budget of their own, schedlock.max_housekeepers at
+ * once, apart from the job backends': they are served first, and one
+ * waiting for that budget never has a job backend leave.
  *
  * The budget is shared fairly.  Queues waiting for a backend are served
- * in the order of their due time, housekeepers first.  When the budget is
+ * in the order of their due time.  When the budget is
  * spent and a queue waits, the launcher asks a backend to leave: an idle
  * one at once, else a busy one after its current job, taken from the queue
  * with the most backends and, among equals, the one that has had its turn
  * longest (at least SCHEDLOCK_TURN_MS).  So one role's or one database's
  * burst delays another's job by about one job's run time per backend,
- * not by the whole burst.  Whatever leaves jobs waiting -- the budget, a
- * database's cap, max_worker_processes, a role that cannot log in -- is
- * recorded in the queue (schedlock.job_status shows it) and logged once
- * per SCHEDLOCK_WAIT_WARN_EVERY_MS with the setting to raise.
+ * not by the whole burst.  A role at its schedlock.max_runs_per_role in the
+ * cluster gets no backend more, in any database, and no other role's
+ * backend leaves for it: its own backends make room for its queue of
+ * another database, in the same way.  Whatever leaves jobs waiting -- the
+ * budget, a database's cap, a role's cap, max_worker_processes, a role
+ * that cannot log in -- is recorded in the queue (schedlock.job_status
+ * shows it) and logged once per SCHEDLOCK_WAIT_WARN_EVERY_MS with the
+ * setting to raise.
  *
  * The launcher sleeps on its latch; it is woken by the postmaster when one
  * of its backends starts or stops (bgw_notify_pid), by probe requests and
@@ -92,6 +107,7 @@
 #include "utils/timestamp.h"
 
 #include "budget.h"
+#include "kept_query.h"
 #include "launcher.h"
 #include "sched_shmem.h"
 #include "schedlock.h"
@@ -102,6 +118,12 @@
 
 /* How long an adopted slot may wait for its backend to take it. */
 #define LAUNCHER_ADOPT_GRACE_MS		30000
+
+/*
+ * How soon the launcher looks again while starts are paced, should no
+ * starting backend wake it (one that exits before it is ready).
+ */
+#define LAUNCHER_PACED_RECHECK_MS	100
 
 /* How often pg_database is read again without being asked to. */
 #define LAUNCHER_SCAN_EVERY_MS		60000
@@ -381,6 +403,18 @@ reap_backends(TimestampTz now)
 					if (db != NULL)
 						db->housekeep = true;
 				}
+				else if (slot->left_locked)
+				{
+					/*
+					 * another session's lock stopped its bookkeeping: try
+					 * again after twice the lock timeout, at least 1 s, and
+					 * let other queues have the slot meanwhile
+					 */
+					q->retry_after =
+						TimestampTzPlusMilliseconds(now,
+													Max(1000L, 2L * schedlock_bookkeeping_lock_timeout));
+					schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_LOCKED, now);
+				}
 			}
 		}
 		memset(slot, 0, sizeof(SchedlockBackendSlot));
@@ -422,6 +456,7 @@ start_backend(SchedlockBackendKind kind, SchedlockDatabase *db, Oid role)
 			slot->role = role;
 			slot->probes_seen = db->probes;
 			slot->generation = generation = ++schedlock_shared->next_generation;
+			slot->reloads_seen = schedlock_shared->reloads;
 			slot->reserved_at = GetCurrentTimestamp();
 			slotno = i;
 			break;
@@ -511,7 +546,8 @@ recheck_within(long *recheck, long ms)
  *		started one.  Caller does not hold the lock.
  */
 static bool
-serve_want(Want *w, TimestampTz now, int *used, int *waiting, long *recheck)
+serve_want(Want *w, TimestampTz now, int *used, int *keepers, int *waiting,
+		   long *recheck)
 {
 	SchedlockDatabase *db = &schedlock_shared->dbs[w->db];
 	SchedlockQueue *q = w->queue >= 0 ? &schedlock_shared->queues[w->queue] : NULL;
@@ -525,16 +561,44 @@ serve_want(Want *w, TimestampTz now, int *used, int *waiting, long *recheck)
 			schedlock_shared->slots[j].dboid == db->dboid &&
 			schedlock_shared->slots[j].kind == SCHEDLOCK_BACKEND_JOBS)
 			in_db++;
-	if (*used >= schedlock_max_job_backends)
+
+	/*
+	 * The role's cap first: a role with schedlock.max_runs_per_role backends
+	 * in the cluster (in any databases) gets none more, so it neither counts
+	 * as waiting for the budget nor has another role's backend leave for it.
+	 * Only its own backends make room for it, in another database too.
+	 */
+	if (q != NULL && schedlock_budget_role_at_cap(q->role))
 	{
-		if (q != NULL && !w->growth)
+		if (!w->growth)
+		{
+			schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_ROLE_CAP, now);
+			recheck_within(recheck, schedlock_budget_warn_wait(q, db, now));
+			recheck_within(recheck,
+						   schedlock_budget_make_room(1, InvalidOid, q->role,
+													  now));
+		}
+		LWLockRelease(schedlock_shared->lock);
+		return false;
+	}
+	/*
+	 * Housekeepers have a budget of their own: one that waits for it never
+	 * has a job backend leave (they would take turns with every-second
+	 * jobs whenever a NOTIFY deadline expires).
+	 */
+	if (q == NULL && *keepers >= schedlock_max_housekeepers)
+	{
+		LWLockRelease(schedlock_shared->lock);
+		return false;
+	}
+	if (q != NULL && *used >= schedlock_max_job_backends)
+	{
+		if (!w->growth)
 		{
 			schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_BUDGET, now);
 			recheck_within(recheck, schedlock_budget_warn_wait(q, db, now));
 			(*waiting)++;
 		}
-		else if (q == NULL)
-			(*waiting)++;
 		LWLockRelease(schedlock_shared->lock);
 		return false;
 	}
@@ -546,8 +610,23 @@ serve_want(Want *w, TimestampTz now, int *used, int *waiting, long *recheck)
 			recheck_within(recheck, schedlock_budget_warn_wait(q, db, now));
 			/* another role's backend of the database makes room */
 			recheck_within(recheck,
-						   schedlock_budget_make_room(1, db->dboid, now));
+						   schedlock_budget_make_room(1, db->dboid, InvalidOid,
+													  now));
 		}
+		LWLockRelease(schedlock_shared->lock);
+		return false;
+	}
+	/*
+	 * Starts are paced: at most SCHEDLOCK_MAX_STARTING job backends start at
+	 * once in the cluster.  The next is started when one is ready (it wakes
+	 * the launcher), so a queue waits a start's time, not the budget's; it
+	 * does not count as waiting for the budget, which would have another
+	 * backend leave for it.
+	 */
+	if (q != NULL && schedlock_starting_backends(now) >= SCHEDLOCK_MAX_STARTING)
+	{
+		schedlock_shared->starts_paced = true;
+		recheck_within(recheck, LAUNCHER_PACED_RECHECK_MS);
 		LWLockRelease(schedlock_shared->lock);
 		return false;
 	}
@@ -579,9 +658,11 @@ serve_want(Want *w, TimestampTz now, int *used, int *waiting, long *recheck)
 	}
 	else
 	{
-		(*used)++;
-		if (q != NULL)
+		if (q == NULL)
+			(*keepers)++;
+		else
 		{
+			(*used)++;
 			schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_NONE, now);
 			q->backlog = false;
 		}
@@ -600,13 +681,13 @@ static long
 launcher_pass(TimestampTz *last_scan)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	TimestampTz horizon = TimestampTzPlusMilliseconds(now,
-													  SCHEDLOCK_START_LEAD_MS);
+	long		start_lead = schedlock_start_lead_ms();
 	TimestampTz wake_at = TimestampTzPlusMilliseconds(now,
 													  SCHEDLOCK_MAX_SLEEP_MS);
 	Want	   *wants;
 	int			nwants = 0;
 	int			used = 0;
+	int			keepers = 0;
 	int			waiting = 0;
 	long		timeout;
 	long		recheck = -1;
@@ -629,7 +710,12 @@ launcher_pass(TimestampTz *last_scan)
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
 	for (i = 0; i < schedlock_shared->nslots; i++)
 		if (schedlock_shared->slots[i].in_use)
-			used++;
+		{
+			if (schedlock_shared->slots[i].kind == SCHEDLOCK_BACKEND_HOUSEKEEPER)
+				keepers++;
+			else
+				used++;
+		}
 
 	/* what the databases want */
 	for (i = 0; i < SCHEDLOCK_MAX_DATABASES; i++)
@@ -668,6 +754,8 @@ launcher_pass(TimestampTz *last_scan)
 		int			dbi;
 		int			wanted;
 		int			grow;
+		int			role_room = PG_INT32_MAX;
+		long		q_lead;
 
 		if (!q->in_use)
 			continue;
@@ -677,14 +765,30 @@ launcher_pass(TimestampTz *last_scan)
 			continue;
 		dbi = (int) (db - schedlock_shared->dbs);
 		wanted = q->wanted_at == q->due_at ? q->wanted : 0;
+
+		/*
+		 * schedlock.max_runs_per_role caps the role's backends in the whole
+		 * cluster: the queue's own count with what the role has in the
+		 * other databases (serve_want checks it again as it starts each).
+		 */
 		if (schedlock_max_runs_per_role > 0)
-			wanted = Min(wanted, schedlock_max_runs_per_role);
-		if (q->due_at > TimestampTzPlusMilliseconds(horizon, q->lead_ms))
+		{
+			role_room = schedlock_max_runs_per_role -
+				(schedlock_budget_role_backends(q->role) - q->nbackends);
+			wanted = Min(wanted, Max(role_room, 0));
+		}
+		/*
+		 * Backends wanted for one instant start at most
+		 * SCHEDLOCK_MAX_STARTING at a time: the queue's lead has a start's
+		 * time for each round of them.
+		 */
+		q_lead = start_lead * (1 + Max(wanted - 1, 0) / SCHEDLOCK_MAX_STARTING);
+		if (q->due_at > TimestampTzPlusMilliseconds(now, q_lead + q->lead_ms))
 		{
 			if (q->nbackends == 0 || wanted > q->nbackends)
 			{
 				TimestampTz at = q->due_at -
-					(TimestampTz) (SCHEDLOCK_START_LEAD_MS + q->lead_ms) * 1000;
+					(TimestampTz) (q_lead + q->lead_ms) * 1000;
 
 				if (at < wake_at)
 					wake_at = at;
@@ -721,8 +825,7 @@ launcher_pass(TimestampTz *last_scan)
 			else
 				grow = schedlock_budget_all_busy(q, now, &wake_at) ? 1 : 0;
 			grow = Max(grow, wanted - q->nbackends);
-			if (schedlock_max_runs_per_role > 0)
-				grow = Min(grow, schedlock_max_runs_per_role - q->nbackends);
+			grow = Min(grow, role_room - q->nbackends);
 		}
 		if (grow > 0)
 		{
@@ -739,7 +842,8 @@ launcher_pass(TimestampTz *last_scan)
 	qsort(wants, nwants, sizeof(Want), want_order);
 	for (i = 0; i < nwants; i++)
 		for (j = 0; j < wants[i].count; j++)
-			if (!serve_want(&wants[i], now, &used, &waiting, &recheck))
+			if (!serve_want(&wants[i], now, &used, &keepers, &waiting,
+							&recheck))
 				break;
 	pfree(wants);
 
@@ -763,7 +867,8 @@ launcher_pass(TimestampTz *last_scan)
 	}
 	if (waiting > 0)
 		recheck_within(&recheck,
-					   schedlock_budget_make_room(waiting, InvalidOid, now));
+					   schedlock_budget_make_room(waiting, InvalidOid,
+												  InvalidOid, now));
 	LWLockRelease(schedlock_shared->lock);
 
 	timeout = (long) ((wake_at - now) / 1000) + 1;
@@ -838,6 +943,7 @@ schedlock_launcher_main(Datum arg)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			schedlock_note_reload();
 
 			/*
 			 * Every database's housekeeping publishes its queues anew: what

@@ -52,6 +52,7 @@
 #include "utils/timestamp.h"
 
 #include "jobstore.h"
+#include "kept_query.h"
 #include "owner.h"
 #include "sched_shmem.h"
 #include "schedlock.h"
@@ -253,7 +254,8 @@ schedlock_job_worker_pid(PG_FUNCTION_ARGS)
  *
  * Why the due jobs of role (the role they run as) in this database wait
  * for a job backend, or NULL when they do not: the cluster's budget, the
- * database's cap, max_worker_processes, or a role that cannot log in.
+ * database's cap, the role's cap (its backends in every database),
+ * max_worker_processes, or a role that cannot log in.
  */
 Datum
 schedlock_job_wait_reason(PG_FUNCTION_ARGS)
@@ -275,9 +277,19 @@ schedlock_job_wait_reason(PG_FUNCTION_ARGS)
 							  timestamptz_to_str(since),
 							  schedlock_max_workers);
 			break;
+		case SCHEDLOCK_WAIT_ROLE_CAP:
+			reason = psprintf("waiting since %s for a job backend: the role has schedlock.max_runs_per_role (%d) job backends in the cluster",
+							  timestamptz_to_str(since),
+							  schedlock_max_runs_per_role);
+			break;
 		case SCHEDLOCK_WAIT_PROCESSES:
 			reason = psprintf("waiting since %s for a job backend: no max_worker_processes slot is free",
 							  timestamptz_to_str(since));
+			break;
+		case SCHEDLOCK_WAIT_LOCKED:
+			reason = psprintf("waiting since %s: its job backend could not get a lock on schedlock's tables or a job's row within schedlock.bookkeeping_lock_timeout (%d ms), left, and is tried again",
+							  timestamptz_to_str(since),
+							  schedlock_bookkeeping_lock_timeout);
 			break;
 		case SCHEDLOCK_WAIT_START_FAILED:
 			reason = psprintf("the job backend could not start: %s", error);

@@ -44,11 +44,14 @@
  * NOTIFY jobs wakes schedlock_notify_lead_ms(njobs) before it: its usual
  * claim lead, and WORKER_NOTIFY_PREP_US for each of them (somewhat more
  * than one backend takes to make a NOTIFY run ready; docs/benchmarks.md
- * has the measurement), at most WORKER_NOTIFY_LEAD_MAX_MS.  One transaction makes ready at most
+ * has the measurement), or what it took lately when that was longer (a
+ * loaded machine; notify_prep_us, measured over passes of at least
+ * WORKER_NOTIFY_PREP_SAMPLE runs), at most WORKER_NOTIFY_LEAD_MAX_MS.  One transaction makes ready at most
  * WORKER_NOTIFY_EARLY_MAX, as many as that lead allows for; the rest go out
  * after the instant, in transactions of WORKER_NOTIFY_BATCH.
  */
 #define WORKER_NOTIFY_PREP_US		40
+#define WORKER_NOTIFY_PREP_SAMPLE	200
 #define WORKER_NOTIFY_LEAD_MAX_MS	1000
 #define WORKER_NOTIFY_EARLY_MAX		25000
 
@@ -160,6 +163,21 @@ publish_set(ClaimedJob *set, ClaimPlan *plans, int n, TimestampTz start)
 }
 
 /*
+ * note_prep_time
+ *		A pass that began at began made n NOTIFY runs ready: the time one
+ *		took is a sample of notify_prep_us (schedlock_slow_sample).
+ */
+static void
+note_prep_time(TimestampTz began, int n)
+{
+	long		us = (long) ((GetCurrentTimestamp() - began) / n);
+
+	schedlock_shared->notify_prep_us =
+		schedlock_slow_sample(schedlock_shared->notify_prep_us,
+							  (int) Min(us, 1000000L));
+}
+
+/*
  * dispatch_notify_batch
  *		In the transaction of a claimed NOTIFY job (see dispatch_one): claim
  *		up to max more of the role's NOTIFY jobs due by start, from *pos,
@@ -183,6 +201,7 @@ dispatch_notify_batch(Oid role, ClaimPosition *pos, TimestampTz start,
 	ClaimPlan  *set_plans = palloc(sizeof(ClaimPlan) * WORKER_NOTIFY_SET);
 	bool		open[WORKER_NOTIFY_SET];
 	int			claimed = 0;
+	TimestampTz began = GetCurrentTimestamp();
 
 	for (;;)
 	{
@@ -231,6 +250,8 @@ dispatch_notify_batch(Oid role, ClaimPosition *pos, TimestampTz start,
 			break;
 	}
 	schedlock_dispatch_blame(0);
+	if (claimed >= WORKER_NOTIFY_PREP_SAMPLE)
+		note_prep_time(began, claimed);
 }
 
 /*
@@ -299,9 +320,12 @@ schedlock_dispatch_notify(Oid role, ClaimPosition *pos, ClaimedJob *job,
 long
 schedlock_notify_lead_ms(int njobs)
 {
+	long		prep_us = Max((long) WORKER_NOTIFY_PREP_US,
+							  (long) schedlock_shared->notify_prep_us);
+
 	if (njobs <= 0)
 		return 0;
-	return Min((long) njobs * WORKER_NOTIFY_PREP_US / 1000,
+	return Min((long) njobs * prep_us / 1000,
 			   (long) WORKER_NOTIFY_LEAD_MAX_MS);
 }
 

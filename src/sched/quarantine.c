@@ -203,9 +203,9 @@ charge_job(int64 job_id, ErrorData *error)
  *		handled): log the error, abort the transaction and clean up as
  *		PostgresMain does, then charge the error to the job that was being
  *		handled (see the file header).  Leaves CurrentMemoryContext at cxt,
- *		the worker's long-lived context.
+ *		the worker's long-lived context.  Returns the error's SQLSTATE.
  */
-void
+int
 schedlock_worker_recover(MemoryContext cxt)
 {
 	ErrorData  *error;
@@ -250,10 +250,12 @@ schedlock_worker_recover(MemoryContext cxt)
 	MemoryContextSwitchTo(cxt);
 	pgstat_report_activity(STATE_IDLE, NULL);
 
-	if (pause)
+	/* a lock it could not get: the caller leaves (see worker.c) */
+	if (pause && error->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
 	{
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 RECOVER_PAUSE_MS, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
+	return error->sqlerrcode;
 }

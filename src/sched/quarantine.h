@@ -16,6 +16,6 @@
 
 extern void schedlock_dispatch_blame(int64 job_id);
 extern bool schedlock_error_is_transient(int sqlerrcode);
-extern void schedlock_worker_recover(MemoryContext cxt);
+extern int	schedlock_worker_recover(MemoryContext cxt);
 
 #endif							/* SCHEDLOCK_QUARANTINE_H */

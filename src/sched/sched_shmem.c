@@ -607,14 +607,22 @@ schedlock_database_drop_done(Oid dboid)
 
 /*
  * schedlock_backend_attach
- *		Called by a job backend or housekeeper first thing: take the slot
- *		the launcher reserved for it and publish pid and latch.  Returns
- *		false when the slot is no longer this process's (a restarted
- *		launcher gave up waiting for it and freed or reused it; the
- *		generation tells): the process must exit.
+ *		Called by a job backend or housekeeper first thing, with its SIGHUP
+ *		handler in place: take the slot the launcher reserved for it and
+ *		publish pid and latch.  Returns false when the slot is no longer
+ *		this process's (a restarted launcher gave up waiting for it and
+ *		freed or reused it; the generation tells): the process must exit.
+ *
+ *		*reload tells whether the process must read the configuration
+ *		files: the launcher has read them since it reserved the slot
+ *		(schedlock_note_reload), so the postmaster's SIGHUP may have come
+ *		while this process could not take it.  Otherwise the configuration
+ *		it has from the postmaster is the current one, or the launcher,
+ *		which has not read the new one yet, signals it when it does.
  */
 bool
-schedlock_backend_attach(SchedlockBackendSlot *slot, uint64 generation)
+schedlock_backend_attach(SchedlockBackendSlot *slot, uint64 generation,
+						 bool *reload)
 {
 	bool		ok;
 
@@ -626,8 +634,100 @@ schedlock_backend_attach(SchedlockBackendSlot *slot, uint64 generation)
 		slot->pid = MyProcPid;
 		slot->latch = MyLatch;
 	}
+	*reload = slot->reloads_seen != schedlock_shared->reloads;
 	LWLockRelease(schedlock_shared->lock);
 	return ok;
+}
+
+/*
+ * schedlock_note_reload
+ *		Called by the launcher after it has read the configuration files
+ *		on SIGHUP: count the reload, and pass the signal on to every job
+ *		backend and housekeeper that has taken its slot, as one that took
+ *		it before the launcher counted may have missed the postmaster's
+ *		(see schedlock_backend_attach).  The others read the files as they
+ *		attach.  A process that already had the postmaster's signal reads
+ *		them twice.
+ */
+void
+schedlock_note_reload(void)
+{
+	int			i;
+
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	schedlock_shared->reloads++;
+	for (i = 0; i < schedlock_shared->nslots; i++)
+	{
+		SchedlockBackendSlot *slot = &schedlock_shared->slots[i];
+
+		if (slot->in_use && slot->attached && !slot->exited &&
+			slot->pid != 0)
+			kill(slot->pid, SIGHUP);
+	}
+	LWLockRelease(schedlock_shared->lock);
+}
+
+/*
+ * schedlock_note_start
+ *		Called by a job backend once it is ready for its first claim: how
+ *		long it took since the launcher reserved its slot is a sample of
+ *		start_ms (schedlock_slow_sample).
+ */
+void
+schedlock_note_start(SchedlockBackendSlot *slot)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	long		took;
+	Latch	   *wake = NULL;
+
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	took = (long) ((now - slot->reserved_at) / 1000);
+	if (took < 0)
+		took = 0;
+	if (took > SCHEDLOCK_START_LEAD_MAX_MS)
+		took = SCHEDLOCK_START_LEAD_MAX_MS;
+	schedlock_shared->start_ms =
+		schedlock_slow_sample(schedlock_shared->start_ms, (int) took);
+	slot->ready = true;
+	/* a launcher that waits for a start to be over can start the next */
+	if (schedlock_shared->starts_paced)
+	{
+		schedlock_shared->starts_paced = false;
+		wake = schedlock_shared->launcher_latch;
+	}
+	LWLockRelease(schedlock_shared->lock);
+	if (wake != NULL)
+		SetLatch(wake);
+}
+
+/*
+ * schedlock_backend_left_locked
+ *		Called by a job backend that leaves because one of its statements
+ *		could not get a lock within schedlock.bookkeeping_lock_timeout: the
+ *		launcher, when it frees the slot, holds the queue back for a while
+ *		and shows why (SCHEDLOCK_WAIT_LOCKED).
+ */
+void
+schedlock_backend_left_locked(SchedlockBackendSlot *slot)
+{
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	slot->left_locked = true;
+	LWLockRelease(schedlock_shared->lock);
+}
+
+/*
+ * schedlock_start_lead_ms
+ *		How long before a queue's instant the launcher starts its backends:
+ *		twice the slowest start seen lately (start_ms), within
+ *		SCHEDLOCK_START_LEAD_MS and SCHEDLOCK_START_LEAD_MAX_MS.
+ */
+long
+schedlock_start_lead_ms(void)
+{
+	long		lead = 2L * schedlock_shared->start_ms;
+
+	return Min(Max(lead, (long) SCHEDLOCK_START_LEAD_MS),
+			   (long) SCHEDLOCK_START_LEAD_MAX_MS);
 }
 
 /*
@@ -660,7 +760,8 @@ schedlock_backend_detach(SchedlockBackendSlot *slot)
 
 /*
  * schedlock_set_running
- *		Publish the job the backend runs now (0: none), for job_status and
+ *		Publish the job the backend runs now (0: none), and the slot and
+ *		attempt of its run (schedlock_note_died_run), for job_status and
  *		for telling a run in progress from a lost one
  *		(schedlock.job_worker_pid), busy since start or now, whichever is
  *		later (a run claimed ahead waits for its instant: that is not time
@@ -669,7 +770,7 @@ schedlock_backend_detach(SchedlockBackendSlot *slot)
  */
 void
 schedlock_set_running(SchedlockBackendSlot *slot, int64 job_id,
-					  TimestampTz start)
+					  TimestampTz run_slot, int32 attempt, TimestampTz start)
 {
 	TimestampTz since = job_id != 0 ? Max(GetCurrentTimestamp(), start) : 0;
 	bool		all_busy = (job_id != 0);
@@ -678,6 +779,8 @@ schedlock_set_running(SchedlockBackendSlot *slot, int64 job_id,
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
 	slot->running_job = job_id;
 	slot->running_since = since;
+	slot->running_slot = run_slot;
+	slot->running_attempt = attempt;
 	slot->idle = false;
 	for (i = 0; i < schedlock_shared->nslots && all_busy; i++)
 	{
@@ -809,12 +912,17 @@ schedlock_set_idle(SchedlockBackendSlot *slot, bool idle)
 /*
  * schedlock_queue_rank
  *		How many backends of the same queue were reserved before this one
- *		(0: the queue's first).
+ *		(0: the queue's first).  When earlier_free is not NULL, *earlier_free
+ *		tells whether one of those is not running a job now: the runs this
+ *		one just made could have been that one's, had it woken first (under
+ *		load the queue's first backend can wake more than
+ *		SCHEDLOCK_EXTRA_DELAY_MS late).
  */
 int
-schedlock_queue_rank(SchedlockBackendSlot *slot)
+schedlock_queue_rank(SchedlockBackendSlot *slot, bool *earlier_free)
 {
 	int			rank = 0;
+	bool		free = false;
 	int			i;
 
 	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
@@ -825,10 +933,42 @@ schedlock_queue_rank(SchedlockBackendSlot *slot)
 		if (s != slot && s->in_use && s->kind == SCHEDLOCK_BACKEND_JOBS &&
 			s->dboid == slot->dboid && s->role == slot->role &&
 			s->generation < slot->generation)
+		{
 			rank++;
+			if (s->attached && !s->exited && !s->yield && s->running_job == 0)
+				free = true;
+		}
 	}
 	LWLockRelease(schedlock_shared->lock);
+	if (earlier_free != NULL)
+		*earlier_free = free;
 	return rank;
+}
+
+/*
+ * schedlock_starting_backends
+ *		Job backends the launcher has reserved that are not yet ready for
+ *		their first claim, in the whole cluster; one reserved more than
+ *		SCHEDLOCK_START_STUCK_MS ago no longer counts (its start waits for
+ *		something else than the machine).  Caller holds the lock.
+ */
+int
+schedlock_starting_backends(TimestampTz now)
+{
+	TimestampTz since = TimestampTzPlusMilliseconds(now,
+													 -SCHEDLOCK_START_STUCK_MS);
+	int			n = 0;
+	int			i;
+
+	for (i = 0; i < schedlock_shared->nslots; i++)
+	{
+		SchedlockBackendSlot *s = &schedlock_shared->slots[i];
+
+		if (s->in_use && s->kind == SCHEDLOCK_BACKEND_JOBS && !s->ready &&
+			!s->exited && s->reserved_at > since)
+			n++;
+	}
+	return n;
 }
 
 /*
@@ -914,4 +1054,70 @@ schedlock_queue_wait(Oid dboid, Oid role, TimestampTz *since, char *error)
 	}
 	LWLockRelease(schedlock_shared->lock);
 	return wait;
+}
+
+/*
+ * schedlock_note_died_run
+ *		From a job backend's exit, before its transaction is rolled back
+ *		(so before another backend can claim the job's row): note the run it
+ *		was in the middle of, if any, in the ring of died runs.  Not when
+ *		schedlock itself stopped the backend to step aside for a statement
+ *		on its database (schedlock_stop_database_workers): the run's slot
+ *		runs again afterwards, as it always has.
+ */
+void
+schedlock_note_died_run(SchedlockBackendSlot *slot)
+{
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	if (slot->running_job != 0 && slot->running_attempt > 0 &&
+		!schedlock_database_dropping(slot->dboid))
+	{
+		SchedlockDiedRun *d = &schedlock_shared->died[schedlock_shared->died_next];
+
+		if (!OidIsValid(d->dboid))
+			schedlock_shared->ndied++;
+		d->dboid = slot->dboid;
+		d->job_id = slot->running_job;
+		d->slot = slot->running_slot;
+		d->attempt = slot->running_attempt;
+		schedlock_shared->died_next = (schedlock_shared->died_next + 1) %
+			SCHEDLOCK_DIED_RUNS;
+	}
+	LWLockRelease(schedlock_shared->lock);
+}
+
+/*
+ * schedlock_take_died_run
+ *		Whether a backend ended in the middle of this run of job job_id of
+ *		database dboid (its slot and attempt) without recording it; the
+ *		note is taken (removed) when it did.
+ */
+bool
+schedlock_take_died_run(Oid dboid, int64 job_id, TimestampTz slot,
+						int32 attempt)
+{
+	bool		found = false;
+
+	/*
+	 * Almost always none: no lock then.  A note is written before the
+	 * dying backend's transaction ends, so before the caller could lock
+	 * the job's row (the lock manager's locks order the two).
+	 */
+	if (schedlock_shared->ndied == 0)
+		return false;
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < SCHEDLOCK_DIED_RUNS && !found; i++)
+	{
+		SchedlockDiedRun *d = &schedlock_shared->died[i];
+
+		if (d->dboid == dboid && d->job_id == job_id && d->slot == slot &&
+			d->attempt == attempt)
+		{
+			d->dboid = InvalidOid;
+			schedlock_shared->ndied--;
+			found = true;
+		}
+	}
+	LWLockRelease(schedlock_shared->lock);
+	return found;
 }

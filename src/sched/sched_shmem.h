@@ -43,6 +43,44 @@
  */
 #define SCHEDLOCK_START_LEAD_MS		100
 #define SCHEDLOCK_TURN_MS			50
+
+/*
+ * Job backends starting at once (reserved, not yet ready for their first
+ * claim), in the whole cluster.  The launcher starts no more until one is
+ * ready: when many more databases have frequent jobs than the budget
+ * serves, the budget turns from queue to queue with a start per turn, and
+ * without a bound a large budget started a hundred backends at once, whose
+ * starts took both cores and every session's latency with them.  Bounded,
+ * the turns come as fast as backends start, and a start that the machine
+ * makes slow makes them slower.
+ */
+#define SCHEDLOCK_MAX_STARTING		4
+#define SCHEDLOCK_START_STUCK_MS	10000
+
+/*
+ * A start takes what the machine allows: on a loaded machine, or a build
+ * with assertions, a backend may need more than SCHEDLOCK_START_LEAD_MS
+ * from its reservation to its first claim.  Each job backend measures its
+ * own start (start_ms, see schedlock_note_start); the lead is twice the
+ * slowest start seen lately, at least SCHEDLOCK_START_LEAD_MS and at most
+ * SCHEDLOCK_START_LEAD_MAX_MS (schedlock_start_lead_ms).
+ */
+#define SCHEDLOCK_START_LEAD_MAX_MS	1000
+
+/*
+ * schedlock_slow_sample
+ *		The next value of a "slowest lately" measure (start_ms,
+ *		notify_prep_us) that was cur, given a new sample: a slower sample is
+ *		taken at once, a faster one moves it a quarter of the way, so that
+ *		a lead grows at once on a loaded machine and shrinks again only
+ *		over several samples once it is quiet.
+ */
+static inline int
+schedlock_slow_sample(int cur, int sample)
+{
+	return sample >= cur ? sample : cur - (cur - sample + 3) / 4;
+}
+
 #define SCHEDLOCK_START_RETRY_MS	5000
 
 /*
@@ -82,7 +120,11 @@ typedef enum SchedlockWait
 	SCHEDLOCK_WAIT_NONE,
 	SCHEDLOCK_WAIT_BUDGET,		/* schedlock.max_job_backends in use */
 	SCHEDLOCK_WAIT_DATABASE_CAP,	/* schedlock.max_workers of its database */
+	SCHEDLOCK_WAIT_ROLE_CAP,	/* schedlock.max_runs_per_role of its role,
+								 * in the whole cluster */
 	SCHEDLOCK_WAIT_PROCESSES,	/* no max_worker_processes slot was free */
+	SCHEDLOCK_WAIT_LOCKED,		/* its backend left: a lock it could not get
+								 * within schedlock.bookkeeping_lock_timeout */
 	SCHEDLOCK_WAIT_START_FAILED /* its backend could not start: start_error */
 } SchedlockWait;
 
@@ -101,6 +143,7 @@ typedef struct SchedlockBackendSlot
 	Oid			role;			/* role it connects as; InvalidOid for a
 								 * housekeeper (bootstrap superuser) */
 	uint64		generation;		/* reservation number, in bgw_extra */
+	uint64		reloads_seen;	/* schedlock_shared->reloads when reserved */
 	TimestampTz reserved_at;	/* when the launcher reserved the slot */
 	bool		attached;		/* the process took the slot */
 	bool		exited;			/* the process has ended */
@@ -117,9 +160,13 @@ typedef struct SchedlockBackendSlot
 								 * busy too long (budget.c, all_busy) */
 	TimestampTz running_since;	/* when running_job started (its instant,
 									 * when claimed ahead of it) */
+	TimestampTz running_slot;	/* the slot and attempt of running_job's */
+	int32		running_attempt;	/* run (0 when none) */
 	/* jobs whose runs it claimed before their instant, to run next */
 	int			nahead;
 	int64		ahead_jobs[SCHEDLOCK_MAX_RUNS_PER_COMMIT];
+	bool		ready;			/* ready for its first claim (job backends) */
+	bool		left_locked;	/* it left on a lock it could not get */
 	int			start_sqlerrcode;	/* the error that ended its start-up */
 	char		start_error[256];	/* ... its message, "" when none */
 } SchedlockBackendSlot;
@@ -148,6 +195,24 @@ typedef struct SchedlockQueue
 	int			start_sqlerrcode;	/* why its last backend did not start */
 	char		start_error[256];
 } SchedlockQueue;
+
+/*
+ * A run whose job backend ended (FATAL: terminated, by its own command
+ * too) while the run's command ran: kept from the backend's exit until a
+ * backend claims the same slot and attempt of the job again, when the
+ * claim records the run failed instead of running the command once more
+ * (an atomic run's claim was rolled back with the command, so the slot is
+ * due again just as before).  A ring: the oldest note goes first.
+ */
+#define SCHEDLOCK_DIED_RUNS 64
+
+typedef struct SchedlockDiedRun
+{
+	Oid			dboid;			/* InvalidOid: the entry is free */
+	int64		job_id;
+	TimestampTz slot;
+	int32		attempt;
+} SchedlockDiedRun;
 
 /* One database the launcher serves. */
 typedef struct SchedlockDatabase
@@ -194,10 +259,23 @@ typedef struct SchedlockShared
 														 * statement */
 	pid_t		dropping_pid[SCHEDLOCK_MAX_DROPPING];	/* backend running it */
 	uint64		next_generation;	/* last slot reservation number */
+	uint64		reloads;		/* configuration reloads the launcher has
+								 * read (schedlock_note_reload) */
+	bool		starts_paced;	/* the launcher waits for a starting job
+								 * backend to be ready (SCHEDLOCK_MAX_STARTING) */
+	int			start_ms;		/* slowest job backend start seen lately, in
+								 * ms (read unlocked: one int) */
+	int			notify_prep_us;	/* what making one NOTIFY run ready took
+								 * lately, in microseconds (a hint, read
+								 * and written unlocked: one int) */
 	uint64		note_count;		/* commits that moved a due time earlier */
 	SchedlockDatabase dbs[SCHEDLOCK_MAX_DATABASES];
 	SchedlockQueue queues[SCHEDLOCK_MAX_QUEUES];
 	SchedlockStartWaves waves;	/* its own spinlock (startwave.c) */
+	int			died_next;		/* where the next note of died goes */
+	int			ndied;			/* notes in died (read unlocked to skip the
+								 * look-up when there are none) */
+	SchedlockDiedRun died[SCHEDLOCK_DIED_RUNS];
 	int			nslots;			/* length of slots (max_worker_processes) */
 	SchedlockBackendSlot slots[FLEXIBLE_ARRAY_MEMBER];
 } SchedlockShared;
@@ -218,9 +296,17 @@ extern SchedlockDatabase *schedlock_find_database(Oid dboid, bool create);
 extern SchedlockQueue *schedlock_find_queue(Oid dboid, Oid role,
 											bool create);
 extern bool schedlock_backend_attach(SchedlockBackendSlot *slot,
-									 uint64 generation);
+									 uint64 generation, bool *reload);
+extern void schedlock_note_reload(void);
+extern void schedlock_note_died_run(SchedlockBackendSlot *slot);
+extern bool schedlock_take_died_run(Oid dboid, int64 job_id,
+									TimestampTz slot, int32 attempt);
 extern void schedlock_backend_detach(SchedlockBackendSlot *slot);
+extern void schedlock_note_start(SchedlockBackendSlot *slot);
+extern void schedlock_backend_left_locked(SchedlockBackendSlot *slot);
+extern long schedlock_start_lead_ms(void);
 extern void schedlock_set_running(SchedlockBackendSlot *slot, int64 job_id,
+								  TimestampTz run_slot, int32 attempt,
 								  TimestampTz start);
 extern void schedlock_set_ahead(SchedlockBackendSlot *slot,
 								const int64 *job_ids, int n);
@@ -230,7 +316,9 @@ extern bool schedlock_publish_due(SchedlockBackendSlot *slot,
 								  int wanted, bool backlog, uint64 seen,
 								  bool *again);
 extern bool schedlock_set_idle(SchedlockBackendSlot *slot, bool idle);
-extern int	schedlock_queue_rank(SchedlockBackendSlot *slot);
+extern int	schedlock_queue_rank(SchedlockBackendSlot *slot,
+								 bool *earlier_free);
+extern int	schedlock_starting_backends(TimestampTz now);
 extern void schedlock_housekeep_by(Oid dboid, TimestampTz when);
 extern int	schedlock_running_pid(Oid dboid, int64 job_id);
 extern SchedlockWait schedlock_queue_wait(Oid dboid, Oid role,

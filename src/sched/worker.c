@@ -133,6 +133,20 @@ worker_detach(int code, Datum arg)
 }
 
 /*
+ * worker_note_died_run
+ *		before_shmem_exit callback, registered once connected, so that it
+ *		runs before the transaction in progress is rolled back: a backend
+ *		that ends in the middle of a run notes it (schedlock_note_died_run),
+ *		so that the next claim of the same slot records it failed instead
+ *		of running a command that ends its backend again and again.
+ */
+static void
+worker_note_died_run(int code, Datum arg)
+{
+	schedlock_note_died_run(schedlock_my_slot);
+}
+
+/*
  * report_start_error
  *		emit_log_hook while the backend connects: an error that ends it then
  *		(FATAL: the role cannot log in, does not exist, or the database is
@@ -233,7 +247,8 @@ next_due(void)
 		 * A backend runs one SQL job at a time, or a set of up to
 		 * schedlock.runs_per_commit of them; the caps on the role's and
 		 * the database's backends bound the count (the launcher applies
-		 * them again, with the budget).
+		 * them again, with the budget, the role's counting its backends
+		 * of every database).
 		 */
 		if (schedlock_runs_per_commit > 1)
 			sql = (sql + schedlock_runs_per_commit - 1) /
@@ -281,10 +296,13 @@ sleep_ms_until(TimestampTz next, bool claimed)
  * warn_unclaimed
  *		After a pass of a job backend whose role's earliest due job is at
  *		'next': when that is more than WORKER_UNCLAIMED_WARN_MS ago, the
- *		pass skipped it, so another transaction holds its row (an open
- *		alter_job(), a SELECT ... FOR UPDATE; a backend of this role that
- *		runs it holds it too, and does not count).  Log each such job once
- *		per due time.  Called outside a transaction.
+ *		pass skipped it.  Log each such job once per due time whose row
+ *		another transaction holds locked (an open alter_job(), a SELECT ...
+ *		FOR UPDATE; a backend of this role that runs it holds it too, and
+ *		does not count), as schedlock_overdue_jobs sees: a pass that ended
+ *		early, because the launcher asked the backend to make room, left
+ *		its due jobs unlocked, and they are no row lock's.  Called outside a
+ *		transaction.
  */
 static void
 warn_unclaimed(TimestampTz next)
@@ -370,6 +388,8 @@ job_backend_loop(void)
 		uint64		seen;
 		long		lead_used;
 		int			claims = 0;
+		int			rank;
+		bool		earlier_free = false;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -405,7 +425,19 @@ job_backend_loop(void)
 			warn_unclaimed(next);
 		}
 		now = GetCurrentTimestamp();
-		if (claims > 0)
+
+		/*
+		 * A pass that ran jobs keeps the backend; that of a queue's extra
+		 * backend only when it had a backlog or the backends before it were
+		 * all busy.  Otherwise the first backend could have run them, and
+		 * an extra one that wins the race now and then (its wake is only
+		 * SCHEDLOCK_EXTRA_DELAY_MS later) would never be idle long enough
+		 * to leave.
+		 */
+		rank = -1;
+		if (claims > 0 && !more)
+			rank = schedlock_queue_rank(schedlock_my_slot, &earlier_free);
+		if (claims > 0 && (more || !earlier_free))
 			idle_since = now;
 		if (schedlock_publish_due(schedlock_my_slot, next,
 								  (int) schedlock_notify_lead, due_together,
@@ -426,14 +458,13 @@ job_backend_loop(void)
 		{
 			long		idle_left = (long) (schedlock_job_backend_idle_timeout -
 											(now - idle_since) / 1000);
-			int			rank;
 
 			/*
 			 * Idle until the timeout, or the role's next job comes after it
 			 * (the launcher starts a backend for it then): leave now.
 			 */
 			if (idle_left <= 0 || next == DT_NOEND ||
-				(next - now) / 1000 > idle_left + SCHEDLOCK_START_LEAD_MS)
+				(next - now) / 1000 > idle_left + schedlock_start_lead_ms())
 				proc_exit(0);
 
 			/*
@@ -441,7 +472,8 @@ job_backend_loop(void)
 			 * when the next instant has SQL jobs for more backends, as many
 			 * wake on it.
 			 */
-			rank = schedlock_queue_rank(schedlock_my_slot);
+			if (rank < 0)
+				rank = schedlock_queue_rank(schedlock_my_slot, NULL);
 			if (rank >= due_together)
 				sleep_ms += Min(rank, 3) * SCHEDLOCK_EXTRA_DELAY_MS;
 			sleep_ms = Min(sleep_ms, idle_left);
@@ -474,6 +506,7 @@ schedlock_worker_start(Datum arg, MemoryContext *cxt)
 {
 	int			slotno = DatumGetInt32(arg);
 	uint64		generation;
+	bool		reload;
 	Oid			dboid;
 	Oid			role;
 
@@ -482,17 +515,21 @@ schedlock_worker_start(Datum arg, MemoryContext *cxt)
 	pqsignal(SIGINT, schedlock_job_sigint);
 	BackgroundWorkerUnblockSignals();
 
-	/*
-	 * A reload signalled while this process started, before its handler
-	 * was in place, was ignored: read the configuration files once now.
-	 */
-	ProcessConfigFile(PGC_SIGHUP);
-
 	/* take the slot first: a launcher that restarts adopts it from there */
 	schedlock_my_slot = &schedlock_shared->slots[slotno];
 	memcpy(&generation, MyBgworkerEntry->bgw_extra, sizeof(uint64));
-	if (!schedlock_backend_attach(schedlock_my_slot, generation))
+	if (!schedlock_backend_attach(schedlock_my_slot, generation, &reload))
 		proc_exit(0);
+
+	/*
+	 * A reload signalled while this process started, before its handler
+	 * was in place, was ignored: read the configuration files now if the
+	 * launcher has seen one since the slot was reserved (reading them at
+	 * every start was 5 % of the cluster's CPU when backends take turns
+	 * between many databases).
+	 */
+	if (reload)
+		ProcessConfigFile(PGC_SIGHUP);
 	before_shmem_exit(worker_detach, (Datum) 0);
 	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
 	dboid = schedlock_my_slot->dboid;
@@ -505,6 +542,8 @@ schedlock_worker_start(Datum arg, MemoryContext *cxt)
 	BackgroundWorkerInitializeConnectionByOid(dboid, role, 0);
 	emit_log_hook = prev_emit_log_hook;
 	schedlock_my_role = GetSessionUserId();
+	/* runs before the connection's own exit callback rolls back */
+	before_shmem_exit(worker_note_died_run, (Datum) 0);
 
 	/* identifiable in pg_stat_activity */
 	SetConfigOption("application_name",
@@ -526,6 +565,8 @@ schedlock_worker_start(Datum arg, MemoryContext *cxt)
 	schedlock_set_log_identity(my_dbname, my_rolename,
 							   schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS ?
 							   "schedlock job" : "schedlock housekeeper");
+	if (schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS)
+		schedlock_note_start(schedlock_my_slot);
 	ereport(DEBUG1,
 			(errmsg_internal("%s started", MyBgworkerEntry->bgw_name)));
 	*cxt = schedlock_run_cxt;
@@ -546,7 +587,30 @@ schedlock_worker_main(Datum arg)
 	(void) schedlock_worker_start(arg, &cxt);
 	/* an error in the loop is logged and the loop goes on (quarantine.c) */
 	if (sigsetjmp(local_sigjmp_buf, 1) != 0)
-		schedlock_worker_recover_error();
+	{
+		int			sqlerrcode = schedlock_worker_recover_error();
+
+		/*
+		 * A lock it could not get within schedlock.bookkeeping_lock_timeout
+		 * (another session holds one on schedlock's tables or a job's row):
+		 * leave, so that the budget slot goes to another queue; the launcher
+		 * starts one for this queue again after a while, and shows the wait
+		 * as its waiting_reason meanwhile (schedlock_backend_left_locked).
+		 */
+		if (sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+		{
+			schedlock_backend_left_locked(schedlock_my_slot);
+			proc_exit(0);
+		}
+
+		/*
+		 * Asked to make room meanwhile (a pass that fails again and again
+		 * never reaches the end of a pass, where a backend looks): leave
+		 * now.
+		 */
+		if (schedlock_my_slot->yield)
+			proc_exit(0);
+	}
 	PG_exception_stack = &local_sigjmp_buf;
 	job_backend_loop();
 }

@@ -92,6 +92,8 @@ is($node->safe_psql('app', q{
 $node->safe_psql('app', q{SELECT schedlock.unschedule_job('maint_atomic')});
 
 # --- security: A's job runs as A ---
+# (alice and bob may both create objects in public, so a job of either
+# does not look there: the commands qualify their tables)
 $node->safe_psql('app', q{
 	CREATE ROLE alice LOGIN;
 	CREATE ROLE bob LOGIN;
@@ -104,8 +106,8 @@ $node->safe_psql('app', q{
 	RESET ROLE;
 	SET ROLE alice;
 	CREATE TABLE alice_log (n bigint);
-	SELECT schedlock.schedule_job('peek', '1 second', 'INSERT INTO alice_log SELECT count(*) FROM bob_secret');
-	SELECT schedlock.schedule_job('whoami', '1 second', 'INSERT INTO alice_log SELECT CASE WHEN current_user = ''alice'' THEN -1 ELSE -2 END');
+	SELECT schedlock.schedule_job('peek', '1 second', 'INSERT INTO public.alice_log SELECT count(*) FROM public.bob_secret');
+	SELECT schedlock.schedule_job('whoami', '1 second', 'INSERT INTO public.alice_log SELECT CASE WHEN current_user = ''alice'' THEN -1 ELSE -2 END');
 	RESET ROLE;
 });
 $node->poll_query_until('app', q{

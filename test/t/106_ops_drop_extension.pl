@@ -78,7 +78,7 @@ is($node->safe_psql('app', qq{SELECT status FROM schedlock.job_runs WHERE run_id
 $node->safe_psql('app', q{
 	SET ROLE bob;
 	SELECT schedlock.unschedule_job('long');
-	SELECT schedlock.schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (now())');
+	SELECT schedlock.schedule_job('tick', '1 second', 'INSERT INTO public.ticks VALUES (now())');
 });
 $node->poll_query_until('app', 'SELECT count(*) > 0 FROM ticks')
   or die 'the every-second job does not run';

@@ -68,9 +68,13 @@ is($node->safe_psql('app', q{
 	SET ROLE alice;
 	SELECT string_agg(job_name, ',') FROM schedlock.jobs}), 'alice_job',
 	'alice sees only her own job');
+my ($rc, $lock_out, $lock_err) = $node->psql('app', q{
+	SET ROLE alice; SELECT count(*) FROM schedlock.lock_state});
+like($lock_err, qr/permission denied for table lock_state/,
+	'alice may not read the lock table (its tokens); only the database owner may, for pg_dump');
 is($node->safe_psql('app', q{
-	SET ROLE alice; SELECT count(*) FROM schedlock.lock_state}), '0',
-	'alice reads no row of the lock table');
+	SET ROLE dbowner; SELECT count(*) FROM schedlock.lock_state}), '0',
+	'and the database owner reads no row of it, under row-level security');
 is($node->safe_psql('app', q{
 	SET ROLE dbowner; SELECT count(*) FROM schedlock.job_runs}), '1',
 	'the database owner sees only the runs of its own job');

@@ -49,6 +49,22 @@
 #define SCHEDLOCK_UNHEARD_RUNS 3
 
 /*
+ * What a superuser approves when it makes a job run as another role
+ * (run_as): the job's owner and run_as, and every field that changes what
+ * the job does or resolves (schedule, time zone, command, notify_channel,
+ * payload, atomic, search_path), as one digest of row alias j, with
+ * search_path given as an expression.  The digest is kept in
+ * schedlock.jobs.approval beside approved_by; the job backend compares it
+ * with the job as claimed before the job runs (schedlock_approval_holds).
+ * schedlock.approval_digest is the SQL side of the same rule.
+ */
+#define SCHEDLOCK_APPROVAL_SQL(j, search_path) \
+	" schedlock.approval_digest(" j ".owner::pg_catalog.oid, " \
+	j ".run_as::pg_catalog.oid, " j ".schedule, " j ".timezone, " \
+	j ".command, " j ".notify_channel, " j ".payload, " j ".atomic, " \
+	search_path ") "
+
+/*
  * The run statistics of a job (release 1.1), kept on its row of
  * schedlock.jobs: a common table expression "s" to follow a common table
  * expression "e" that ends runs, in the same statement.  e returns the
@@ -392,7 +408,10 @@ extern int64 schedlock_upsert_job(const char *job_name, Oid owner,
 								  const JobDef *def, bool reboot,
 								  bool has_slot, TimestampTz slot,
 								  int32 *manual_pending);
-extern void schedlock_job_written(int64 job_id, const char *search_path);
+extern void schedlock_job_written(int64 job_id, const char *search_path,
+								  Oid approver);
+extern bool schedlock_approval_holds(int64 job_id, Oid *approver);
+extern void schedlock_pause_job(int64 job_id, const char *reason);
 extern void schedlock_set_record_runs(int64 job_id, const char *record_runs);
 extern void schedlock_update_job(int64 job_id, const char *job_name,
 								 const JobDef *def, bool reboot, bool reslot,
@@ -405,6 +424,8 @@ extern bool schedlock_delete_job(const char *job_name, Oid owner);
 extern bool schedlock_delete_job_by_id(int64 job_id, Oid owner,
 									   bool any_owner);
 extern void schedlock_delete_job_id(int64 job_id, const char *job_name);
+extern uint64 schedlock_delete_ended_runs(Oid owner, const char *job_name,
+										  Interval *older_than, TimestampTz now);
 
 /* copies of a database and their adoption (copies.c) */
 extern bool schedlock_home_table_exists(void);

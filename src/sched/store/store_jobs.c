@@ -131,33 +131,48 @@ schedlock_upsert_job(const char *job_name, Oid owner, const JobDef *def,
 /*
  * schedlock_job_written
  *		After the SQL API wrote job job_id: set its search_path (unless
- *		NULL; on tables that have the column), and, unless the job is
+ *		NULL), renew or clear its approval, and, unless the job is
  *		disabled, have the backend of its role, or the launcher, look at the
  *		role's jobs when the transaction commits
- *		(schedlock_note_due_at_commit).  As the extension owner.
+ *		(schedlock_note_due_at_commit).  A job that runs as its owner has no
+ *		approval; one that runs as another role (run_as) keeps the approval
+ *		it has unless approver is valid (a superuser made the change), in
+ *		which case the approval becomes approver's, of the job as it now is
+ *		(SCHEDLOCK_APPROVAL_SQL).  The search_path and the approval only on
+ *		the tables of 1.2, which have the columns.  As the extension owner.
  */
 void
-schedlock_job_written(int64 job_id, const char *search_path)
+schedlock_job_written(int64 job_id, const char *search_path, Oid approver)
 {
 	static SchedlockQuery set_q = {
-		"UPDATE schedlock.jobs SET search_path = COALESCE($2, search_path) "
+		"UPDATE schedlock.jobs j SET search_path = COALESCE($2, j.search_path), "
+		"  approved_by = CASE WHEN j.run_as IS NULL "
+		"      OR j.run_as OPERATOR(pg_catalog.=) j.owner THEN NULL "
+		"    WHEN $3 IS NOT NULL THEN $3 ELSE j.approved_by END, "
+		"  approval = CASE WHEN j.run_as IS NULL "
+		"      OR j.run_as OPERATOR(pg_catalog.=) j.owner THEN NULL "
+		"    WHEN $3 IS NOT NULL THEN "
+		SCHEDLOCK_APPROVAL_SQL("j", "COALESCE($2, j.search_path)")
+		"    ELSE j.approval END "
 		"WHERE job_id OPERATOR(pg_catalog.=) $1 "
 		"RETURNING (COALESCE(run_as, owner)::pg_catalog.oid), next_run_at, enabled",
-		2, {INT8OID, TEXTOID}
+		3, {INT8OID, TEXTOID, REGROLEOID}
 	};
 	static SchedlockQuery read_q = {
 		"SELECT (COALESCE(run_as, owner)::pg_catalog.oid), next_run_at, enabled "
 		"FROM schedlock.jobs WHERE job_id OPERATOR(pg_catalog.=) $1",
 		1, {INT8OID}
 	};
-	Datum		values[2];
-	char		nulls[2] = {' ', ' '};
+	Datum		values[3];
+	char		nulls[3] = {' ', ' ', ' '};
 	bool		isnull;
 	Oid			role;
 
 	values[0] = Int64GetDatum(job_id);
 	values[1] = search_path ? CStringGetTextDatum(search_path) : (Datum) 0;
 	nulls[1] = search_path ? ' ' : 'n';
+	values[2] = ObjectIdGetDatum(approver);
+	nulls[2] = OidIsValid(approver) ? ' ' : 'n';
 	if (schedlock_jobs_have_search_path())
 	{
 		if (schedlock_query_run(&set_q, values, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
@@ -525,4 +540,70 @@ schedlock_job_created_here(int64 job_id)
 		DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
 								   SPI_tuptable->tupdesc, 1, &isnull));
 	return here;
+}
+
+/*
+ * schedlock_approval_holds
+ *		Whether job job_id, which runs as a role other than its owner, still
+ *		runs what a superuser approved: its approval was given by a role that
+ *		is a superuser now, and is of the job as it is now (every field that
+ *		changes what the job does or resolves, SCHEDLOCK_APPROVAL_SQL).  Sets
+ *		*approver to the role that gave it (InvalidOid: none).  As the
+ *		extension owner or a superuser, in the transaction that claimed the
+ *		job.
+ */
+bool
+schedlock_approval_holds(int64 job_id, Oid *approver)
+{
+	static SchedlockQuery q = {
+		"SELECT j.approved_by::pg_catalog.oid, "
+		"  COALESCE(a.rolsuper, false) AND j.approval OPERATOR(pg_catalog.=) "
+		SCHEDLOCK_APPROVAL_SQL("j", "j.search_path")
+		"  FROM schedlock.jobs j "
+		"  LEFT JOIN pg_catalog.pg_authid a "
+		"    ON a.oid OPERATOR(pg_catalog.=) j.approved_by::pg_catalog.oid "
+		" WHERE j.job_id OPERATOR(pg_catalog.=) $1",
+		1, {INT8OID}
+	};
+	Datum		values[1];
+	bool		isnull;
+	bool		holds;
+	Datum		d;
+
+	values[0] = Int64GetDatum(job_id);
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the approval of job " INT64_FORMAT, job_id);
+	*approver = InvalidOid;
+	if (SPI_processed != 1)
+		return false;
+	d = col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (!isnull)
+		*approver = DatumGetObjectId(d);
+	d = col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+	holds = !isnull && DatumGetBool(d);
+	SPI_freetuptable(SPI_tuptable);
+	return holds;
+}
+
+/*
+ * schedlock_pause_job
+ *		Disable job job_id with reason as its quarantine_reason (shown as
+ *		stopped_reason in schedlock.job_status): it has no next run until
+ *		alter_job(..., enabled => true).  As the extension owner.
+ */
+void
+schedlock_pause_job(int64 job_id, const char *reason)
+{
+	static SchedlockQuery q = {
+		"UPDATE schedlock.jobs SET enabled = false, quarantine_reason = $2, "
+		"  next_run_at = NULL "
+		"WHERE job_id OPERATOR(pg_catalog.=) $1",
+		2, {INT8OID, TEXTOID}
+	};
+	Datum		values[2];
+
+	values[0] = Int64GetDatum(job_id);
+	values[1] = CStringGetTextDatum(reason);
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not pause job " INT64_FORMAT, job_id);
 }

@@ -928,3 +928,47 @@ schedlock_notify_run(ClaimedJob *job, ClaimPlan *plan, int64 run_id)
 		elog(ERROR, "could not notify run " INT64_FORMAT, run_id);
 	SPI_freetuptable(SPI_tuptable);
 }
+
+/*
+ * schedlock_delete_ended_runs
+ *		Delete role owner's runs that have ended (not queued, pending or
+ *		running, which the scheduler still needs): of job job_name only
+ *		when it is not NULL (the runs recorded under that name, and those of
+ *		owner's job of that name now), and only those that finished (a skipped slot:
+ *		whose instant was) more than older_than before now when that is
+ *		not NULL.  Returns how many it deleted.  As the extension owner,
+ *		connected to SPI.
+ */
+uint64
+schedlock_delete_ended_runs(Oid owner, const char *job_name,
+							Interval *older_than, TimestampTz now)
+{
+	static SchedlockQuery q = {
+		"DELETE FROM schedlock.job_runs "
+		" WHERE owner OPERATOR(pg_catalog.=) $1 "
+		"   AND status OPERATOR(pg_catalog.<>) ALL "
+		"       ('{queued,pending,running}'::pg_catalog.text[]) "
+		"   AND ($2::pg_catalog.text IS NULL "
+		"        OR job_name OPERATOR(pg_catalog.=) $2 "
+		"        OR job_id OPERATOR(pg_catalog.=) ANY ("
+		"          SELECT j.job_id FROM schedlock.jobs j "
+		"           WHERE j.owner OPERATOR(pg_catalog.=) $1 "
+		"             AND j.job_name OPERATOR(pg_catalog.=) $2)) "
+		"   AND ($3::pg_catalog.interval IS NULL "
+		"        OR COALESCE(finished_at, scheduled_for) OPERATOR(pg_catalog.<) "
+		"           ($4 OPERATOR(pg_catalog.-) $3))",
+		4, {REGROLEOID, TEXTOID, INTERVALOID, TIMESTAMPTZOID}
+	};
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+
+	values[0] = ObjectIdGetDatum(owner);
+	values[1] = job_name ? CStringGetTextDatum(job_name) : (Datum) 0;
+	nulls[1] = job_name ? ' ' : 'n';
+	values[2] = older_than ? IntervalPGetDatum(older_than) : (Datum) 0;
+	nulls[2] = older_than ? ' ' : 'n';
+	values[3] = TimestampTzGetDatum(now);
+	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not delete runs");
+	return SPI_processed;
+}

@@ -159,19 +159,25 @@ schedlock_roles_due(int *n, MemoryContext cxt)
 /*
  * schedlock_overdue_jobs
  *		The enabled jobs of role (the role they run as) whose next_run_at is
- *		at or before 'before', earliest first, at most max of them, into
- *		jobs (names in cxt).  Returns how many.
+ *		at or before 'before' and whose row another transaction holds
+ *		locked now (a lock this statement could not take: it takes and
+ *		keeps, until its transaction ends, that of every other such job),
+ *		earliest first, at most max of them, into jobs (names in cxt).
+ *		Returns how many.
  */
 int
 schedlock_overdue_jobs(Oid role, TimestampTz before,
 					   SchedlockOverdueJob *jobs, int max, MemoryContext cxt)
 {
 	static SchedlockQuery q = {
-		"SELECT job_id, job_name, next_run_at FROM schedlock.jobs "
-		"WHERE enabled "
-		"  AND (COALESCE(run_as, owner)::pg_catalog.oid) OPERATOR(pg_catalog.=) $1 "
-		"  AND next_run_at OPERATOR(pg_catalog.<=) $2 "
-		"ORDER BY next_run_at, job_id LIMIT $3",
+		"SELECT j.job_id, j.job_name, j.next_run_at FROM schedlock.jobs j "
+		"WHERE j.enabled "
+		"  AND (COALESCE(j.run_as, j.owner)::pg_catalog.oid) OPERATOR(pg_catalog.=) $1 "
+		"  AND j.next_run_at OPERATOR(pg_catalog.<=) $2 "
+		"  AND NOT EXISTS (SELECT 1 FROM schedlock.jobs l "
+		"    WHERE l.job_id OPERATOR(pg_catalog.=) j.job_id "
+		"    FOR UPDATE SKIP LOCKED) "
+		"ORDER BY j.next_run_at, j.job_id LIMIT $3",
 		3, {OIDOID, TIMESTAMPTZOID, INT4OID}
 	};
 	Datum		values[3];
@@ -181,7 +187,7 @@ schedlock_overdue_jobs(Oid role, TimestampTz before,
 	values[0] = ObjectIdGetDatum(role);
 	values[1] = TimestampTzGetDatum(before);
 	values[2] = Int32GetDatum(max);
-	if (schedlock_query_run(&q, values, NULL, true, 0) != SPI_OK_SELECT)
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read overdue jobs");
 	n = (int) Min(SPI_processed, (uint64) max);
 	for (i = 0; i < (uint64) n; i++)
