@@ -182,6 +182,39 @@ cells()
 			printf '%s (%s processes, %s kB PSS) | | \t%s' "$s" "$(get dbs.enough.processes "$f")" \
 				"$(get dbs.enough.pss_kb "$f")" "$(verdict 'a <= 5' "$s")"
 			;;
+		fleetslots)
+			s=$(ratio fleet.seconds.within_1s fleet.seconds.slots "$f")
+			printf '%s (%s of %s; lag p50 / p99 %s / %s ms; %s starts/s) | %s of the slots ran (%s runs) | \t%s' "$s" \
+				"$(get fleet.seconds.within_1s "$f")" "$(get fleet.seconds.slots "$f")" \
+				"$(get fleet.seconds.lag.median "$f")" "$(get fleet.seconds.lag.p99 "$f")" \
+				"$(get fleet.seconds.starts_per_s "$f")" "$(ratio fleet.pg_cron_seconds.runs fleet.seconds.slots "$f")" \
+				"$(get fleet.pg_cron_seconds.runs "$f")" "$(verdict 'a >= 100' "${s% %}")"
+			;;
+		fleetone)
+			s=$(ratio fleet.onerole.within_1s fleet.onerole.slots "$f")
+			printf '%s (lag p50 / p99 %s / %s ms; %s starts/s; %s %% of a core) | | \t%s' "$s" \
+				"$(get fleet.onerole.lag.median "$f")" "$(get fleet.onerole.lag.p99 "$f")" \
+				"$(get fleet.onerole.starts_per_s "$f")" "$(get fleet.onerole.cpu_pct "$f")" "$(verdict 'a >= 100' "${s% %}")"
+			;;
+		fleetcpu)
+			s=$(get fleet.seconds.cpu_pct "$f")
+			c=$(get fleet.pg_cron_seconds.cpu_pct "$f")
+			printf '%s (SELECT 1 p99 %s ms) | %s (SELECT 1 p99 %s ms) | %s\t%s' "$s" "$(get fleet.seconds.select1.p99 "$f")" \
+				"$c" "$(get fleet.pg_cron_seconds.select1.p99 "$f")" "$(lead "$s" "$c")" \
+				"$(verdict 'a < b && c < 10' "$s" "$c" "$(get fleet.seconds.select1.p99 "$f")")"
+			;;
+		fleetmin)
+			s=$(get fleet.minutes.lag.p99 "$f")
+			c=$(get fleet.pg_cron_minutes.lag.p99 "$f")
+			printf '%s (%s %% of a core) | bgw %s (%s %% of a core) | %s\t%s' "$s" "$(get fleet.minutes.cpu_pct "$f")" \
+				"$c" "$(get fleet.pg_cron_minutes.cpu_pct "$f")" "$(lead "$s" "$c")" \
+				"$(verdict 'a <= b' "$(get fleet.minutes.cpu_pct "$f")" "$(get fleet.pg_cron_minutes.cpu_pct "$f")")"
+			;;
+		fleetbig)
+			printf '%s starts/s, %s %% of a core, SELECT 1 p99 %s ms; %s of the slots within 1 s | | \t%s' \
+				"$(get fleet.big.starts_per_s "$f")" "$(get fleet.big.cpu_pct "$f")" "$(get fleet.big.select1.p99 "$f")" \
+				"$(ratio fleet.big.within_1s fleet.big.slots "$f")" "$(verdict 'a < 10' "$(get fleet.big.select1.p99 "$f")")"
+			;;
 		lagburst)
 			s=$(get lagburst.tick.p99 "$f")
 			printf '%s (during the burst: %s) | | \t%s' "$s" "$(get lagburst.tick.during_burst_ms "$f")" "$(verdict 'a <= 5' "$s")"
@@ -259,6 +292,11 @@ summary share1 "2. burst: share of the floor, default settings (2 clients) / 1 b
 summary tenants "2b. 100 roles x 10 jobs at one instant: last finished (ms)" "<= 2000 ms"
 summary dbs8 "2c. 32 databases, '1 seconds' job each, max_worker_processes 8: start lag p99 (ms)" "<= 500 ms"
 summary dbsmany "2c. the same with a backend per database: start lag p99 (ms)" "<= 5 ms"
+summary fleetslots "2e. 100 databases, '1 seconds' job each (a role each), defaults: slots started within 1 s of their instant" "all"
+summary fleetone "2e. the same jobs, all of one role (schedlock.max_runs_per_role 3): slots within 1 s" "all"
+summary fleetcpu "2e. the same: the cluster's CPU, % of a core (postmaster and every child)" "below pg_cron's; SELECT 1 p99 < 10 ms"
+summary fleetmin "2e. 100 databases, '* * * * *' and '*/5' job each: start lag p99 (ms)" "CPU not above pg_cron's"
+summary fleetbig "2e. 200 databases, '1 seconds' job each, a budget of 104: rotation" "no storm"
 summary lagburst "2d. start lag p99 (ms) of a '1 seconds' job while another role's burst runs" "<= 5 ms"
 summary notify "3. NOTIFY burst of 10000: last received (ms)" "<= 1000 ms"
 summary insert "4. scale: schedule_job calls per second, one session" ">= 5000"

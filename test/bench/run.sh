@@ -8,7 +8,7 @@
 #   SL_PGVER=17 bash test/bench/run.sh      (PostgreSQL 17: in a Debian 13
 #                                           root, see test/bench/matrix.sh)
 #
-# Workloads (BENCH_ONLY picks some; default all, about 40 minutes):
+# Workloads (BENCH_ONLY picks some; default all, about 60 minutes):
 #   lag     start lag of one job: a "1 seconds" schedlock job (>= 60 samples);
 #           on pg_cron 1.5 and later a "1 seconds" pg_cron job, once over
 #           libpq and once with background workers; then a "* * * * *" job
@@ -24,6 +24,15 @@
 #           and with enough slots for a backend per database; pg_cron with
 #           background workers beside it (a "* * * * *" job in each database
 #           before pg_cron 1.5, 2 minutes)
+#   fleet   100 databases with a "1 seconds" job each (each of a role of
+#           its own; then all of one role, which schedlock.max_runs_per_role
+#           holds to 3 backends), PostgreSQL's and schedlock's defaults (a
+#           budget of 4 job backends), 60 s: slots
+#           run, start lag, the whole cluster's CPU, backend starts a second
+#           and a one-row query's latency beside it; pg_cron 1.5 and later
+#           (background workers) with the same jobs; then a "* * * * *" and
+#           a "*/5 * * * *" job in each of the 100, 3 minutes, beside
+#           pg_cron; and 200 databases' "1 seconds" jobs on a budget of 104
 #   lagburst start lag of one role's "1 seconds" job while another role's
 #           1000-job burst runs (defaults)
 #   notify  10000 NOTIFY jobs due at one instant, one listening client
@@ -58,7 +67,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 2
 source test/lib.sh
 
-ONLY=${BENCH_ONLY:-"lag burst tenants dbs lagburst notify scale claim steady locks"}
+ONLY=${BENCH_ONLY:-"lag burst tenants dbs fleet lagburst notify scale claim steady locks"}
 LAG_SAMPLES=${BENCH_LAG_SAMPLES:-60}
 LAG_MINUTES=${BENCH_LAG_MINUTES:-3}
 OUT=${BENCH_OUT:-$SL_SRCDIR/test/bench/out}
@@ -261,6 +270,18 @@ put_spread()
 	put "$1.median" "$md"
 	put "$1.p99" "$p99"
 	put "$1.max" "$mx"
+}
+
+# file_spread ON FILE : spread's "samples min median p99 max" of the values
+# (ms), one a line, in FILE, computed by the server of ON (sq or cq)
+file_spread()
+{
+	local on=$1 f=$2
+	chmod a+r "$f"
+	$on postgres -c "DROP TABLE IF EXISTS bench_values" -c "CREATE TABLE bench_values (ms float8)" \
+		-c "\\copy bench_values FROM '$f'" >/dev/null
+	spread "SELECT ms FROM bench_values" "$on" postgres
+	$on postgres -c "DROP TABLE bench_values" >/dev/null
 }
 
 # now_s : this machine's clock (the servers' clock), in seconds
@@ -623,13 +644,9 @@ dbs_trial()
 		sq "d$i" -c "SELECT extract(epoch FROM started - date_trunc('second', started)) * 1000 FROM lag
 			WHERE started >= (SELECT min(started_at) FROM schedlock.job_runs)" >>"$B/dbs-lag.tsv"
 	done
-	chmod a+r "$B/dbs-lag.tsv"
-	sq postgres -c "DROP TABLE IF EXISTS dbs_lag" -c "CREATE TABLE dbs_lag (ms float8)" \
-		-c "\\copy dbs_lag FROM '$B/dbs-lag.tsv'" >/dev/null
-	put_spread "dbs.$name.lag" "$(spread "SELECT ms FROM dbs_lag" sq postgres)"
+	put_spread "dbs.$name.lag" "$(file_spread sq "$B/dbs-lag.tsv")"
 	put "dbs.$name.expected_runs" "$((N_DBS * DBS_SECONDS))"
 	put "dbs.$name.databases_with_runs" "$(for i in $(seq 1 $N_DBS); do sq "d$i" -c "SELECT count(*) > 0 FROM schedlock.job_runs WHERE status = 'succeeded'"; done | grep -c t)"
-	sq postgres -c "DROP TABLE dbs_lag" >/dev/null
 }
 
 bench_dbs()
@@ -700,16 +717,224 @@ dbs_pg_cron()
 	for i in $(seq 1 $N_DBS); do
 		cq "d$i" -c "SELECT extract(epoch FROM started - date_trunc('$unit', started)) * 1000 FROM lag" >>"$B/dbs-cron-lag.tsv"
 	done
-	chmod a+r "$B/dbs-cron-lag.tsv"
-	cq postgres -c "DROP TABLE IF EXISTS dbs_lag" -c "CREATE TABLE dbs_lag (ms float8)" \
-		-c "\\copy dbs_lag FROM '$B/dbs-cron-lag.tsv'" >/dev/null
 	put dbs.pg_cron.schedule "$sched"
-	put_spread dbs.pg_cron.lag "$(spread "SELECT ms FROM dbs_lag" cq postgres)"
+	put_spread dbs.pg_cron.lag "$(file_spread cq "$B/dbs-cron-lag.tsv")"
 	put dbs.pg_cron.databases_with_runs "$(for i in $(seq 1 $N_DBS); do cq "d$i" -c "SELECT count(*) > 0 FROM lag"; done | grep -c t)"
-	cq postgres -c "DROP TABLE dbs_lag" >/dev/null
 	for i in $(seq 1 $N_DBS); do
 		cq postgres -c "DROP DATABASE d$i" >/dev/null
 	done
+}
+
+# --- 2e. a fleet of databases on a small budget -----------------------------
+
+N_FLEET=${BENCH_FLEET_DBS:-100}
+N_FLEET_BIG=${BENCH_FLEET_BIG_DBS:-200}
+FLEET_SECONDS=${BENCH_FLEET_SECONDS:-60}
+FLEET_MINUTES=${BENCH_FLEET_MINUTES:-3}
+
+# cluster_ticks DATADIR : the CPU of a whole cluster so far, in clock ticks:
+# the postmaster's own and that of its children it has reaped (utime,
+# stime, cutime, cstime), and that of its live children
+cluster_ticks()
+{
+	local pm p t=0 u s cu cs
+	pm=$(head -n 1 "$1/postmaster.pid")
+	for p in $pm $(cat "/proc/$pm/task/$pm/children" 2>/dev/null); do
+		read -r u s cu cs <<<"$(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12, $13, $14, $15}')"
+		t=$((t + ${u:-0} + ${s:-0} + ${cu:-0} + ${cs:-0}))
+	done
+	echo "$t"
+}
+
+# fleet_dbs ON N WITH_EXTENSION : databases f1..fN, each with a table lag,
+# copied from a template (with the extension when WITH_EXTENSION is yes)
+fleet_dbs()
+{
+	local on=$1 n=$2 ext=$3 i
+	$on postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS fleet_tpl" \
+		-c "CREATE DATABASE fleet_tpl" >/dev/null || return 1
+	[ "$ext" = yes ] && { $on fleet_tpl -c "CREATE EXTENSION schedlock" >/dev/null || return 1; }
+	$on fleet_tpl -c "CREATE TABLE lag (started timestamptz)" >/dev/null
+	for i in $(seq 1 "$n"); do
+		echo "SET client_min_messages = warning; DROP DATABASE IF EXISTS f$i; CREATE DATABASE f$i TEMPLATE fleet_tpl;"
+		echo "DROP ROLE IF EXISTS fleet_r$i; CREATE ROLE fleet_r$i LOGIN;"
+	done | $on postgres >/dev/null
+	for i in $(seq 1 "$n"); do
+		$on "f$i" -c "GRANT INSERT ON public.lag TO fleet_r$i" >/dev/null
+		[ "$ext" = yes ] && $on "f$i" -c "GRANT INSERT ON schedlock.jobs TO fleet_r$i" >/dev/null
+	done
+	return 0
+}
+
+fleet_drop()
+{
+	local on=$1 n=$2 i
+	# no backend starts for the databases while they go
+	[ "$on" = sq ] && sq postgres -c "ALTER SYSTEM SET schedlock.enabled = off" \
+		-c "SELECT pg_reload_conf()" >/dev/null
+	for i in $(seq 1 "$n"); do
+		echo "SET client_min_messages = warning; DROP DATABASE IF EXISTS f$i; DROP ROLE IF EXISTS fleet_r$i;"
+	done | $on postgres >/dev/null
+	$on postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS fleet_tpl" >/dev/null
+	[ "$on" = sq ] && sq postgres -c "ALTER SYSTEM RESET schedlock.enabled" \
+		-c "SELECT pg_reload_conf()" >/dev/null
+	return 0
+}
+
+# fleet_window ON DATADIR NAME SECONDS : over SECONDS, the cluster's CPU
+# and the latency of a one-row query sent ten times a second over one
+# connection (pgbench -R 10); leaves FLEET_T0 and FLEET_T1 (epoch seconds)
+fleet_window()
+{
+	local on=$1 data=$2 name=$3 secs=$4 c0 c1 host port
+	if [ "$on" = sq ]; then host=$S_HOST port=$S_PORT; else host=$C_HOST port=$C_PORT; fi
+	echo "SELECT 1;" >"$B/select1.sql"
+	chmod a+r "$B/select1.sql"
+	rm -f "$B"/pgb-"$name"*
+	FLEET_T0=$(now_s)
+	c0=$(cluster_ticks "$data")
+	(cd "$B" && sl_as_server "$PG_BINDIR/pgbench" -n -h "$host" -p "$port" -U postgres -c 1 -R 10 \
+		-T "$secs" -f "$B/select1.sql" --log --log-prefix="$B/pgb-$name" postgres >/dev/null 2>&1)
+	c1=$(cluster_ticks "$data")
+	FLEET_T1=$(now_s)
+	put "fleet.$name.cpu_pct" "$(cpu_pct "$c0" "$c1" "$FLEET_T0" "$FLEET_T1")"
+	cat "$B"/pgb-"$name"* 2>/dev/null | awk '{print $3 / 1000}' >"$B/select1-$name.tsv"
+	put_spread "fleet.$name.select1" "$(file_spread "$on" "$B/select1-$name.tsv")"
+}
+
+# fleet_schedlock_runs NAME N PERIOD_S (0: not counted) : what schedlock made of the slots of
+# the window: slots, runs, runs started within 1 s of their slot, start lag
+# (started_at - scheduled_for) and the job backends that ran them, a second
+fleet_schedlock_runs()
+{
+	local name=$1 n=$2 period=$3 i
+	: >"$B/fleet-lag.tsv"
+	: >"$B/fleet-pids"
+	for i in $(seq 1 "$n"); do
+		sq "f$i" -c "SELECT extract(epoch FROM started_at - scheduled_for) * 1000 FROM schedlock.job_runs
+			WHERE scheduled_for >= to_timestamp($FLEET_T0) AND scheduled_for < to_timestamp($FLEET_T1)
+			  AND started_at IS NOT NULL" >>"$B/fleet-lag.tsv"
+		sq "f$i" -c "SELECT DISTINCT worker_pid FROM schedlock.job_runs
+			WHERE scheduled_for >= to_timestamp($FLEET_T0) AND scheduled_for < to_timestamp($FLEET_T1)
+			  AND worker_pid IS NOT NULL" >>"$B/fleet-pids"
+	done
+	# the slots of a job every PERIOD_S seconds in [FLEET_T0, FLEET_T1)
+	[ "$period" -gt 0 ] && put "fleet.$name.slots" "$(awk -v a="$FLEET_T0" -v b="$FLEET_T1" -v n="$n" -v p="$period" \
+		'function ceil(x) { return x == int(x) ? x : int(x) + 1 } BEGIN {printf "%d", (ceil(b / p) - ceil(a / p)) * n}')"
+	put "fleet.$name.runs" "$(wc -l <"$B/fleet-lag.tsv")"
+	put "fleet.$name.within_1s" "$(awk '$1 < 1000' "$B/fleet-lag.tsv" | wc -l)"
+	put_spread "fleet.$name.lag" "$(file_spread sq "$B/fleet-lag.tsv")"
+	put "fleet.$name.starts_per_s" "$(sort -u "$B/fleet-pids" | wc -l |
+		awk -v a="$FLEET_T0" -v b="$FLEET_T1" '{printf "%.1f", $1 / (b - a)}')"
+}
+
+# fleet_pg_cron_runs NAME N UNIT : pg_cron's runs of the window: runs and
+# the start lag from the start of their second or minute (pg_cron records
+# no slot)
+fleet_pg_cron_runs()
+{
+	local name=$1 n=$2 unit=$3 i
+	: >"$B/fleet-lag.tsv"
+	for i in $(seq 1 "$n"); do
+		cq "f$i" -c "SELECT extract(epoch FROM started - date_trunc('$unit', started)) * 1000 FROM lag
+			WHERE started >= to_timestamp($FLEET_T0) AND started < to_timestamp($FLEET_T1)" >>"$B/fleet-lag.tsv"
+	done
+	put "fleet.$name.runs" "$(wc -l <"$B/fleet-lag.tsv")"
+	put_spread "fleet.$name.lag" "$(file_spread cq "$B/fleet-lag.tsv")"
+}
+
+# fleet_schedlock NAME N PERIOD_S SECONDS ROLE SCHEDULE... : N databases
+# with a job on each SCHEDULE, of ROLE ("": database fI's role fleet_rI),
+# measured over SECONDS after a warm-up
+fleet_schedlock()
+{
+	local name=$1 n=$2 period=$3 secs=$4 role=$5 i s k
+	shift 5
+	fleet_dbs sq "$n" yes || return 1
+	for i in $(seq 1 "$n"); do
+		k=0
+		{
+			echo "SET ROLE ${role:-fleet_r$i};"
+			for s in "$@"; do
+				k=$((k + 1))
+				echo "SELECT schedlock.schedule_job('fleet$k', '$s', 'INSERT INTO public.lag VALUES (clock_timestamp())');"
+			done
+		} | sq "f$i" >/dev/null
+	done
+	[ "$(sq "f$n" -c "SELECT count(*) FROM schedlock.jobs WHERE owner = '${role:-fleet_r$n}'::regrole")" -eq $# ] || {
+		sl_log "fleet: the jobs of f$n were not scheduled"
+		return 1
+	}
+	sleep 10
+	fleet_window sq "$B/s/data" "$name" "$secs"
+	fleet_schedlock_runs "$name" "$n" "$period"
+	fleet_drop sq "$n"
+}
+
+# fleet_pg_cron NAME N UNIT SECONDS SCHEDULE... : the same on pg_cron, with
+# background workers (cron.schedule_in_database), each database's jobs of
+# its role fleet_rI
+fleet_pg_cron()
+{
+	local name=$1 n=$2 unit=$3 secs=$4 i s k
+	shift 4
+	pg_cron_start bgw || return 1
+	# PostgreSQL's default, as schedlock has it here
+	cq postgres -c "ALTER SYSTEM SET max_worker_processes = 8" >/dev/null
+	sl_as_server "$PG_BINDIR/pg_ctl" -D "$B/c/data" -l "$B/c/server.log" -w -t 60 restart >/dev/null || return 1
+	fleet_dbs cq "$n" no || return 1
+	for i in $(seq 1 "$n"); do
+		k=0
+		for s in "$@"; do
+			k=$((k + 1))
+			echo "SELECT cron.schedule_in_database('fleet${k}_$i', '$s', 'INSERT INTO public.lag VALUES (clock_timestamp())', 'f$i', 'fleet_r$i');"
+		done | cq postgres >/dev/null
+	done
+	sleep 10
+	fleet_window cq "$B/c/data" "$name" "$secs"
+	fleet_pg_cron_runs "$name" "$n" "$unit"
+	cq postgres -c "SELECT count(cron.unschedule(jobid)) FROM cron.job WHERE jobname LIKE 'fleet%'" \
+		-c "TRUNCATE cron.job_run_details" >/dev/null
+	fleet_drop cq "$n"
+	cq postgres -c "ALTER SYSTEM RESET max_worker_processes" >/dev/null
+	sl_cluster_stop "$B/c"
+}
+
+bench_fleet()
+{
+	set_workers default
+	sq postgres -c "ALTER SYSTEM SET max_worker_processes = 8" >/dev/null
+	restart_schedlock
+	put fleet.dbs "$N_FLEET"
+	sl_log "fleet: $N_FLEET databases with a '1 seconds' job each, of a role each, defaults, ${FLEET_SECONDS} s"
+	fleet_schedlock seconds "$N_FLEET" 1 "$FLEET_SECONDS" "" '1 seconds'
+	# one role for all: schedlock.max_runs_per_role (3) caps it in the cluster
+	sl_log "fleet: the same jobs, all of one role"
+	fleet_schedlock onerole "$N_FLEET" 1 "$FLEET_SECONDS" postgres '1 seconds'
+	if [ -n "$CRON_SECONDS" ]; then
+		sl_log "fleet: pg_cron $CRON_VER, the same jobs"
+		fleet_pg_cron pg_cron_seconds "$N_FLEET" second "$FLEET_SECONDS" '1 seconds'
+	fi
+	sl_log "fleet: $N_FLEET databases with a '* * * * *' and a '*/5 * * * *' job each, defaults, $FLEET_MINUTES minutes"
+	fleet_schedlock minutes "$N_FLEET" 0 $((FLEET_MINUTES * 60)) "" '* * * * *' '*/5 * * * *'
+	sl_log "fleet: pg_cron $CRON_VER, the same jobs"
+	fleet_pg_cron pg_cron_minutes "$N_FLEET" minute $((FLEET_MINUTES * 60)) '* * * * *' '*/5 * * * *'
+
+	# more databases with frequent jobs than the budget, which is sized as
+	# docs/operations.md says for the rest: the rotation must not storm
+	put fleet.big.dbs "$N_FLEET_BIG"
+	put fleet.big.budget 104
+	sl_log "fleet: $N_FLEET_BIG databases with a '1 seconds' job each on a budget of 104"
+	sq postgres -c "ALTER SYSTEM SET max_worker_processes = 112" \
+		-c "ALTER SYSTEM SET schedlock.max_job_backends = 104" \
+		-c "ALTER SYSTEM SET max_connections = 200" >/dev/null
+	restart_schedlock
+	fleet_schedlock big "$N_FLEET_BIG" 1 "$FLEET_SECONDS" "" '1 seconds'
+	sq postgres -c "ALTER SYSTEM RESET max_worker_processes" \
+		-c "ALTER SYSTEM RESET schedlock.max_job_backends" \
+		-c "ALTER SYSTEM RESET max_connections" >/dev/null
+	restart_schedlock
+	set_workers 2
 }
 
 # --- 2d. lag during another role's burst ------------------------------------
@@ -909,6 +1134,7 @@ for w in $ONLY; do
 		burst) bench_burst ;;
 		tenants) bench_tenants ;;
 		dbs) bench_dbs ;;
+		fleet) bench_fleet ;;
 		lagburst) bench_lagburst ;;
 		notify) bench_notify ;;
 		scale) bench_scale ;;
