@@ -105,6 +105,10 @@
  */
 #define WORKER_AHEAD_MARGIN_MS	5
 
+/* The log line of a run whose job went between its claim and its instant */
+#define UNSCHEDULED_MESSAGE \
+	"the job was unscheduled or disabled before the run started"
+
 /*
  * A run of an atomic job claimed before its instant with the first job
  * due then (claim_ahead), to run in the transaction begun on the instant
@@ -390,6 +394,26 @@ run_in_subxact(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 }
 
 /*
+ * unscheduled_since_claim
+ *		At the instant of a run whose claim has committed (claimed ahead of
+ *		its instant, or a non-atomic job): whether its job was unscheduled
+ *		or disabled since; the run is then closed as skipped and does not
+ *		start.  In a transaction, in bookkeeping.
+ */
+static bool
+unscheduled_since_claim(ClaimedJob *job, int64 run_id)
+{
+	bool		skipped;
+
+	(void) schedlock_skip_unscheduled_runs(&job->job_id, &run_id, 1,
+										   &skipped);
+	if (skipped)
+		schedlock_log_run_end(job->job_name, job->role_name, run_id,
+							  "skipped", NULL, UNSCHEDULED_MESSAGE, NULL);
+	return skipped;
+}
+
+/*
  * run_atomic
  *		Run an atomic job's command in the claiming transaction, as the
  *		role, and record its outcome as the owner; commit as the role.  In
@@ -421,6 +445,13 @@ run_atomic(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 			schedlock_wave_join(start);
 		wait_until(start);
 		schedlock_worker_begin_tx("schedlock: running a job");
+		if (unscheduled_since_claim(job, run_id))
+		{
+			schedlock_wave_started();
+			if (commit)
+				schedlock_worker_end_tx();
+			return;
+		}
 	}
 	else
 		wait_until(start);
@@ -454,6 +485,19 @@ run_toplevel(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 	if (start > GetCurrentTimestamp())
 		schedlock_wave_join(start);
 	wait_until(start);
+	if (error == NULL)
+	{
+		bool		skipped;
+
+		schedlock_worker_begin_tx("schedlock: starting a run");
+		skipped = unscheduled_since_claim(job, run_id);
+		schedlock_worker_end_tx();
+		if (skipped)
+		{
+			schedlock_wave_started();
+			return;
+		}
+	}
 	report_job_activity(job);
 	if (error == NULL)
 	{
@@ -662,6 +706,8 @@ run_ahead(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 	int64		ids[SCHEDLOCK_MAX_RUNS_PER_COMMIT];
 	int64		run_ids[SCHEDLOCK_MAX_RUNS_PER_COMMIT];
 	SchedlockEndedRun ended[SCHEDLOCK_MAX_RUNS_PER_COMMIT];
+	bool		skipped[SCHEDLOCK_MAX_RUNS_PER_COMMIT];
+	int			m;
 
 	Assert(n + 1 <= SCHEDLOCK_MAX_RUNS_PER_COMMIT);
 	ids[0] = job->job_id;
@@ -675,20 +721,41 @@ run_ahead(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 	wait_until(start);
 	schedlock_worker_begin_tx("schedlock: running jobs claimed ahead");
 
-	schedlock_dispatch_blame(job->job_id);
-	ended[0].started_at = GetCurrentTimestamp();
-	run_in_subxact(job, plan, run_id, &error, result_status, &notices);
-	ended[0].job = job;
-	ended[0].plan = plan;
-	ended[0].finished_at = GetCurrentTimestamp();
-	ended[0].error = error;
-	ended[0].result_status = result_status;
-	ended[0].notices = notices;
+	/* the runs whose job was unscheduled or disabled since do not start */
+	run_ids[0] = run_id;
+	for (int i = 0; i < n; i++)
+		run_ids[i + 1] = runs[i].run_id;
+	if (schedlock_skip_unscheduled_runs(ids, run_ids, n + 1, skipped) > 0)
+	{
+		for (int i = 0; i <= n; i++)
+			if (skipped[i])
+				schedlock_log_run_end(i == 0 ? job->job_name : runs[i - 1].job.job_name,
+									  i == 0 ? job->role_name : runs[i - 1].job.role_name,
+									  run_ids[i], "skipped", NULL,
+									  UNSCHEDULED_MESSAGE, NULL);
+	}
+
+	m = 0;
+	if (!skipped[0])
+	{
+		schedlock_dispatch_blame(job->job_id);
+		ended[0].started_at = GetCurrentTimestamp();
+		run_in_subxact(job, plan, run_id, &error, result_status, &notices);
+		ended[0].job = job;
+		ended[0].plan = plan;
+		ended[0].finished_at = GetCurrentTimestamp();
+		ended[0].error = error;
+		ended[0].result_status = result_status;
+		ended[0].notices = notices;
+		m = 1;
+	}
 	for (int i = 0; i < n; i++)
 	{
 		AheadRun   *r = &runs[i];
-		SchedlockEndedRun *e = &ended[i + 1];
+		SchedlockEndedRun *e = &ended[m];
 
+		if (skipped[i + 1])
+			continue;
 		schedlock_dispatch_blame(r->job.job_id);
 		set_running_job(r->job.job_id, &r->plan, 0);
 		e->started_at = GetCurrentTimestamp();
@@ -700,21 +767,23 @@ run_ahead(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 		e->error = r->error;
 		e->result_status = r->result_status;
 		e->notices = r->notices;
-		run_ids[i + 1] = r->run_id;
+		run_ids[m] = r->run_id;
+		m++;
 	}
-	run_ids[0] = run_id;
 	/* the others due at this instant start before these runs' bookkeeping */
 	schedlock_wave_started();
 	schedlock_wave_wait_for_others();
+	if (m == 0)
+		return;
 
 	/*
 	 * Their outcomes, in one statement where the tables allow; when that
 	 * fails, one at a time, each charged to its job.
 	 */
 	if (schedlock_jobs_have_stats() &&
-		record_set(schedlock_record_outcomes, ended, run_ids, n + 1))
+		record_set(schedlock_record_outcomes, ended, run_ids, m))
 		return;
-	for (int i = 0; i <= n; i++)
+	for (int i = 0; i < m; i++)
 	{
 		schedlock_dispatch_blame(ended[i].job->job_id);
 		schedlock_record_outcome(ended[i].job, ended[i].plan, run_ids[i],

@@ -9,7 +9,9 @@
 # of theirs is still in progress (the caller's lock_timeout is 5 s, so a
 # wait on a run's lock fails the statement instead of hanging the test);
 # each run in progress then finishes and is recorded, and none starts
-# after the statement returned.  Then alter_job of a running job returns
+# after the statement returned (a run claimed ahead of its instant whose
+# job goes before it does not start: it is closed as skipped, which the
+# next part pins down).  Then alter_job of a running job returns
 # while the run goes on, and the job's next run runs the new command.
 use strict;
 use warnings;
@@ -22,7 +24,7 @@ use SchedlockJobNode;
 my $node = job_node_conf('unschedule_running', q{max_worker_processes = 8});
 admin(q{
 	CREATE EXTENSION schedlock;
-	CREATE TABLE public.hits (name text, at timestamptz DEFAULT clock_timestamp());
+	CREATE TABLE public.hits (name text, at timestamptz DEFAULT now());
 	CREATE ROLE ov LOGIN;
 	GRANT INSERT, SELECT ON public.hits TO ov;
 	GRANT INSERT ON schedlock.jobs TO ov;
@@ -67,10 +69,70 @@ for my $try (1 .. 5)
 					AND scheduled_for >= '$returned'::timestamptz - interval '5 seconds'}),
 		'0', "try $try: each was recorded succeeded (or its slot skipped as an overlap)");
 	is( admin(qq{SELECT count(*) FROM public.hits WHERE at > '$returned'}),
-		'0', "try $try: none started after the statement returned");
+		'0', "try $try: none started after the statement returned")
+	  or diag "returned $returned\n",
+	  admin(q{SELECT string_agg(format('%s %s', name, at), E'\n' ORDER BY at) FROM public.hits}), "\n",
+	  admin(q{SELECT string_agg(format('%s %s %s %s %s %s', id, job_name, scheduled_for, status, started_at, finished_at), E'\n' ORDER BY id)
+				FROM schedlock.job_runs WHERE job_name LIKE 'ov_'});
 	is(admin(q{SELECT count(*) FROM schedlock.jobs WHERE job_name LIKE 'ov_'}),
 		'0', "try $try: the jobs are gone");
 	admin(q{TRUNCATE public.hits});
+}
+
+# A run claimed ahead of its instant (its claim commits up to 50 ms before
+# it) whose job is unscheduled, or disabled, before the instant does not
+# start: it is closed as skipped.  The statement is issued the moment such
+# a claim is seen; a try counts only if it committed before the instant (a
+# slower one is tried again).
+for my $case ([ 'unschedule', q{schedlock.unschedule_job('ahead')},
+				'the job was unscheduled before the run started' ],
+			  [ 'disable', q{schedlock.alter_job('ahead', enabled => false)},
+				'the job was disabled before the run started' ])
+{
+	my ($what, $call, $message) = @$case;
+	my $done = 0;
+	for my $try (1 .. 20)
+	{
+		as_role('ov', q{SELECT schedlock.schedule_job('ahead', '1 seconds',
+			'INSERT INTO public.hits (name) VALUES (''ahead'')')});
+		my $out = as_role('ov', qq{
+			DO \$\$
+			DECLARE deadline timestamptz := clock_timestamp() + interval '30 s';
+			BEGIN
+				LOOP
+					EXIT WHEN EXISTS (SELECT 1 FROM schedlock.job_runs
+									   WHERE job_name = 'ahead' AND status = 'running'
+										 AND started_at > clock_timestamp());
+					IF clock_timestamp() > deadline THEN
+						RAISE EXCEPTION 'no run was claimed ahead';
+					END IF;
+				END LOOP;
+				PERFORM $call;
+			END \$\$;
+			SELECT clock_timestamp();});
+		my $returned = (split /\n/, $out)[-1];
+		my $ahead = admin(qq{SELECT run_id FROM schedlock.job_runs
+							  WHERE job_name = 'ahead' AND started_at > '$returned'
+							  ORDER BY run_id DESC LIMIT 1});
+		# (the job runs no more: it is gone or disabled)
+		ok( wait_for(q{SELECT count(*) = 0 FROM schedlock.job_runs
+						WHERE job_name = 'ahead' AND finished_at IS NULL}, 60),
+			"$what, try $try: no run of the job is left unfinished");
+		as_role('ov', q{SELECT schedlock.unschedule_job('ahead', if_exists => true)});
+		if ($ahead eq '')
+		{
+			note "$what, try $try: the statement committed after the instant, again";
+			next;
+		}
+		is( admin(qq{SELECT status || ': ' || message FROM schedlock.job_runs WHERE run_id = $ahead}),
+			"skipped: $message",
+			"$what: the run claimed ahead was closed as skipped");
+		is( admin(qq{SELECT count(*) FROM public.hits WHERE name = 'ahead' AND at > '$returned'}),
+			'0', "$what: its command did not run");
+		$done = 1;
+		last;
+	}
+	ok($done, "$what: a statement committed between a claim and its instant");
 }
 
 # alter_job of a running job: returns at once, applies from the next run

@@ -336,6 +336,9 @@ extern int64 schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
 extern bool schedlock_record_ended_runs(SchedlockEndedRun *runs, int n);
 extern bool schedlock_record_outcomes(SchedlockEndedRun *runs,
 									  const int64 *run_ids, int n);
+extern int	schedlock_skip_unscheduled_runs(const int64 *job_ids,
+											 const int64 *run_ids, int n,
+											 bool *skipped);
 extern uint64 schedlock_close_lost_runs(void);
 extern uint64 schedlock_expire_runs(TimestampTz now);
 extern uint64 schedlock_prune_runs(TimestampTz now, int retention_mins,

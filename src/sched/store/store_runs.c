@@ -885,6 +885,71 @@ schedlock_record_outcomes(SchedlockEndedRun *runs, const int64 *run_ids,
 }
 
 /*
+ * schedlock_skip_unscheduled_runs
+ *		At the instant of n runs whose claims committed before it (claimed
+ *		ahead, or a job run outside its claim's transaction): the runs whose
+ *		job was unscheduled or disabled since are closed as skipped, in one
+ *		statement, and skipped[i] is set for them (the others are cleared).
+ *		job_ids[i] and run_ids[i] name run i.  A run still to run is decided
+ *		here: an unschedule_job or alter_job(enabled => false) that commits
+ *		before this statement stops it, one that commits after finds it
+ *		started.  Returns how many were skipped.  Connected to SPI, in a
+ *		transaction; a job's own command is not running.
+ */
+int
+schedlock_skip_unscheduled_runs(const int64 *job_ids, const int64 *run_ids,
+								int n, bool *skipped)
+{
+	static SchedlockQuery q = {
+		"WITH g AS ("
+		"  SELECT u.i, u.run_id, j.job_id IS NOT NULL AS disabled "
+		"    FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) "
+		"      WITH ORDINALITY AS u(job_id, run_id, i) "
+		"    LEFT JOIN schedlock.jobs j ON j.job_id OPERATOR(pg_catalog.=) u.job_id "
+		"   WHERE j.job_id IS NULL OR NOT j.enabled), "
+		"s AS (UPDATE schedlock.job_runs r SET status = 'skipped', "
+		"  finished_at = $3, "
+		"  message = CASE WHEN g.disabled "
+		"    THEN 'the job was disabled before the run started' "
+		"    ELSE 'the job was unscheduled before the run started' END "
+		"  FROM g WHERE r.run_id OPERATOR(pg_catalog.=) g.run_id "
+		"    AND r.status OPERATOR(pg_catalog.=) 'running' "
+		"  RETURNING r.run_id) "
+		"SELECT g.i, g.disabled FROM g",
+		3, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID}
+	};
+	Datum		values[3];
+	Datum	   *elems;
+	int			k = 0;
+
+	elems = palloc(sizeof(Datum) * n);
+	for (int i = 0; i < n; i++)
+		elems[i] = Int64GetDatum(job_ids[i]);
+	values[0] = array_of(elems, NULL, n, INT8OID);
+	elems = palloc(sizeof(Datum) * n);
+	for (int i = 0; i < n; i++)
+		elems[i] = Int64GetDatum(run_ids[i]);
+	values[1] = array_of(elems, NULL, n, INT8OID);
+	values[2] = TimestampTzGetDatum(GetCurrentTimestamp());
+	memset(skipped, 0, sizeof(bool) * n);
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not look for unscheduled jobs");
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		bool		isnull;
+		int64		i = DatumGetInt64(col(SPI_tuptable->vals[r],
+										  SPI_tuptable->tupdesc, 1, &isnull));
+
+		if (i < 1 || i > n)
+			elog(ERROR, "could not look for unscheduled jobs");
+		skipped[i - 1] = true;
+		k++;
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return k;
+}
+
+/*
  * schedlock_forget_run
  *		Delete the record of a run that need not be kept (record_runs =
  *		failures: a succeeded run, once its statistics are counted).
