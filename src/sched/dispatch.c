@@ -445,7 +445,7 @@ run_atomic(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 			schedlock_wave_join(start);
 		wait_until(start);
 		schedlock_worker_begin_tx("schedlock: running a job");
-		if (unscheduled_since_claim(job, run_id))
+		if (error == NULL && unscheduled_since_claim(job, run_id))
 		{
 			schedlock_wave_started();
 			if (commit)
@@ -707,6 +707,10 @@ run_ahead(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 	int64		run_ids[SCHEDLOCK_MAX_RUNS_PER_COMMIT];
 	SchedlockEndedRun ended[SCHEDLOCK_MAX_RUNS_PER_COMMIT];
 	bool		skipped[SCHEDLOCK_MAX_RUNS_PER_COMMIT];
+	int64		ask_job[SCHEDLOCK_MAX_RUNS_PER_COMMIT];
+	int64		ask_run[SCHEDLOCK_MAX_RUNS_PER_COMMIT];
+	int			ask_of[SCHEDLOCK_MAX_RUNS_PER_COMMIT];
+	bool		ask_skipped[SCHEDLOCK_MAX_RUNS_PER_COMMIT];
 	int			m;
 
 	Assert(n + 1 <= SCHEDLOCK_MAX_RUNS_PER_COMMIT);
@@ -721,18 +725,33 @@ run_ahead(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 	wait_until(start);
 	schedlock_worker_begin_tx("schedlock: running jobs claimed ahead");
 
-	/* the runs whose job was unscheduled or disabled since do not start */
-	run_ids[0] = run_id;
-	for (int i = 0; i < n; i++)
-		run_ids[i + 1] = runs[i].run_id;
-	if (schedlock_skip_unscheduled_runs(ids, run_ids, n + 1, skipped) > 0)
+	/*
+	 * The runs whose job was unscheduled or disabled since do not start
+	 * (one whose role check failed is recorded failed all the same).
+	 */
+	memset(skipped, 0, sizeof(skipped));
+	m = 0;
+	for (int i = 0; i <= n; i++)
 	{
-		for (int i = 0; i <= n; i++)
-			if (skipped[i])
-				schedlock_log_run_end(i == 0 ? job->job_name : runs[i - 1].job.job_name,
-									  i == 0 ? job->role_name : runs[i - 1].job.role_name,
-									  run_ids[i], "skipped", NULL,
-									  UNSCHEDULED_MESSAGE, NULL);
+		if ((i == 0 ? error : runs[i - 1].error) != NULL)
+			continue;
+		ask_job[m] = ids[i];
+		ask_run[m] = i == 0 ? run_id : runs[i - 1].run_id;
+		ask_of[m++] = i;
+	}
+	if (m > 0 &&
+		schedlock_skip_unscheduled_runs(ask_job, ask_run, m, ask_skipped) > 0)
+	{
+		for (int a = 0; a < m; a++)
+		{
+			ClaimedJob *j = ask_of[a] == 0 ? job : &runs[ask_of[a] - 1].job;
+
+			if (!ask_skipped[a])
+				continue;
+			skipped[ask_of[a]] = true;
+			schedlock_log_run_end(j->job_name, j->role_name, ask_run[a],
+								  "skipped", NULL, UNSCHEDULED_MESSAGE, NULL);
+		}
 	}
 
 	m = 0;

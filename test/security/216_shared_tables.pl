@@ -150,6 +150,29 @@ ok(wait_su(qq{SELECT status = 'succeeded' FROM schedlock.job_runs WHERE run_id =
 is(su_sql(q{SELECT count(*) FROM public.ran_as WHERE who = 'changed:maint'}), '1',
 	'and then the command runs, as maint');
 
+# the same for a scheduled job, whose runs are claimed ahead of their
+# instant (the claim commits, then the run starts on the instant): the
+# approval check pauses the job in the claim, and the run is recorded as
+# failed with 42501, not skipped as a run of a job disabled meanwhile
+as_safe('alice', q{SELECT schedlock.schedule_job('tick', '1 seconds',
+	$$INSERT INTO public.ran_as (who) VALUES ('tick:' || current_user)$$)});
+su_sql(q{SELECT schedlock.alter_job('tick', run_as => 'maint')});
+ok(wait_su(q{SELECT count(*) >= 2 FROM public.ran_as WHERE who = 'tick:maint'}),
+	'the approved every-second job runs as maint');
+su_sql(q{UPDATE schedlock.jobs SET command = $$INSERT INTO public.ran_as (who) VALUES ('tick changed:' || current_user)$$
+	WHERE job_name = 'tick'});
+ok(wait_su(q{SELECT NOT enabled FROM schedlock.jobs WHERE job_name = 'tick'}),
+	'changed, the every-second job is paused');
+ok(wait_su(q{SELECT count(*) = 0 FROM schedlock.job_runs WHERE job_name = 'tick' AND finished_at IS NULL}),
+	'and its last run has ended');
+is( su_sql(q{SELECT string_agg(DISTINCT r.status || ' ' || coalesce(r.sqlstate, ''), ',')
+			   FROM schedlock.job_runs r
+			  WHERE r.job_name = 'tick' AND r.status <> 'succeeded'}),
+	'failed 42501', 'its run was recorded failed with 42501, none skipped');
+is(su_sql(q{SELECT count(*) FROM public.ran_as WHERE who LIKE 'tick changed:%'}), '0',
+	'the changed command did not run');
+as_safe('alice', q{SELECT schedlock.unschedule_job('tick')});
+
 # an approver who is no longer a superuser
 $node->safe_psql('app', q{SELECT schedlock.alter_job('stamp', run_as => 'maint')},
 	extra_params => [ '-U', 'boss' ]);
