@@ -666,12 +666,16 @@ bench_dbs()
 	dbs_trial default
 
 	sl_log "dbs: the same with enough slots (max_worker_processes = $((N_DBS + 8)))"
+	# the jobs are all the superuser's: schedlock.max_runs_per_role counts a
+	# role's backends in every database, so it is lifted too
 	sq postgres -c "ALTER SYSTEM SET max_worker_processes = $((N_DBS + 8))" \
-		-c "ALTER SYSTEM SET schedlock.max_job_backends = $((N_DBS + 2))" >/dev/null
+		-c "ALTER SYSTEM SET schedlock.max_job_backends = $((N_DBS + 2))" \
+		-c "ALTER SYSTEM SET schedlock.max_runs_per_role = 0" >/dev/null
 	restart_schedlock
 	sleep 5
 	dbs_trial enough
-	sq postgres -c "ALTER SYSTEM RESET max_worker_processes" >/dev/null
+	sq postgres -c "ALTER SYSTEM RESET max_worker_processes" \
+		-c "ALTER SYSTEM RESET schedlock.max_runs_per_role" >/dev/null
 	restart_schedlock
 	for i in $(seq 1 $N_DBS); do
 		drop_db "d$i" >/dev/null
