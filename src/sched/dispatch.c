@@ -766,6 +766,7 @@ run_ahead(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 		ended[0].error = error;
 		ended[0].result_status = result_status;
 		ended[0].notices = notices;
+		run_ids[0] = run_id;
 		m = 1;
 	}
 	for (int i = 0; i < n; i++)
