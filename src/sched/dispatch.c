@@ -394,22 +394,42 @@ run_in_subxact(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 }
 
 /*
+ * skip_unscheduled
+ *		At the instant of n runs whose claims have committed (claimed ahead
+ *		of their instant, or a non-atomic job's): skipped[i] is set when the
+ *		job of run i (jobs[i], run_ids[i]) was unscheduled or disabled
+ *		since; that run is then closed as skipped, logged, and does not
+ *		start.  Returns how many were.  In a transaction, in bookkeeping.
+ */
+static int
+skip_unscheduled(ClaimedJob **jobs, const int64 *run_ids, int n,
+				 bool *skipped)
+{
+	int64		job_ids[SCHEDLOCK_MAX_RUNS_PER_COMMIT] = {0};
+	int			k;
+
+	Assert(n <= SCHEDLOCK_MAX_RUNS_PER_COMMIT);
+	for (int i = 0; i < n; i++)
+		job_ids[i] = jobs[i]->job_id;
+	k = schedlock_skip_unscheduled_runs(job_ids, run_ids, n, skipped);
+	for (int i = 0; k > 0 && i < n; i++)
+		if (skipped[i])
+			schedlock_log_run_end(jobs[i]->job_name, jobs[i]->role_name,
+								  run_ids[i], "skipped", NULL,
+								  UNSCHEDULED_MESSAGE, NULL);
+	return k;
+}
+
+/*
  * unscheduled_since_claim
- *		At the instant of a run whose claim has committed (claimed ahead of
- *		its instant, or a non-atomic job): whether its job was unscheduled
- *		or disabled since; the run is then closed as skipped and does not
- *		start.  In a transaction, in bookkeeping.
+ *		skip_unscheduled for one run.
  */
 static bool
 unscheduled_since_claim(ClaimedJob *job, int64 run_id)
 {
 	bool		skipped;
 
-	(void) schedlock_skip_unscheduled_runs(&job->job_id, &run_id, 1,
-										   &skipped);
-	if (skipped)
-		schedlock_log_run_end(job->job_name, job->role_name, run_id,
-							  "skipped", NULL, UNSCHEDULED_MESSAGE, NULL);
+	(void) skip_unscheduled(&job, &run_id, 1, &skipped);
 	return skipped;
 }
 
@@ -707,7 +727,7 @@ run_ahead(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 	int64		run_ids[SCHEDLOCK_MAX_RUNS_PER_COMMIT];
 	SchedlockEndedRun ended[SCHEDLOCK_MAX_RUNS_PER_COMMIT];
 	bool		skipped[SCHEDLOCK_MAX_RUNS_PER_COMMIT];
-	int64		ask_job[SCHEDLOCK_MAX_RUNS_PER_COMMIT];
+	ClaimedJob *ask_job[SCHEDLOCK_MAX_RUNS_PER_COMMIT];
 	int64		ask_run[SCHEDLOCK_MAX_RUNS_PER_COMMIT];
 	int			ask_of[SCHEDLOCK_MAX_RUNS_PER_COMMIT];
 	bool		ask_skipped[SCHEDLOCK_MAX_RUNS_PER_COMMIT];
@@ -735,23 +755,14 @@ run_ahead(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 	{
 		if ((i == 0 ? error : runs[i - 1].error) != NULL)
 			continue;
-		ask_job[m] = ids[i];
+		ask_job[m] = i == 0 ? job : &runs[i - 1].job;
 		ask_run[m] = i == 0 ? run_id : runs[i - 1].run_id;
 		ask_of[m++] = i;
 	}
-	if (m > 0 &&
-		schedlock_skip_unscheduled_runs(ask_job, ask_run, m, ask_skipped) > 0)
+	if (m > 0 && skip_unscheduled(ask_job, ask_run, m, ask_skipped) > 0)
 	{
 		for (int a = 0; a < m; a++)
-		{
-			ClaimedJob *j = ask_of[a] == 0 ? job : &runs[ask_of[a] - 1].job;
-
-			if (!ask_skipped[a])
-				continue;
-			skipped[ask_of[a]] = true;
-			schedlock_log_run_end(j->job_name, j->role_name, ask_run[a],
-								  "skipped", NULL, UNSCHEDULED_MESSAGE, NULL);
-		}
+			skipped[ask_of[a]] = ask_skipped[a];
 	}
 
 	m = 0;

@@ -915,7 +915,7 @@ schedlock_skip_unscheduled_runs(const int64 *job_ids, const int64 *run_ids,
 		"  FROM g WHERE r.run_id OPERATOR(pg_catalog.=) g.run_id "
 		"    AND r.status OPERATOR(pg_catalog.=) 'running' "
 		"  RETURNING r.run_id) "
-		"SELECT g.i, g.disabled FROM g",
+		"SELECT g.i FROM g",
 		3, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID}
 	};
 	Datum		values[3];
