@@ -21,6 +21,7 @@
 #ifndef SCHEDLOCK_COMPAT_H
 #define SCHEDLOCK_COMPAT_H
 
+#include "access/genam.h"
 #include "catalog/pg_database.h"
 #include "miscadmin.h"
 #include "nodes/bitmapset.h"
@@ -158,6 +159,19 @@
 #else
 #define schedlock_relation_primary_key_index(rel) \
 	RelationGetPrimaryKeyIndex(rel)
+#endif
+
+/*
+ * schedlock_index_beginscan(heap, index, snapshot, nkeys, norderbys)
+ *		Begin a scan of an index with amgettuple; PostgreSQL 18 added an
+ *		instrumentation argument (none is kept here).
+ */
+#if PG_VERSION_NUM >= 180000
+#define schedlock_index_beginscan(heap, index, snapshot, nkeys, norderbys) \
+	index_beginscan((heap), (index), (snapshot), NULL, (nkeys), (norderbys))
+#else
+#define schedlock_index_beginscan(heap, index, snapshot, nkeys, norderbys) \
+	index_beginscan((heap), (index), (snapshot), (nkeys), (norderbys))
 #endif
 
 /*

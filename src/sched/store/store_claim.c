@@ -43,8 +43,9 @@
 
 /*
  * read_claimed_job
- *		Copy claimed row number row out of SPI memory, into cxt, with the
- *		name of the role the job runs as.
+ *		Copy row number row of a claim statement of the tables of release
+ *		1.1 out of SPI memory, into cxt, with the name of the role the job
+ *		runs as.
  */
 static void
 read_claimed_job(ClaimedJob *job, uint64 row, MemoryContext cxt)
@@ -108,19 +109,7 @@ schedlock_failures_only(const char *record_runs)
 	return strcmp(record_runs, "failures") == 0;
 }
 
-/* The claim statements: see claim_sql.h. */
-static SchedlockQuery claim_query = {
-	SCHEDLOCK_CLAIM_SQL,
-	4, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID}
-};
-static SchedlockQuery claim_notify_query = {
-	SCHEDLOCK_CLAIM_NOTIFY_SQL,
-	4, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID}
-};
-static SchedlockQuery claim_atomic_query = {
-	SCHEDLOCK_CLAIM_ATOMIC_SQL,
-	4, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID}
-};
+/* The claim statements of the tables of release 1.1: see claim_sql.h. */
 static SchedlockQuery claim_query_1_1 = {
 	SCHEDLOCK_CLAIM_SQL_1_1,
 	4, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID}
@@ -131,80 +120,42 @@ static SchedlockQuery claim_notify_query_1_1 = {
 };
 
 /*
- * claimed_runs_seen
- *		Read what the general claim statement saw of the claimed job's runs
- *		(its last three columns, see SCHEDLOCK_CLAIM_SQL) into *job, and
- *		whether it may be trusted.
- *
- * The statement answered as of its snapshot, but the row it locked may
- * have changed after that snapshot: locking a version updated since, it
- * rechecks and returns the newest version of the row, whose runs' rows
- * the snapshot may not see.  Every transaction that writes a pending or
- * running run of a job updates the job's row too, under the claim's lock,
- * so the answers hold exactly when the claimed version is older than the
- * statement's snapshot: when its xmin is visible to before, a snapshot the
- * transaction took earlier (what is visible to it is to every later one).
- * Otherwise (and for a version this transaction wrote) runs_seen stays
- * false, and schedlock_run_may_defer asks the store.
- */
-static void
-claimed_runs_seen(ClaimedJob *job, Snapshot before)
-{
-	HeapTuple	tup = SPI_tuptable->vals[0];
-	TupleDesc	desc = SPI_tuptable->tupdesc;
-	bool		isnull;
-	TransactionId xmin = DatumGetTransactionId(col(tup, desc, 24, &isnull));
-
-	if (before == NULL || isnull ||
-		TransactionIdIsCurrentTransactionId(xmin) ||
-		XidInMVCCSnapshot(xmin, before))
-		return;
-	job->run_open = DatumGetBool(col(tup, desc, 25, &isnull));
-	job->slot_rows = DatumGetBool(col(tup, desc, 26, &isnull));
-	job->seen_slot = job->has_next_slot ? job->next_slot : DT_NOBEGIN;
-	job->runs_seen = true;
-}
-
-/*
  * schedlock_claim_job
- *		Run the claim statement of the given kind for the jobs of role from
- *		position *pos as of now; on success read the claimed job into *job
- *		(its strings in cxt), move *pos to it and return true.  In a
- *		transaction, connected to SPI.
+ *		Claim one due job of the given kind for role from position *pos as of
+ *		now; on success read the claimed job into *job (its strings in cxt),
+ *		move *pos to it and return true.  On the tables of release 1.2 the
+ *		claim is schedlock_claim_scan (store_claim_scan.c), which also says
+ *		what it saw of the job's runs (a general claim); on those of 1.1 a
+ *		statement of claim_sql.h.  In a transaction, connected to SPI.
  */
 bool
 schedlock_claim_job(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
 					TimestampTz now, ClaimedJob *job, MemoryContext cxt)
 {
-	bool		v12 = schedlock_jobs_have_search_path();
 	SchedlockQuery *q;
 	Datum		values[4];
 	bool		isnull;
-	Snapshot	before;
 
-	if (kind == SCHEDLOCK_CLAIM_NOTIFY)
-		q = v12 ? &claim_notify_query : &claim_notify_query_1_1;
-	else if (kind == SCHEDLOCK_CLAIM_ATOMIC)
+	if (schedlock_jobs_have_search_path())
 	{
-		if (!v12)
-			return false;
-		q = &claim_atomic_query;
+		/* taken before the claim's own: see claimed_runs there */
+		Snapshot	before = ActiveSnapshotSet() ? GetActiveSnapshot() : NULL;
+
+		return schedlock_claim_scan(kind, role, pos, now, job, 1, cxt,
+									before) == 1;
 	}
-	else
-		q = v12 ? &claim_query : &claim_query_1_1;
+	if (kind == SCHEDLOCK_CLAIM_ATOMIC)
+		return false;
+	q = kind == SCHEDLOCK_CLAIM_NOTIFY ? &claim_notify_query_1_1 : &claim_query_1_1;
 	values[0] = TimestampTzGetDatum(now);
 	values[1] = TimestampTzGetDatum(pos->next_run_at);
 	values[2] = Int64GetDatum(pos->job_id);
 	values[3] = ObjectIdGetDatum(role);
-	/* taken before the statement's own: see claimed_runs_seen */
-	before = ActiveSnapshotSet() ? GetActiveSnapshot() : NULL;
 	if (schedlock_query_run(q, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not claim due jobs");
 	if (SPI_processed == 0)
 		return false;
 	read_claimed_job(job, 0, cxt);
-	if (q == &claim_query)
-		claimed_runs_seen(job, before);
 	pos->job_id = job->job_id;
 	pos->next_run_at = DatumGetTimestampTz(col(SPI_tuptable->vals[0],
 											   SPI_tuptable->tupdesc, 19,
@@ -216,51 +167,18 @@ schedlock_claim_job(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
 /*
  * schedlock_claim_jobs
  *		Claim up to max of the role's due jobs of one kind (NOTIFY jobs, or
- *		atomic SQL jobs) as of now from position *pos in one statement, read
- *		them into jobs[] (strings in cxt), move *pos to the last and return
- *		how many.  Tables of release 1.2 only (the caller checks).  In a
- *		transaction, connected to SPI.
+ *		atomic SQL jobs) as of now from position *pos at once, read them into
+ *		jobs[] (strings in cxt), move *pos to the last and return how many.
+ *		Tables of release 1.2 only (the caller checks).  In a transaction.
  */
 int
 schedlock_claim_jobs(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
 					 TimestampTz now, ClaimedJob *jobs, int max,
 					 MemoryContext cxt)
 {
-	static SchedlockQuery notify_q = {
-		SCHEDLOCK_CLAIM_NOTIFY_MANY_SQL,
-		5, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID, INT8OID}
-	};
-	static SchedlockQuery atomic_q = {
-		SCHEDLOCK_CLAIM_ATOMIC_MANY_SQL,
-		5, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID, INT8OID}
-	};
-	Datum		values[5];
-	bool		isnull;
-	uint64		n;
-
 	Assert(max > 0 && schedlock_jobs_have_search_path());
 	Assert(kind == SCHEDLOCK_CLAIM_NOTIFY || kind == SCHEDLOCK_CLAIM_ATOMIC);
-	values[0] = TimestampTzGetDatum(now);
-	values[1] = TimestampTzGetDatum(pos->next_run_at);
-	values[2] = Int64GetDatum(pos->job_id);
-	values[3] = ObjectIdGetDatum(role);
-	values[4] = Int64GetDatum((int64) max);
-	if (schedlock_query_run(kind == SCHEDLOCK_CLAIM_NOTIFY ?
-							&notify_q : &atomic_q,
-							values, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not claim due jobs");
-	n = Min(SPI_processed, (uint64) max);
-	for (uint64 i = 0; i < n; i++)
-		read_claimed_job(&jobs[i], i, cxt);
-	if (n > 0)
-	{
-		pos->job_id = jobs[n - 1].job_id;
-		pos->next_run_at = DatumGetTimestampTz(col(SPI_tuptable->vals[n - 1],
-												   SPI_tuptable->tupdesc, 19,
-												   &isnull));
-	}
-	SPI_freetuptable(SPI_tuptable);
-	return (int) n;
+	return schedlock_claim_scan(kind, role, pos, now, jobs, max, cxt, NULL);
 }
 
 /*

@@ -21,6 +21,18 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/snapshot.h"
+
+#include "jobstore.h"
+
+/* walks of jobs_role_due_idx, tables of release 1.2 (store_claim_scan.c) */
+extern int	schedlock_claim_scan(SchedlockClaimKind kind, Oid role,
+								 ClaimPosition *pos, TimestampTz horizon,
+								 ClaimedJob *jobs, int max, MemoryContext cxt,
+								 Snapshot before);
+extern bool schedlock_role_next_due(Oid role, TimestampTz *next);
+extern int	schedlock_role_due_at(Oid role, TimestampTz at, int max,
+								  int *notify);
 
 /* a run's end in the server log, as schedlock.log_runs asks (store.c) */
 extern void schedlock_log_closed_run(SPITupleTable *tuptable, uint64 i,

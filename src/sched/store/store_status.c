@@ -62,7 +62,8 @@ first_timestamp(SchedlockQuery *q, Datum *values, TimestampTz *at,
 /*
  * schedlock_next_role_wakeup
  *		The earliest next_run_at of the enabled jobs of role (the role they
- *		run as), into *next; false when it has none.
+ *		run as), into *next; false when it has none.  On the tables of
+ *		release 1.2 a walk of jobs_role_due_idx (store_claim_scan.c).
  */
 bool
 schedlock_next_role_wakeup(Oid role, TimestampTz *next)
@@ -76,6 +77,8 @@ schedlock_next_role_wakeup(Oid role, TimestampTz *next)
 	};
 	Datum		values[1] = {ObjectIdGetDatum(role)};
 
+	if (schedlock_jobs_have_search_path())
+		return schedlock_role_next_due(role, next);
 	return first_timestamp(&q, values, next, "compute the next wakeup");
 }
 
@@ -83,7 +86,8 @@ schedlock_next_role_wakeup(Oid role, TimestampTz *next)
  * schedlock_jobs_due_at
  *		How many of the first max enabled jobs of role (the role they run
  *		as) are due at exactly the instant at, and in *notify how many of
- *		those are NOTIFY jobs: it reads at most max of them.
+ *		those are NOTIFY jobs: it reads at most max of them.  On the tables
+ *		of release 1.2 a walk of jobs_role_due_idx (store_claim_scan.c).
  */
 int
 schedlock_jobs_due_at(Oid role, TimestampTz at, int max, int *notify)
@@ -103,6 +107,8 @@ schedlock_jobs_due_at(Oid role, TimestampTz at, int max, int *notify)
 	int64		n;
 	int64		nnotify;
 
+	if (schedlock_jobs_have_search_path())
+		return schedlock_role_due_at(role, at, max, notify);
 	values[0] = ObjectIdGetDatum(role);
 	values[1] = TimestampTzGetDatum(at);
 	values[2] = Int32GetDatum(max);
