@@ -194,6 +194,21 @@ slot_text(TupleTableSlot *slot, const ClaimScan *cs, ClaimColumn c,
 	return s;
 }
 
+/* whether the row in slot is an enabled job that runs as cs->role */
+static bool
+row_of_role(TupleTableSlot *slot, const ClaimScan *cs)
+{
+	bool		isnull;
+	Datum		d = slot_col(slot, cs, CC_ENABLED, &isnull);
+
+	if (isnull || !DatumGetBool(d))
+		return false;
+	d = slot_col(slot, cs, CC_RUN_AS, &isnull);
+	if (isnull)
+		d = slot_col(slot, cs, CC_OWNER, &isnull);
+	return !isnull && DatumGetObjectId(d) == cs->role;
+}
+
 /*
  * row_matches
  *		Whether the row version in slot is one the claim takes: enabled, of
@@ -206,18 +221,10 @@ row_matches(TupleTableSlot *slot, const ClaimScan *cs)
 {
 	bool		isnull;
 	Datum		d;
-	Oid			role;
 	TimestampTz due;
 	int64		job_id;
 
-	d = slot_col(slot, cs, CC_ENABLED, &isnull);
-	if (isnull || !DatumGetBool(d))
-		return false;
-	d = slot_col(slot, cs, CC_RUN_AS, &isnull);
-	if (isnull)
-		d = slot_col(slot, cs, CC_OWNER, &isnull);
-	role = isnull ? InvalidOid : DatumGetObjectId(d);
-	if (role != cs->role)
+	if (!row_of_role(slot, cs))
 		return false;
 	d = slot_col(slot, cs, CC_NEXT_RUN_AT, &isnull);
 	if (isnull)
@@ -635,21 +642,6 @@ role_walk_end(RoleWalk *w)
 	index_endscan(w->scan);
 	index_close(w->idx, NoLock);
 	table_close(w->rel, NoLock);
-}
-
-/* whether the row in slot is an enabled job that runs as cs->role */
-static bool
-row_of_role(TupleTableSlot *slot, const ClaimScan *cs)
-{
-	bool		isnull;
-	Datum		d = slot_col(slot, cs, CC_ENABLED, &isnull);
-
-	if (isnull || !DatumGetBool(d))
-		return false;
-	d = slot_col(slot, cs, CC_RUN_AS, &isnull);
-	if (isnull)
-		d = slot_col(slot, cs, CC_OWNER, &isnull);
-	return !isnull && DatumGetObjectId(d) == cs->role;
 }
 
 /*
