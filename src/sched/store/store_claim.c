@@ -87,13 +87,22 @@ read_claimed_job(ClaimedJob *job, uint64 row, MemoryContext cxt)
 	job->failures = DatumGetInt32(col(tup, desc, 21, &isnull));
 	job->search_path = col_text(tup, desc, 22, cxt);
 	job->failures_only = schedlock_failures_only(col_text(tup, desc, 23, cxt));
-	{
-		char	   *role = GetUserNameFromId(OidIsValid(job->run_as) ?
-											 job->run_as : job->owner, true);
-
-		job->role_name = MemoryContextStrdup(cxt, role ? role : "?");
-	}
+	job->role_name = schedlock_claimed_role_name(job, cxt);
 	job->runs_seen = false;
+}
+
+/*
+ * schedlock_claimed_role_name
+ *		The name of the role a claimed job runs as (run_as, else its owner),
+ *		in cxt, for log lines; "?" for a role that is gone.
+ */
+char *
+schedlock_claimed_role_name(const ClaimedJob *job, MemoryContext cxt)
+{
+	char	   *role = GetUserNameFromId(OidIsValid(job->run_as) ?
+										 job->run_as : job->owner, true);
+
+	return MemoryContextStrdup(cxt, role ? role : "?");
 }
 
 /*

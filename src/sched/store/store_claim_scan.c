@@ -328,12 +328,7 @@ read_job(TupleTableSlot *slot, const ClaimScan *cs, ClaimedJob *job,
 	job->failures_only = schedlock_failures_only(slot_text(slot, cs,
 														   CC_RECORD_RUNS,
 														   cxt));
-	{
-		char	   *role = GetUserNameFromId(OidIsValid(job->run_as) ?
-											 job->run_as : job->owner, true);
-
-		job->role_name = MemoryContextStrdup(cxt, role ? role : "?");
-	}
+	job->role_name = schedlock_claimed_role_name(job, cxt);
 	job->runs_seen = false;
 }
 

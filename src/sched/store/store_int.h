@@ -34,6 +34,10 @@ extern bool schedlock_role_next_due(Oid role, TimestampTz *next);
 extern int	schedlock_role_due_at(Oid role, TimestampTz at, int max,
 								  int *notify);
 
+/* the claimed job's role name, for log lines (store_claim.c) */
+extern char *schedlock_claimed_role_name(const ClaimedJob *job,
+										 MemoryContext cxt);
+
 /* a run's end in the server log, as schedlock.log_runs asks (store.c) */
 extern void schedlock_log_closed_run(SPITupleTable *tuptable, uint64 i,
 									 int first);
