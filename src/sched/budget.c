@@ -229,10 +229,10 @@ schedlock_budget_make_room(int needed, Oid dboid, Oid role, TimestampTz now)
 				slot->yield || (OidIsValid(dboid) && slot->dboid != dboid) ||
 				(OidIsValid(role) && slot->role != role))
 				continue;
-			if (!TimestampDifferenceExceeds(slot->reserved_at, now,
+			if (!TimestampDifferenceExceeds(slot->turn_from, now,
 											SCHEDLOCK_TURN_MS))
 			{
-				long		left = (long) ((slot->reserved_at - now) / 1000) +
+				long		left = (long) ((slot->turn_from - now) / 1000) +
 					SCHEDLOCK_TURN_MS + 1;
 
 				if (recheck < 0 || left < recheck)
@@ -242,7 +242,7 @@ schedlock_budget_make_room(int needed, Oid dboid, Oid role, TimestampTz now)
 			q = schedlock_find_queue(slot->dboid, slot->role, false);
 			n = q != NULL ? q->nbackends : 1;
 			if (victim == NULL || n > victim_n ||
-				(n == victim_n && slot->reserved_at < victim->reserved_at))
+				(n == victim_n && slot->turn_from < victim->turn_from))
 			{
 				victim = slot;
 				victim_n = n;

@@ -48,7 +48,8 @@
  * spent and a queue waits, the launcher asks a backend to leave: an idle
  * one at once, else a busy one after its current job, taken from the queue
  * with the most backends and, among equals, the one that has had its turn
- * longest (at least SCHEDLOCK_TURN_MS).  So one role's or one database's
+ * longest (at least SCHEDLOCK_TURN_MS; a backend started ahead of its
+ * queue's instant has its turn from that instant).  So one role's or one database's
  * burst delays another's job by about one job's run time per backend,
  * not by the whole burst.  A role at its schedlock.max_runs_per_role in the
  * cluster gets no backend more, in any database, and no other role's
@@ -127,6 +128,13 @@
 
 /* How often pg_database is read again without being asked to. */
 #define LAUNCHER_SCAN_EVERY_MS		60000
+
+/*
+ * Whether this pass left due jobs waiting for a backend to make room (the
+ * budget, a database's cap, a role's cap): published at its end as
+ * schedlock_shared->room_wanted.
+ */
+static bool room_wanted = false;
 
 /* The handles of the backends this launcher started (NULL: adopted). */
 static BackgroundWorkerHandle **handles = NULL;
@@ -458,6 +466,7 @@ start_backend(SchedlockBackendKind kind, SchedlockDatabase *db, Oid role)
 			slot->generation = generation = ++schedlock_shared->next_generation;
 			slot->reloads_seen = schedlock_shared->reloads;
 			slot->reserved_at = GetCurrentTimestamp();
+			slot->turn_from = slot->reserved_at;
 			slotno = i;
 			break;
 		}
@@ -573,6 +582,7 @@ serve_want(Want *w, TimestampTz now, int *used, int *keepers, int *waiting,
 		if (!w->growth)
 		{
 			schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_ROLE_CAP, now);
+			room_wanted = true;
 			recheck_within(recheck, schedlock_budget_warn_wait(q, db, now));
 			recheck_within(recheck,
 						   schedlock_budget_make_room(1, InvalidOid, q->role,
@@ -596,6 +606,7 @@ serve_want(Want *w, TimestampTz now, int *used, int *keepers, int *waiting,
 		if (!w->growth)
 		{
 			schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_BUDGET, now);
+			room_wanted = true;
 			recheck_within(recheck, schedlock_budget_warn_wait(q, db, now));
 			(*waiting)++;
 		}
@@ -607,6 +618,7 @@ serve_want(Want *w, TimestampTz now, int *used, int *keepers, int *waiting,
 		if (!w->growth)
 		{
 			schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_DATABASE_CAP, now);
+			room_wanted = true;
 			recheck_within(recheck, schedlock_budget_warn_wait(q, db, now));
 			/* another role's backend of the database makes room */
 			recheck_within(recheck,
@@ -662,9 +674,18 @@ serve_want(Want *w, TimestampTz now, int *used, int *keepers, int *waiting,
 			(*keepers)++;
 		else
 		{
+			SchedlockBackendSlot *slot = &schedlock_shared->slots[slotno];
+
 			(*used)++;
 			schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_NONE, now);
 			q->backlog = false;
+
+			/*
+			 * A backend started ahead of its queue's instant has its turn
+			 * from that instant: it waited for its jobs, it did not run them.
+			 */
+			if (q->due_at != DT_NOEND && slot->turn_from < q->due_at)
+				slot->turn_from = q->due_at;
 		}
 	}
 	LWLockRelease(schedlock_shared->lock);
@@ -695,6 +716,7 @@ launcher_pass(TimestampTz *last_scan)
 	int			i;
 	int			j;
 
+	room_wanted = false;
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
 	probed = take_probe_requests();
 	LWLockRelease(schedlock_shared->lock);
@@ -869,6 +891,7 @@ launcher_pass(TimestampTz *last_scan)
 		recheck_within(&recheck,
 					   schedlock_budget_make_room(waiting, InvalidOid,
 												  InvalidOid, now));
+	schedlock_shared->room_wanted = room_wanted;
 	LWLockRelease(schedlock_shared->lock);
 
 	timeout = (long) ((wake_at - now) / 1000) + 1;

@@ -892,19 +892,23 @@ schedlock_publish_due(SchedlockBackendSlot *slot, TimestampTz due_at,
 /*
  * schedlock_set_idle
  *		Whether the job backend waits for its queue's next job (the
- *		launcher then asks it to leave first when others wait).  Returns
- *		whether it has been asked to leave.
+ *		launcher then asks it to leave first when others wait: a backend
+ *		that turns idle while due jobs wait for room wakes it, rather than
+ *		idling until the launcher's next look).  Returns whether it has
+ *		been asked to leave.
  */
 bool
 schedlock_set_idle(SchedlockBackendSlot *slot, bool idle)
 {
 	bool		leave;
+	bool		wake;
 
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	wake = idle && !slot->idle && schedlock_shared->room_wanted;
 	slot->idle = idle;
 	leave = slot->yield;
 	LWLockRelease(schedlock_shared->lock);
-	if (idle && leave)
+	if (idle && (leave || wake))
 		schedlock_wake_launcher();
 	return leave;
 }

@@ -145,6 +145,9 @@ typedef struct SchedlockBackendSlot
 	uint64		generation;		/* reservation number, in bgw_extra */
 	uint64		reloads_seen;	/* schedlock_shared->reloads when reserved */
 	TimestampTz reserved_at;	/* when the launcher reserved the slot */
+	TimestampTz turn_from;		/* when its turn began: reserved_at, or the
+								 * instant its queue fell due, when started
+								 * ahead of it (budget.c) */
 	bool		attached;		/* the process took the slot */
 	bool		exited;			/* the process has ended */
 	pid_t		pid;			/* its pid while it runs, else 0 */
@@ -263,6 +266,9 @@ typedef struct SchedlockShared
 								 * read (schedlock_note_reload) */
 	bool		starts_paced;	/* the launcher waits for a starting job
 								 * backend to be ready (SCHEDLOCK_MAX_STARTING) */
+	bool		room_wanted;	/* its last pass left due jobs waiting for a
+								 * backend to make room: a backend that
+								 * turns idle wakes it (schedlock_set_idle) */
 	int			start_ms;		/* slowest job backend start seen lately, in
 								 * ms (read unlocked: one int) */
 	int			notify_prep_us;	/* what making one NOTIFY run ready took
