@@ -1,7 +1,8 @@
 # 006_upgrade.pl: ALTER EXTENSION schedlock UPDATE from 1.0 to 1.1 and then
 # to the current version, while the scheduler runs, keeps every lock, token,
 # job and run of history, and the upgraded schema is the same as a fresh
-# installation's, which its own install script makes.
+# installation's, which runs the base script of 1.2 (and the update
+# scripts after it, when there are).
 #
 # Database "upgraded": CREATE EXTENSION schedlock VERSION '1.0', a lease
 # lock, an every-second SQL job running, a claimed NOTIFY run, a disabled
