@@ -167,11 +167,12 @@ cells()
 		tenants)
 			s=$(get tenants.schedlock.last_finish_ms "$f")
 			c=$(get tenants.pg_cron.last_finish_ms "$f")
-			printf '%s | bgw %s | %s\t%s' "$s" "$c" "$(lead "$s" "$c")" "$(verdict 'a <= 2000' "$s")"
+			printf '%s (floor %s) | bgw %s | %s\t%s' "$s" "$(get tenants.floor.ms "$f")" "$c" "$(lead "$s" "$c")" "$(verdict 'a <= 2000' "$s")"
 			;;
 		dbs8)
 			s=$(get dbs.default.lag.p99 "$f")
-			printf '%s (%s of 32 databases ran; %s processes, %s kB PSS) | bgw %s, p99 %s (%s of 32 ran; %s processes between runs, %s kB PSS) | \t%s' "$s" \
+			printf '%s (floor %s / %s ms for all 32 with 3 / 4 backends; %s of 32 databases ran; %s processes, %s kB PSS) | bgw %s, p99 %s (%s of 32 ran; %s processes between runs, %s kB PSS) | \t%s' "$s" \
+				"$(get dbs.floor.c3.ms "$f")" "$(get dbs.floor.c4.ms "$f")" \
 				"$(get dbs.default.databases_with_runs "$f")" "$(get dbs.default.processes "$f")" \
 				"$(get dbs.default.pss_kb "$f")" "'$(get dbs.pg_cron.schedule "$f")'" "$(get dbs.pg_cron.lag.p99 "$f")" \
 				"$(get dbs.pg_cron.databases_with_runs "$f")" "$(get dbs.pg_cron.processes "$f")" \

@@ -18,12 +18,16 @@
 #           backends (runs committed alone, and up to 32 per commit), pg_cron over libpq and with background workers, and
 #           the floor: pgbench running the same INSERT 1000 times
 #   tenants 100 roles x 10 one-row INSERT jobs due at one instant:
-#           schedlock (defaults) and pg_cron with background workers
+#           schedlock (defaults) and pg_cron with background workers; the
+#           floor of a backend per role: pgbench connecting anew for each
+#           role's 10 INSERTs, 4 at a time
 #   dbs     32 databases with a "1 seconds" job each: start lag, processes
 #           and memory, with PostgreSQL's default max_worker_processes (8)
 #           and with enough slots for a backend per database; pg_cron with
 #           background workers beside it (a "* * * * *" job in each database
-#           before pg_cron 1.5, 2 minutes)
+#           before pg_cron 1.5, 2 minutes); the floor of a backend per
+#           database: pgbench connecting anew for each of 32 INSERTs, 3 and
+#           4 at a time
 #   fleet   100 databases with a "1 seconds" job each (each of a role of
 #           its own; then all of one role, which schedlock.max_runs_per_role
 #           holds to 3 backends), PostgreSQL's and schedlock's defaults (a
@@ -566,6 +570,27 @@ tenant_roles()
 		-c "GRANT INSERT ON tb TO PUBLIC" >/dev/null
 }
 
+# tenants_floor : the floor of a backend per role on this machine: pgbench
+# connecting anew for each of N_TENANTS transactions, 4 at a time (the
+# default budget of job backends), each transaction N_TENANT_JOBS one-row
+# INSERTs committed alone, as the jobs are; the time all of them take
+tenants_floor()
+{
+	local tps j
+	sl_log "tenants: the floor, pgbench -C, 4 clients, $N_TENANTS connections x $N_TENANT_JOBS INSERTs"
+	fresh_db tenants_floor >/dev/null || return 1
+	sq tenants_floor -c "CREATE TABLE tb (role text, job int, started timestamptz)" >/dev/null
+	for j in $(seq 1 $N_TENANT_JOBS); do
+		echo "INSERT INTO tb VALUES ('floor', $j, clock_timestamp());"
+	done >"$B/tenants-floor.sql"
+	chmod a+r "$B/tenants-floor.sql"
+	tps=$(sl_as_server "$PG_BINDIR/pgbench" -n -C -h "$S_HOST" -p "$S_PORT" -U postgres \
+		-c 4 -j 4 -t $((N_TENANTS / 4)) -f "$B/tenants-floor.sql" tenants_floor 2>&1 |
+		awk '/^tps = /{print $3}')
+	put tenants.floor.ms "$(awk -v t="$tps" -v n=$N_TENANTS 'BEGIN {printf "%.1f", n / t * 1000}')"
+	drop_db tenants_floor
+}
+
 bench_tenants()
 {
 	local n=$((N_TENANTS * N_TENANT_JOBS)) once
@@ -585,6 +610,7 @@ bench_tenants()
 	put tenants.schedlock.slowest_role_first_ms "$(sq tenants -c "SELECT round(max(first)::numeric, 1) FROM (SELECT extract(epoch FROM min(started) - (SELECT min(scheduled_for) FROM schedlock.job_runs)) * 1000 AS first FROM tb GROUP BY role) f")"
 	put tenants.schedlock.failed "$(sq tenants -c "SELECT count(*) FROM schedlock.job_runs WHERE status <> 'succeeded'")"
 	drop_db tenants
+	tenants_floor
 	set_workers 2
 
 	sl_log "tenants: pg_cron, background workers"
@@ -649,6 +675,25 @@ dbs_trial()
 	put "dbs.$name.databases_with_runs" "$(for i in $(seq 1 $N_DBS); do sq "d$i" -c "SELECT count(*) > 0 FROM schedlock.job_runs WHERE status = 'succeeded'"; done | grep -c t)"
 }
 
+# dbs_floor CLIENTS : the floor of a backend per database: pgbench
+# connecting anew for each of N_DBS one-row INSERTs, CLIENTS at a time; the
+# time all of them take, which the last of N_DBS jobs due at one instant
+# cannot start before, with that many backends
+dbs_floor()
+{
+	local c=$1 tps
+	sl_log "dbs: the floor, pgbench -C, $c clients, $N_DBS connections"
+	fresh_db dbs_floor >/dev/null || return 1
+	sq dbs_floor -c "CREATE TABLE lag (started timestamptz)" >/dev/null
+	echo "INSERT INTO lag VALUES (clock_timestamp());" >"$B/dbs-floor.sql"
+	chmod a+r "$B/dbs-floor.sql"
+	tps=$(sl_as_server "$PG_BINDIR/pgbench" -n -C -h "$S_HOST" -p "$S_PORT" -U postgres \
+		-c "$c" -j "$c" -t $(((N_DBS + c - 1) / c)) -f "$B/dbs-floor.sql" dbs_floor 2>&1 |
+		awk '/^tps = /{print $3}')
+	put "dbs.floor.c$c.ms" "$(awk -v t="$tps" -v n=$N_DBS 'BEGIN {printf "%.1f", n / t * 1000}')"
+	drop_db dbs_floor
+}
+
 bench_dbs()
 {
 	local i
@@ -680,6 +725,10 @@ bench_dbs()
 	for i in $(seq 1 $N_DBS); do
 		drop_db "d$i" >/dev/null
 	done
+	# the superuser's jobs share its schedlock.max_runs_per_role (3) of
+	# the budget (4)
+	dbs_floor 3
+	dbs_floor 4
 	set_workers 2
 	dbs_pg_cron
 }
