@@ -43,22 +43,22 @@
  * once, apart from the job backends': they are served first, and one
  * waiting for that budget never has a job backend leave.
  *
- * The budget is shared fairly.  Queues waiting for a backend are served
- * in the order of their due time.  When the budget is
- * spent and a queue waits, the launcher asks a backend to leave: an idle
- * one at once, else a busy one after its current job, taken from the queue
- * with the most backends and, among equals, the one that has had its turn
- * longest (at least SCHEDLOCK_TURN_MS; a backend started ahead of its
- * queue's instant has its turn from that instant).  So one role's or one database's
- * burst delays another's job by about one job's run time per backend,
- * not by the whole burst.  A role at its schedlock.max_runs_per_role in the
- * cluster gets no backend more, in any database, and no other role's
- * backend leaves for it: its own backends make room for its queue of
- * another database, in the same way.  Whatever leaves jobs waiting -- the
- * budget, a database's cap, a role's cap, max_worker_processes, a role
- * that cannot log in -- is recorded in the queue (schedlock.job_status
- * shows it) and logged once per SCHEDLOCK_WAIT_WARN_EVERY_MS with the
- * setting to raise.
+ * The budget is shared fairly.  Queues waiting for a backend are served in the
+ * order of their due time.  When the budget is spent and a queue waits, the
+ * launcher asks a backend to leave: an idle one at once, else a busy one after
+ * its current job, taken from the queue with the most backends and, among
+ * equals, the one that has had its turn longest (at least SCHEDLOCK_TURN_MS; a
+ * backend started ahead of its queue's instant has its turn from that
+ * instant).  A backend that turns idle while due jobs wait for room wakes the
+ * launcher (room_wanted).  So one role's or one database's burst delays
+ * another's job by about one job's run time per backend, not by the whole
+ * burst.  A role at its schedlock.max_runs_per_role in the cluster gets no
+ * backend more, in any database, and no other role's backend leaves for it:
+ * its own backends make room for its queue of another database, in the same
+ * way.  Whatever leaves jobs waiting -- the budget, a database's cap, a role's
+ * cap, max_worker_processes, a role that cannot log in -- is recorded in the
+ * queue (schedlock.job_status shows it) and logged once per
+ * SCHEDLOCK_WAIT_WARN_EVERY_MS with the setting to raise.
  *
  * The launcher sleeps on its latch; it is woken by the postmaster when one
  * of its backends starts or stops (bgw_notify_pid), by probe requests and
@@ -134,7 +134,7 @@
  * budget, a database's cap, a role's cap): published at its end as
  * schedlock_shared->room_wanted.
  */
-static bool room_wanted = false;
+static bool pass_wants_room = false;
 
 /* The handles of the backends this launcher started (NULL: adopted). */
 static BackgroundWorkerHandle **handles = NULL;
@@ -582,7 +582,7 @@ serve_want(Want *w, TimestampTz now, int *used, int *keepers, int *waiting,
 		if (!w->growth)
 		{
 			schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_ROLE_CAP, now);
-			room_wanted = true;
+			pass_wants_room = true;
 			recheck_within(recheck, schedlock_budget_warn_wait(q, db, now));
 			recheck_within(recheck,
 						   schedlock_budget_make_room(1, InvalidOid, q->role,
@@ -606,7 +606,7 @@ serve_want(Want *w, TimestampTz now, int *used, int *keepers, int *waiting,
 		if (!w->growth)
 		{
 			schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_BUDGET, now);
-			room_wanted = true;
+			pass_wants_room = true;
 			recheck_within(recheck, schedlock_budget_warn_wait(q, db, now));
 			(*waiting)++;
 		}
@@ -618,7 +618,7 @@ serve_want(Want *w, TimestampTz now, int *used, int *keepers, int *waiting,
 		if (!w->growth)
 		{
 			schedlock_budget_set_wait(q, SCHEDLOCK_WAIT_DATABASE_CAP, now);
-			room_wanted = true;
+			pass_wants_room = true;
 			recheck_within(recheck, schedlock_budget_warn_wait(q, db, now));
 			/* another role's backend of the database makes room */
 			recheck_within(recheck,
@@ -716,7 +716,7 @@ launcher_pass(TimestampTz *last_scan)
 	int			i;
 	int			j;
 
-	room_wanted = false;
+	pass_wants_room = false;
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
 	probed = take_probe_requests();
 	LWLockRelease(schedlock_shared->lock);
@@ -891,7 +891,7 @@ launcher_pass(TimestampTz *last_scan)
 		recheck_within(&recheck,
 					   schedlock_budget_make_room(waiting, InvalidOid,
 												  InvalidOid, now));
-	schedlock_shared->room_wanted = room_wanted;
+	schedlock_shared->room_wanted = pass_wants_room;
 	LWLockRelease(schedlock_shared->lock);
 
 	timeout = (long) ((wake_at - now) / 1000) + 1;
