@@ -1,6 +1,6 @@
 --
 -- lock_marks: a session-bound acquire kept in shared memory reads the lock
--- table only for names the marks say may matter (src/lock_shmem.c).  Rows
+-- table only for names the marks say may matter (src/lock/lock_marks.c).  Rows
 -- that block, or whose token is larger than the tokens still to come, must
 -- be honoured however they got into the table: through the lock functions,
 -- or by SQL (INSERT, UPDATE, COPY FROM, as a restore writes them), in this

@@ -1,7 +1,7 @@
 --
 -- run_log: the settings that decide what a DBA sees of each job run
 -- (schedlock.log_runs, schedlock.log_statement, schedlock.max_notice_bytes,
--- src/runlog.c): their defaults, the values they take and refuse, that only
+-- src/sched/runlog.c): their defaults, the values they take and refuse, that only
 -- superusers change them, and the columns of schedlock.job_runs that hold
 -- what a run said.  What the workers do with them is test/t/140_run_detail.pl.
 --

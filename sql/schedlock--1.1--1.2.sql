@@ -230,7 +230,7 @@ GRANT SELECT ON schedlock.lock_state TO pg_database_owner;
 
 /*
  * The scheduler of every database the launcher serves, from any database,
- * read from shared memory (src/cluster_status.c says what is exact and
+ * read from shared memory (src/sched/cluster_status.c says what is exact and
  * what is as of the last publication).  Superusers and members of
  * pg_monitor only: the function refuses others with 42501.
  */

@@ -130,12 +130,13 @@ COMMENT ON FUNCTION schedlock.lease_visible(oid) IS
 	'internal: whether the current user may see and use the token of a lease acquired by this role';
 
 /*
- * Session-bound leases are kept in shared memory (src/lock_shmem.c), not in
- * schedlock.lock_state, while schedlock.max_session_locks leaves room.  The
- * function lists those of this database; it shows the token and holder_pid
- * only to members of the holding role and superusers (it runs as its caller,
- * so it masks them itself).  Where a name has an entry there, the entry is
- * its current state and the table's row is older: the view shows the entry.
+ * Session-bound leases are kept in shared memory (src/lock/lease_shmem.c),
+ * not in schedlock.lock_state, while schedlock.max_session_locks leaves
+ * room.  The function lists those of this database; it shows the token and
+ * holder_pid only to members of the holding role and superusers (it runs as
+ * its caller, so it masks them itself).  Where a name has an entry there,
+ * the entry is its current state and the table's row is older: the view
+ * shows the entry.
  */
 CREATE FUNCTION schedlock.session_leases(
 	OUT lock_name text, OUT held boolean, OUT holder text,
@@ -344,7 +345,7 @@ SELECT pg_catalog.pg_extension_config_dump('schedlock.job_runs_run_id_seq', '');
 GRANT SELECT ON SEQUENCE schedlock.jobs_job_id_seq, schedlock.job_runs_run_id_seq TO PUBLIC;
 
 /*
- * Where the jobs of this database belong (src/home.c).  schedlock.home has
+ * Where the jobs of this database belong (src/sched/copies.c).  schedlock.home has
  * one row: a random home_id made here by CREATE EXTENSION (or by
  * schedlock_adopt_jobs) and the OID of the database it was made in.  It is
  * not a configuration table, so pg_dump never dumps it: a restored database
@@ -401,7 +402,7 @@ COMMENT ON COLUMN schedlock.jobs.home_id IS
 
 /*
  * An error in a worker's bookkeeping of a job (not in the job's command) is
- * logged and the worker goes on (src/quarantine.c).  dispatch_errors counts
+ * logged and the worker goes on (src/sched/quarantine.c).  dispatch_errors counts
  * such errors of the job in a row, the last at dispatch_error_at; a run of
  * the job recorded after that starts the count again.  At 3 the job is
  * disabled and quarantine_reason says why; alter_job(..., enabled => true)
@@ -422,7 +423,7 @@ COMMENT ON COLUMN schedlock.jobs.quarantine_reason IS
 /*
  * Every run that ends (succeeded, failed, timed_out, lost; a skipped slot is
  * no run) counts once on its job's row, in the statement that ends it
- * (SCHEDLOCK_RUN_STATS_CTE in src/jobstore.h).  schedule_job and
+ * (SCHEDLOCK_RUN_STATS_CTE in src/sched/store/jobstore.h).  schedule_job and
  * schedule_once replacing a definition keep the counts; a new job starts at
  * 0.
  */
@@ -551,7 +552,7 @@ GRANT EXECUTE ON FUNCTION schedlock.delete_runs(text, interval) TO PUBLIC;
 -------------------------------------------------------------------------------
 
 /*
- * A job's roles are recorded in pg_shdepend (see src/roles.c), so that DROP
+ * A job's roles are recorded in pg_shdepend (see src/sched/job_roles.c), so that DROP
  * ROLE refuses a role that owns jobs, or that jobs run as, from whichever
  * database it runs in.  The trigger keeps the records in step with every
  * change of schedlock.jobs (ENABLE ALWAYS: also when session_replication_role
@@ -870,7 +871,7 @@ GRANT EXECUTE ON FUNCTION schedlock.history_backlog() TO PUBLIC;
 
 /*
  * The scheduler of every database the launcher serves, from any database,
- * read from shared memory (src/cluster_status.c says what is exact and
+ * read from shared memory (src/sched/cluster_status.c says what is exact and
  * what is as of the last publication).  Superusers and members of
  * pg_monitor only: the function refuses others with 42501.
  */
@@ -940,7 +941,7 @@ COMMENT ON FUNCTION schedlock.schedule_job(text, text, text, text, jsonb, text, 
 	'create the caller''s job of this name, or replace its definition; returns the job id';
 
 /*
- * A one-off job runs once, at an instant (src/job.c): it is stored with the
+ * A one-off job runs once, at an instant (src/sched/job_api.c): it is stored with the
  * schedule '@once' and its instant as next_slot, and ends after its run (and
  * retries), staying with its history.  schedule_once creates it, or
  * replaces the definition of the caller's job of that name, like
@@ -1092,7 +1093,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.schedlock_pending_runs(text) TO PUBLIC;
 
 /*
  * Reads cron.job of the pg_cron extension of this database and creates one
- * schedlock job per pg_cron job of this database (src/import.c).  A dry run
+ * schedlock job per pg_cron job of this database (src/sched/import_pg_cron.c).  A dry run
  * (the default) returns the plan without writing; deactivate => true sets
  * each imported pg_cron job inactive in the same transaction.  Runs as the
  * caller: a superuser imports every job as its owner, any other role that

@@ -6,9 +6,13 @@
 # is schedlock.control's default_version (1.1 is 1.1.0); the provided
 # extension's file exists; LICENSE is the PostgreSQL License that META.json
 # names; CHANGELOG.md has a section for the version; and the upgrade scripts
-# lead from 1.0 to default_version.  No server is needed.
+# lead from 1.0 to default_version.  Every path under src/ that docs/,
+# sql/, src/ or test/ names exists (not the released scripts of 1.0 and
+# 1.1, which are never edited, nor the dated benchmark results).  No server
+# is needed.
 use strict;
 use warnings;
+use File::Find;
 use JSON::PP;
 use Test::More;
 
@@ -140,5 +144,42 @@ while ($w ne $default_version && exists $next{$w} && $base_to_default < 100)
 is($w, $default_version, 'the update chain leads from the base 1.2 to the default version');
 is($meta->{provides}{schedlock}{file}, 'sql/schedlock--1.2.sql',
 	'META.json names the base install script');
+
+# the map cannot drift: a src/ path named in the tree is a file or folder
+# of the tree
+my %missing;
+my $named = 0;
+find(
+	{
+		no_chdir => 1,
+		wanted => sub {
+			my $rel = substr($File::Find::name, length($src) + 1);
+			if (-d $_)
+			{
+				$File::Find::prune = 1
+				  if $rel =~ m{^test/bench/(results|out)$} || $rel =~ m{(^|/)tmp_};
+				return;
+			}
+			return if $rel =~ m{^sql/schedlock--1\.0(--1\.1)?\.sql$};
+			# builds PostgreSQL from its source: its src/ is PostgreSQL's
+			return if $rel eq 'test/cassert/build.sh';
+			return unless $rel =~ /\.(c|h|sql|spec|pl|pm|sh|md|out|conf|in)$/
+			  || $rel =~ m{^test/[^.]+$};
+			open(my $fh, '<', $_) or return;
+			local $/;
+			my $text = <$fh>;
+			close $fh;
+			while ($text =~ m{(?<![\w\$/.\-])(src/[A-Za-z0-9_./\-]*[A-Za-z0-9_])}g)
+			{
+				my $path = $1;
+				$named++;
+				$missing{$path} //= $rel unless -e "$src/$path";
+			}
+		}
+	},
+	map { "$src/$_" } grep { -d "$src/$_" } qw(docs sql src test));
+cmp_ok($named, '>', 50, "the tree names src/ paths ($named)");
+is(join(', ', map { "$_ (in $missing{$_})" } sort keys %missing), '',
+	'every src/ path named in docs/, sql/, src/ and test/ exists');
 
 done_testing();

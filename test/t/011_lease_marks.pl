@@ -1,5 +1,5 @@
 # 011_lease_marks.pl: a session-bound acquire kept in shared memory reads the
-# lock table only for names the marks (src/lock/lock_shmem.c) say may matter.  The
+# lock table only for names the marks (src/lock/lock_marks.c) say may matter.  The
 # marks live in shared memory, so after a restart or a crash they are loaded
 # again from the table: durable leases and lock_at_least_for windows that
 # survived keep refusing session-bound acquires, and tokens stay larger than
