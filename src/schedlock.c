@@ -209,7 +209,8 @@ call_prev_utility(PlannedStmt *pstmt, const char *queryString,
  * rights first); any other runs with every worker in place and fails as
  * usual.  DROP OWNED and REASSIGN OWNED also act on the jobs of the roles
  * (job_roles.c), after PostgreSQL has checked the caller's rights.  Once DROP
- * DATABASE has succeeded, what lock_shmem.c keeps for the database goes.
+ * DATABASE has succeeded, what lock_marks.c and lease_shmem.c keep for the
+ * database goes.
  */
 static void
 sl_process_utility(PlannedStmt *pstmt, const char *queryString,

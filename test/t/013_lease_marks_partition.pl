@@ -1,6 +1,6 @@
 # 013_lease_marks_partition.pl: rows written into schedlock.lock_state through
 # a table it is a partition of (INSERT, COPY, an UPDATE that moves a row into
-# it) are seen by the marks of lock_shmem.c like rows written into it
+# it) are seen by the marks of lock_marks.c like rows written into it
 # directly: a session-bound acquire of a name whose row now holds a lease
 # gets NULL, and a row's token stays smaller than the next one handed out.
 # This holds while the table is attached and after it is detached again.

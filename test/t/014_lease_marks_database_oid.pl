@@ -1,7 +1,7 @@
-# 014_lease_marks_database_oid.pl: what lock_shmem.c keeps for a database
-# (its marks, its session-bound leases) goes with DROP DATABASE, so a new
-# database created with the same OID (CREATE DATABASE ... OID = n) starts
-# from its own table.  The new database is a copy of a template whose table
+# 014_lease_marks_database_oid.pl: what lock_marks.c and lease_shmem.c keep
+# for a database (its marks, its session-bound leases) goes with DROP
+# DATABASE, so a new database created with the same OID (CREATE DATABASE ...
+# OID = n) starts from its own table.  The new database is a copy of a template whose table
 # holds a lease and a row with a large token: a session-bound acquire of the
 # held name gets NULL, the large token's name gets a larger token, and the
 # dropped database's leases do not show in schedlock.locks.
