@@ -119,6 +119,8 @@ void
 schedlock_budget_set_wait(SchedlockQueue *q, SchedlockWait wait,
 						  TimestampTz now)
 {
+	Assert(LWLockHeldByMeInMode(schedlock_shared->lock, LW_EXCLUSIVE));
+
 	if (wait == SCHEDLOCK_WAIT_NONE)
 	{
 		q->wait = SCHEDLOCK_WAIT_NONE;
@@ -145,6 +147,8 @@ schedlock_budget_role_backends(Oid role)
 {
 	int			n = 0;
 	int			i;
+
+	Assert(LWLockHeldByMe(schedlock_shared->lock));
 
 	for (i = 0; i < schedlock_shared->nslots; i++)
 	{
@@ -185,6 +189,8 @@ schedlock_budget_make_room(int needed, Oid dboid, Oid role, TimestampTz now)
 	int			nlatches = 0;
 	long		recheck = -1;
 	int			i;
+
+	Assert(LWLockHeldByMeInMode(schedlock_shared->lock, LW_EXCLUSIVE));
 
 	/* idle backends first: their queue has nothing due soon */
 	for (i = 0; i < schedlock_shared->nslots && needed > 0; i++)
@@ -273,6 +279,8 @@ schedlock_budget_watch_busy(SchedlockQueue *q, bool watched)
 {
 	int			i;
 
+	Assert(LWLockHeldByMeInMode(schedlock_shared->lock, LW_EXCLUSIVE));
+
 	for (i = 0; i < schedlock_shared->nslots; i++)
 	{
 		SchedlockBackendSlot *slot = &schedlock_shared->slots[i];
@@ -299,6 +307,8 @@ schedlock_budget_all_busy(SchedlockQueue *q, TimestampTz now,
 {
 	TimestampTz latest = 0;
 	int			i;
+
+	Assert(LWLockHeldByMeInMode(schedlock_shared->lock, LW_EXCLUSIVE));
 
 	for (i = 0; i < schedlock_shared->nslots; i++)
 	{

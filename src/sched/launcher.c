@@ -200,6 +200,8 @@ take_probe_requests(void)
 		schedlock_shared->nprobes > 0 || schedlock_shared->rescan;
 	int			i;
 
+	Assert(LWLockHeldByMeInMode(schedlock_shared->lock, LW_EXCLUSIVE));
+
 	schedlock_shared->rescan = false;
 	for (i = 0; i < SCHEDLOCK_MAX_DATABASES; i++)
 	{
@@ -713,6 +715,8 @@ launcher_pass(TimestampTz *last_scan)
 	long		timeout;
 	long		recheck = -1;
 	bool		probed;
+	Latch	  **leaving;
+	int			nleaving = 0;
 	int			i;
 	int			j;
 
@@ -869,7 +873,11 @@ launcher_pass(TimestampTz *last_scan)
 				break;
 	pfree(wants);
 
-	/* backends of paused or dropped databases, or all when disabled, leave */
+	/*
+	 * Backends of paused or dropped databases, or all when disabled, leave;
+	 * their latches are set once the lock is released.
+	 */
+	leaving = palloc(sizeof(Latch *) * schedlock_shared->nslots);
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
 	for (i = 0; i < schedlock_shared->nslots; i++)
 	{
@@ -884,7 +892,7 @@ launcher_pass(TimestampTz *last_scan)
 		{
 			slot->yield = true;
 			if (slot->latch != NULL)
-				SetLatch(slot->latch);
+				leaving[nleaving++] = slot->latch;
 		}
 	}
 	if (waiting > 0)
@@ -893,6 +901,9 @@ launcher_pass(TimestampTz *last_scan)
 												  InvalidOid, now));
 	schedlock_shared->room_wanted = pass_wants_room;
 	LWLockRelease(schedlock_shared->lock);
+	for (i = 0; i < nleaving; i++)
+		SetLatch(leaving[i]);
+	pfree(leaving);
 
 	timeout = (long) ((wake_at - now) / 1000) + 1;
 	if (timeout < 0)

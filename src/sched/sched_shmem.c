@@ -230,6 +230,8 @@ schedlock_find_database(Oid dboid, bool create)
 	SchedlockDatabase *free_entry = NULL;
 	int			i;
 
+	Assert(create ? LWLockHeldByMeInMode(schedlock_shared->lock, LW_EXCLUSIVE) :
+		   LWLockHeldByMe(schedlock_shared->lock));
 	for (i = 0; i < SCHEDLOCK_MAX_DATABASES; i++)
 	{
 		SchedlockDatabase *db = &schedlock_shared->dbs[i];
@@ -261,6 +263,8 @@ schedlock_find_queue(Oid dboid, Oid role, bool create)
 	SchedlockQueue *free_entry = NULL;
 	int			i;
 
+	Assert(create ? LWLockHeldByMeInMode(schedlock_shared->lock, LW_EXCLUSIVE) :
+		   LWLockHeldByMe(schedlock_shared->lock));
 	for (i = 0; i < SCHEDLOCK_MAX_QUEUES; i++)
 	{
 		SchedlockQueue *q = &schedlock_shared->queues[i];
@@ -963,6 +967,8 @@ schedlock_starting_backends(TimestampTz now)
 													 -SCHEDLOCK_START_STUCK_MS);
 	int			n = 0;
 	int			i;
+
+	Assert(LWLockHeldByMe(schedlock_shared->lock));
 
 	for (i = 0; i < schedlock_shared->nslots; i++)
 	{
