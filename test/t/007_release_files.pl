@@ -177,9 +177,9 @@ find(
 			}
 		}
 	},
-	map { "$src/$_" } grep { -d "$src/$_" } qw(docs sql src test));
+	map { "$src/$_" } grep { -d "$src/$_" } qw(docs expected sql src test));
 cmp_ok($named, '>', 50, "the tree names src/ paths ($named)");
 is(join(', ', map { "$_ (in $missing{$_})" } sort keys %missing), '',
-	'every src/ path named in docs/, sql/, src/ and test/ exists');
+	'every src/ path named in docs/, expected/, sql/, src/ and test/ exists');
 
 done_testing();
