@@ -634,6 +634,9 @@ schedlock_backend_attach(SchedlockBackendSlot *slot, uint64 generation,
 	ok = slot->in_use && slot->generation == generation && !slot->attached;
 	if (ok)
 	{
+		/* a reserved slot no process has taken holds no process's state */
+		Assert(!slot->exited && slot->pid == 0 && slot->latch == NULL);
+		Assert(slot->running_job == 0 && slot->nahead == 0);
 		slot->attached = true;
 		slot->pid = MyProcPid;
 		slot->latch = MyLatch;
@@ -745,6 +748,13 @@ void
 schedlock_backend_detach(SchedlockBackendSlot *slot)
 {
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+
+	/*
+	 * only the process that took the slot detaches, once: the launcher
+	 * frees or reuses an attached slot only after it has exited
+	 */
+	Assert(slot->in_use && slot->attached && !slot->exited);
+	Assert(slot->pid == MyProcPid);
 	if (slot->running_job != 0 || slot->nahead != 0)
 	{
 		SchedlockDatabase *db = schedlock_find_database(slot->dboid, false);

@@ -520,6 +520,8 @@ schedlock_worker_start(Datum arg, MemoryContext *cxt)
 	memcpy(&generation, MyBgworkerEntry->bgw_extra, sizeof(uint64));
 	if (!schedlock_backend_attach(schedlock_my_slot, generation, &reload))
 		proc_exit(0);
+	/* detach on any exit from here on, an error in the reload included */
+	before_shmem_exit(worker_detach, (Datum) 0);
 
 	/*
 	 * A reload signalled while this process started, before its handler
@@ -530,7 +532,6 @@ schedlock_worker_start(Datum arg, MemoryContext *cxt)
 	 */
 	if (reload)
 		ProcessConfigFile(PGC_SIGHUP);
-	before_shmem_exit(worker_detach, (Datum) 0);
 	LWLockAcquire(schedlock_shared->lock, LW_SHARED);
 	dboid = schedlock_my_slot->dboid;
 	role = schedlock_my_slot->role;
