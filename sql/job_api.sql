@@ -309,6 +309,33 @@ SELECT schedlock.unschedule_job('alice_job') AS bob_removed;
 RESET ROLE;
 SELECT count(*) AS jobs_left FROM schedlock.jobs;
 
+-- every function that writes jobs or runs refuses a read-only transaction
+-- with 25006 before it does anything, naming itself; nothing changes
+SELECT schedlock.schedule_job('ro_job', '0 0 1 1 *', 'SELECT 1') > 0 AS scheduled;
+SELECT count(*) AS runs_before FROM schedlock.job_runs \gset
+BEGIN READ ONLY;
+SELECT t.query, r.state, r.message
+  FROM (VALUES
+    ($q$SELECT schedlock.schedule_job('ro_new', '@daily', 'SELECT 1')$q$),
+    ($q$SELECT schedlock.schedule_job('ro_job', '@daily', 'SELECT 2')$q$),
+    ($q$SELECT schedlock.schedule_once('ro_new', now() + interval '1 day', 'SELECT 1')$q$),
+    ($q$SELECT schedlock.alter_job('ro_job', enabled => false)$q$),
+    ($q$SELECT schedlock.run_job('ro_job')$q$),
+    ($q$SELECT schedlock.unschedule_job('ro_job')$q$),
+    ($q$SELECT schedlock.unschedule_job(0::bigint)$q$),
+    ($q$SELECT schedlock.delete_runs('ro_job')$q$),
+    ($q$SELECT schedlock.sync_job_roles()$q$),
+    ($q$SELECT schedlock_claim_run(0)$q$),
+    ($q$SELECT schedlock_claim_run_payload(0)$q$),
+    ($q$SELECT schedlock_finish_run(0, true)$q$),
+    ($q$SELECT schedlock_adopt_jobs()$q$)) AS t(query),
+       pg_temp.try(t.query) AS r;
+COMMIT;
+SELECT job_name, schedule, command, enabled FROM schedlock.jobs
+ WHERE job_name LIKE 'ro\_%' ORDER BY 1;
+SELECT count(*) = :runs_before AS no_run_written FROM schedlock.job_runs;
+SELECT schedlock.unschedule_job('ro_job');
+
 -- a job's search_path: the scheduling session's, fixed then; alter_job
 -- changes it, checked as SET search_path checks it; nothing else changes on
 -- a bad value

@@ -59,7 +59,6 @@
 
 #include "access/table.h"
 #include "access/xact.h"
-#include "access/xlog.h"
 #include "common/hashfn.h"
 #include "fmgr.h"
 #include "mb/pg_wchar.h"
@@ -79,6 +78,7 @@
 #include "lock_marks.h"
 #include "lock_session.h"
 #include "lock_table.h"
+#include "primary.h"
 #include "schedlock.h"
 #include "token.h"
 
@@ -232,32 +232,6 @@ lease_until(TimestampTz now, Interval *most)
 				 errdetail("lock_at_most_for is \"%s\", which ends at or before now.",
 						   interval_text(most))));
 	return until;
-}
-
-/*
- * check_primary
- *		Lock state can only change on a primary.
- */
-static void
-check_primary(const char *funcname)
-{
-	if (RecoveryInProgress())
-		ereport(ERROR,
-				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("cannot execute %s() during recovery", funcname),
-				 errhint("schedlock locks are taken on the primary server; connect to it instead of a standby.")));
-}
-
-/*
- * check_writable
- *		Lock state can only change on a primary, outside read-only
- *		transactions (25006 in both cases).
- */
-static void
-check_writable(const char *funcname)
-{
-	check_primary(funcname);
-	PreventCommandIfReadOnly(psprintf("%s()", funcname));
 }
 
 /*
@@ -551,7 +525,7 @@ schedlock_acquire(PG_FUNCTION_ARGS)
 				 errmsg("holder is too long"),
 				 errdetail("The limit is %d characters.",
 						   SCHEDLOCK_MAX_HOLDER_LENGTH)));
-	check_writable("schedlock_acquire");
+	schedlock_require_writable("schedlock_acquire");
 
 	/* never wait: another transaction busy with this name means "taken" */
 	set_mutex_tag(&mutex, name);
@@ -656,7 +630,7 @@ schedlock_release(PG_FUNCTION_ARGS)
 	TimestampTz now;
 	SchedlockShmemLease sl;
 
-	check_writable("schedlock_release");
+	schedlock_require_writable("schedlock_release");
 
 	wait_for_mutex(name, &mutex);
 	if (schedlock_lease_shmem_get(name, &sl))
@@ -708,7 +682,7 @@ schedlock_extend(PG_FUNCTION_ARGS)
 
 	/* bad input fails before any waiting; judged again at the final now */
 	(void) lease_until(GetCurrentTimestamp(), most);
-	check_writable("schedlock_extend");
+	schedlock_require_writable("schedlock_extend");
 
 	wait_for_mutex(name, &mutex);
 	if (schedlock_lease_shmem_get(name, &sl))
@@ -770,7 +744,7 @@ schedlock_assert(PG_FUNCTION_ARGS)
 	SchedlockSessionAliveFn alive = NULL;
 
 	/* a standby cannot hold off a takeover on the primary: refuse there */
-	check_primary("schedlock_assert");
+	schedlock_require_primary("schedlock_assert");
 
 	wait_for_mutex(name, &mutex);
 	if (schedlock_lease_shmem_get(name, &sl))

@@ -40,7 +40,6 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
-#include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
@@ -64,6 +63,7 @@
 #include "job_def.h"
 #include "jobstore.h"
 #include "owner.h"
+#include "primary.h"
 #include "sched_shmem.h"
 #include "schedlock.h"
 
@@ -319,10 +319,7 @@ schedlock_adopt_jobs(PG_FUNCTION_ARGS)
 	int			save_sec;
 	int			nestlevel;
 
-	if (RecoveryInProgress())
-		ereport(ERROR,
-				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("cannot execute schedlock_adopt_jobs() during recovery")));
+	schedlock_require_writable("schedlock_adopt_jobs");
 	if (!schedlock_database_ownercheck(MyDatabaseId, GetUserId()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

@@ -77,6 +77,7 @@
 #include "jobstore.h"
 #include "job_api.h"
 #include "job_def.h"
+#include "primary.h"
 #include "sched_shmem.h"
 #include "schedlock.h"
 #include "subxact.h"
@@ -813,11 +814,7 @@ schedlock_import_pg_cron(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("dry_run and deactivate must not be null")));
-	if (RecoveryInProgress())
-		ereport(ERROR,
-				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("cannot execute schedlock_import_pg_cron() during recovery"),
-				 errhint("Connect to the primary server.")));
+	schedlock_require_primary("schedlock_import_pg_cron");
 	if (!OidIsValid(get_extension_oid("pg_cron", true)))
 	{
 		const char *dbname = GetConfigOption("cron.database_name", true, false);

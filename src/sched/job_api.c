@@ -72,6 +72,7 @@
 #include "job_def.h"
 #include "jobstore.h"
 #include "owner.h"
+#include "primary.h"
 #include "rules.h"
 #include "schedlock.h"
 
@@ -257,20 +258,6 @@ args_into_def(FunctionCallInfo fcinfo, JobDef *def, Oid owner)
 }
 
 /*
- * check_writable
- *		Jobs are written on the primary only.
- */
-static void
-check_writable(const char *fname)
-{
-	if (RecoveryInProgress())
-		ereport(ERROR,
-				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("cannot execute %s() during recovery", fname),
-				 errhint("Connect to the primary server.")));
-}
-
-/*
  * approver_of
  *		The role whose write of a job approves what it runs as another role
  *		(schedlock_job_written): the caller when it is a superuser, else
@@ -349,7 +336,7 @@ schedlock_schedule_job(PG_FUNCTION_ARGS)
 	int64		job_id;
 
 	schedlock_check_job_api("schedlock.schedule_job");
-	check_writable("schedlock.schedule_job");
+	schedlock_require_writable("schedlock.schedule_job");
 	memset(&def, 0, sizeof(def));
 	def.max_attempts = 1;
 	def.atomic = true;
@@ -411,7 +398,7 @@ schedlock_schedule_once(PG_FUNCTION_ARGS)
 	int64		job_id;
 
 	schedlock_check_job_api("schedlock.schedule_once");
-	check_writable("schedlock.schedule_once");
+	schedlock_require_writable("schedlock.schedule_once");
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -571,7 +558,7 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 	char	   *record_runs = NULL;
 
 	schedlock_check_job_api("schedlock.alter_job");
-	check_writable("schedlock.alter_job");
+	schedlock_require_writable("schedlock.alter_job");
 	if (PG_NARGS() > ARG_RECORD_RUNS && !PG_ARGISNULL(ARG_RECORD_RUNS))
 	{
 		record_runs = text_to_cstring(PG_GETARG_TEXT_PP(ARG_RECORD_RUNS));
@@ -692,7 +679,7 @@ schedlock_unschedule_job(PG_FUNCTION_ARGS)
 	bool		deleted;
 
 	schedlock_check_job_api("schedlock.unschedule_job");
-	check_writable("schedlock.unschedule_job");
+	schedlock_require_writable("schedlock.unschedule_job");
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
 	deleted = schedlock_delete_job(job_name, caller);
@@ -757,7 +744,7 @@ schedlock_unschedule_job_id(PG_FUNCTION_ARGS)
 				 errmsg("job_id must not be null")));
 	job_id = PG_GETARG_INT64(0);
 	schedlock_check_job_api("schedlock.unschedule_job");
-	check_writable("schedlock.unschedule_job");
+	schedlock_require_writable("schedlock.unschedule_job");
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
 	deleted = schedlock_delete_job_by_id(job_id, caller,
@@ -796,7 +783,7 @@ schedlock_run_job(PG_FUNCTION_ARGS)
 	bool		isnull;
 
 	schedlock_check_job_api("schedlock.run_job");
-	check_writable("schedlock.run_job");
+	schedlock_require_writable("schedlock.run_job");
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
 	job_id = schedlock_find_job(job_name, caller, "enabled");
@@ -844,7 +831,7 @@ schedlock_delete_runs(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("older_than must not be negative"),
 				 errhint("Give how old a run must be to go, such as older_than => '7 days'.")));
-	check_writable("schedlock.delete_runs");
+	schedlock_require_writable("schedlock.delete_runs");
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
 	deleted = schedlock_delete_ended_runs(caller, job_name, older_than,

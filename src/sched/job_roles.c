@@ -96,6 +96,7 @@
 #include "job_roles.h"
 #include "jobstore.h"
 #include "owner.h"
+#include "primary.h"
 #include "sched_shmem.h"
 #include "schedlock.h"
 
@@ -484,11 +485,7 @@ schedlock_sync_job_roles(void)
 Datum
 schedlock_sync_job_roles_sql(PG_FUNCTION_ARGS)
 {
-	if (RecoveryInProgress())
-		ereport(ERROR,
-				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("cannot execute sync_job_roles() during recovery"),
-				 errhint("Connect to the primary server.")));
+	schedlock_require_writable("schedlock.sync_job_roles");
 	PG_RETURN_INT64(schedlock_sync_job_roles());
 }
 

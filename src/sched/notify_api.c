@@ -54,6 +54,7 @@
 #include "jobstore.h"
 #include "kept_query.h"
 #include "owner.h"
+#include "primary.h"
 #include "sched_shmem.h"
 #include "schedlock.h"
 
@@ -111,10 +112,12 @@ run_id_arg(FunctionCallInfo fcinfo)
  *		SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT s) from now to call
  *		schedlock_finish_run.  When payload is not NULL, the job's payload
  *		is copied there (in the caller's memory context; *payload_null
- *		when the job has none or the claim failed).
+ *		when the job has none or the claim failed).  funcname is the SQL
+ *		function called, for the error on a standby.
  */
 static bool
-claim_run(FunctionCallInfo fcinfo, Datum *payload, bool *payload_null)
+claim_run(FunctionCallInfo fcinfo, const char *funcname, Datum *payload,
+		  bool *payload_null)
 {
 	int64		run_id = run_id_arg(fcinfo);
 	char	   *claimed_by = PG_ARGISNULL(1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(1));
@@ -123,11 +126,7 @@ claim_run(FunctionCallInfo fcinfo, Datum *payload, bool *payload_null)
 	int			save_nestlevel;
 	bool		claimed;
 
-	if (RecoveryInProgress())
-		ereport(ERROR,
-				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("cannot claim a job run during recovery"),
-				 errhint("Connect to the primary server.")));
+	schedlock_require_writable(funcname);
 
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
@@ -152,7 +151,7 @@ claim_run(FunctionCallInfo fcinfo, Datum *payload, bool *payload_null)
 Datum
 schedlock_claim_run(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(claim_run(fcinfo, NULL, NULL));
+	PG_RETURN_BOOL(claim_run(fcinfo, "schedlock_claim_run", NULL, NULL));
 }
 
 /*
@@ -178,7 +177,8 @@ schedlock_claim_run_payload(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	tupdesc = BlessTupleDesc(tupdesc);
-	result[0] = BoolGetDatum(claim_run(fcinfo, &payload, &nulls[1]));
+	result[0] = BoolGetDatum(claim_run(fcinfo, "schedlock_claim_run_payload",
+									&payload, &nulls[1]));
 	result[1] = payload;
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, result, nulls)));
 }
@@ -210,11 +210,7 @@ schedlock_finish_run(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("succeeded must not be null")));
 	succeeded = PG_GETARG_BOOL(1);
-	if (RecoveryInProgress())
-		ereport(ERROR,
-				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("cannot finish a job run during recovery"),
-				 errhint("Connect to the primary server.")));
+	schedlock_require_writable("schedlock_finish_run");
 
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);

@@ -43,6 +43,41 @@ my ($ret, $stdout, $stderr) = $standby->psql('app', q{SELECT schedlock.schedule_
 like($stderr, qr/cannot execute schedlock\.schedule_job\(\) during recovery/,
 	'schedule_job on the standby is refused');
 
+# every function that changes locks, jobs or runs refuses the standby with
+# one error: 25006, its own name, and the hint to connect to the primary
+for my $call (
+	[ 'schedlock.schedule_job', q{schedlock.schedule_job('x', '@daily', 'SELECT 1')} ],
+	[ 'schedlock.schedule_once', q{schedlock.schedule_once('x', now() + interval '1 day', 'SELECT 1')} ],
+	[ 'schedlock.alter_job', q{schedlock.alter_job('once', enabled => false)} ],
+	[ 'schedlock.unschedule_job', q{schedlock.unschedule_job('once')} ],
+	[ 'schedlock.unschedule_job', q{schedlock.unschedule_job(1::bigint)} ],
+	[ 'schedlock.run_job', q{schedlock.run_job('once')} ],
+	[ 'schedlock.delete_runs', q{schedlock.delete_runs('once')} ],
+	[ 'schedlock.sync_job_roles', q{schedlock.sync_job_roles()} ],
+	[ 'schedlock_claim_run', q{schedlock_claim_run(1)} ],
+	[ 'schedlock_claim_run_payload', q{schedlock_claim_run_payload(1)} ],
+	[ 'schedlock_finish_run', q{schedlock_finish_run(1, true)} ],
+	[ 'schedlock_adopt_jobs', q{schedlock_adopt_jobs()} ],
+	[ 'schedlock_import_pg_cron', q{schedlock_import_pg_cron()} ],
+	[ 'schedlock_acquire', q{schedlock_acquire('l', '10 seconds')} ],
+	[ 'schedlock_release', q{schedlock_release('l', 1)} ],
+	[ 'schedlock_extend', q{schedlock_extend('l', 1, '10 seconds')} ],
+	[ 'schedlock_assert', q{schedlock_assert('l', 1)} ])
+{
+	my ($name, $sql) = @$call;
+	my (undef, undef, $err) = $standby->psql('app', "SELECT $sql",
+		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	like($err,
+		qr/ERROR:  25006: cannot execute \Q$name\E\(\) during recovery\n.*HINT:  schedlock's locks, jobs and runs change on the primary server only/s,
+		"$sql on the standby: 25006, its name and the hint");
+}
+# what only reads works there
+is($standby->safe_psql('app', q{
+	SELECT (SELECT count(*) FROM schedlock.job_status) > 0,
+	       cron_next('@daily') IS NOT NULL,
+	       (SELECT count(*) FROM schedlock_pending_runs('nobody')) = 0}),
+	't|t|t', 'job_status, cron_next and schedlock_pending_runs work on the standby');
+
 $primary->stop('fast');
 my $replayed = $standby->safe_psql('app', 'SELECT max(run_id) FROM schedlock.job_runs');
 sleep 3;	# slots missed while nobody is primary
