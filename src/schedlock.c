@@ -44,6 +44,7 @@
 #include "lease_shmem.h"
 #include "lock_marks.h"
 #include "lock_watch.h"
+#include "run_status.h"
 #include "runlog.h"
 #include "sched_shmem.h"
 #include "schedlock.h"
@@ -93,8 +94,8 @@ static const struct config_enum_entry log_runs_options[] = {
 };
 
 static const struct config_enum_entry record_runs_options[] = {
-	{"all", SCHEDLOCK_RECORD_RUNS_ALL, false},
-	{"failures", SCHEDLOCK_RECORD_RUNS_FAILURES, false},
+	{SCHEDLOCK_RECORD_RUNS_ALL_NAME, SCHEDLOCK_RECORD_RUNS_ALL, false},
+	{SCHEDLOCK_RECORD_RUNS_FAILURES_NAME, SCHEDLOCK_RECORD_RUNS_FAILURES, false},
 	{NULL, 0, false}
 };
 

@@ -58,13 +58,7 @@ extern int	schedlock_job_backend_idle_timeout; /* ms */
 extern bool schedlock_enabled;
 extern int	schedlock_history_retention;	/* minutes; 0 keeps history forever */
 
-/* schedlock.record_runs: which ended runs schedlock.job_runs keeps */
-typedef enum SchedlockRecordRuns
-{
-	SCHEDLOCK_RECORD_RUNS_ALL,
-	SCHEDLOCK_RECORD_RUNS_FAILURES	/* failed, timed_out and lost runs */
-} SchedlockRecordRuns;
-
+/* schedlock.record_runs: a SchedlockRecordRuns (run_status.h) */
 extern int	schedlock_record_runs;
 
 /*

@@ -208,7 +208,7 @@ schedlock_settle_plan(ClaimedJob *job, ClaimPlan *plan, TimestampTz horizon,
 	 * queued run_job() call it serves is forgotten instead).
 	 */
 	if (plan->kind == PLAN_SKIP && !job->failures_only)
-		(void) schedlock_record_run(job, plan, "skipped", now, 0, false);
+		(void) schedlock_record_run(job, plan, SCHEDLOCK_RUN_SKIPPED, now, 0, false);
 	else if (plan->kind == PLAN_SKIP && plan->manual_run_id != 0)
 		schedlock_forget_run(plan->manual_run_id);
 	return Max(now, plan->due_at);

@@ -415,7 +415,7 @@ skip_unscheduled(ClaimedJob **jobs, const int64 *run_ids, int n,
 	for (int i = 0; k > 0 && i < n; i++)
 		if (skipped[i])
 			schedlock_log_run_end(jobs[i]->job_name, jobs[i]->role_name,
-								  run_ids[i], "skipped", NULL,
+								  run_ids[i], SCHEDLOCK_RUN_SKIPPED, NULL,
 								  UNSCHEDULED_MESSAGE, NULL);
 	return k;
 }
@@ -692,7 +692,7 @@ claim_ahead(Oid role, ClaimPosition *pos, TimestampTz start,
 		(void) schedlock_settle_plan(&r->job, &r->plan, start, false);
 		if (r->plan.kind != PLAN_RUN)
 			continue;
-		r->run_id = schedlock_record_run(&r->job, &r->plan, "running", start,
+		r->run_id = schedlock_record_run(&r->job, &r->plan, SCHEDLOCK_RUN_RUNNING, start,
 										 0, false);
 		if (r->run_id == 0)
 			continue;
@@ -949,7 +949,7 @@ dispatch_batch(Oid role, ClaimPosition *pos, const char *start_error, int n)
 				if (plan->kind != PLAN_RUN)
 					continue;
 				general = true;
-				run_id = schedlock_record_run(job, plan, "running", start, 0,
+				run_id = schedlock_record_run(job, plan, SCHEDLOCK_RUN_RUNNING, start, 0,
 											  false);
 				if (run_id == 0)
 					continue;
@@ -1066,7 +1066,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 	}
 
 	/* started_at is the instant the command starts, after wait_until */
-	run_id = schedlock_record_run(&job, &plan, "running", start, 0, false);
+	run_id = schedlock_record_run(&job, &plan, SCHEDLOCK_RUN_RUNNING, start, 0, false);
 	if (run_id == 0)
 	{
 		schedlock_worker_end_tx();

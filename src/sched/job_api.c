@@ -561,10 +561,11 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 	schedlock_require_writable("schedlock.alter_job");
 	if (PG_NARGS() > ARG_RECORD_RUNS && !PG_ARGISNULL(ARG_RECORD_RUNS))
 	{
+		SchedlockRecordRuns parsed;
+
 		record_runs = text_to_cstring(PG_GETARG_TEXT_PP(ARG_RECORD_RUNS));
-		if (strcmp(record_runs, "all") != 0 &&
-			strcmp(record_runs, "failures") != 0 &&
-			strcmp(record_runs, "default") != 0)
+		if (!schedlock_record_runs_parse(record_runs, &parsed) &&
+			strcmp(record_runs, SCHEDLOCK_RECORD_RUNS_DEFAULT_NAME) != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("invalid record_runs \"%s\"", record_runs),
@@ -646,7 +647,8 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 	schedlock_job_written(job_id, search_path, approver_of(caller));
 	if (record_runs != NULL)
 		schedlock_set_record_runs(job_id,
-								  strcmp(record_runs, "default") == 0 ?
+								  strcmp(record_runs,
+										 SCHEDLOCK_RECORD_RUNS_DEFAULT_NAME) == 0 ?
 								  NULL : record_runs);
 	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
 	SPI_finish();

@@ -553,6 +553,7 @@ schedlock_jobs_check_values(PG_FUNCTION_ARGS)
 	bool		isnull;
 	Datum		d;
 	SchedlockMisfire misfire;
+	SchedlockRecordRuns record_runs;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) ||
 		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
@@ -595,8 +596,7 @@ schedlock_jobs_check_values(PG_FUNCTION_ARGS)
 
 	attnum = column_number(desc, "record_runs");
 	value = SPI_getvalue(tuple, desc, attnum);
-	if (value != NULL &&
-		strcmp(value, "all") != 0 && strcmp(value, "failures") != 0)
+	if (value != NULL && !schedlock_record_runs_parse(value, &record_runs))
 		ereport(ERROR,
 				(errcode(ERRCODE_CHECK_VIOLATION),
 				 errmsg("record_runs must be all, failures or null"),
@@ -613,19 +613,13 @@ schedlock_jobs_check_values(PG_FUNCTION_ARGS)
 	return PointerGetDatum(tuple);
 }
 
-/* The statuses of a run, the rule of job_runs_status_check. */
-static const char *const run_statuses[] = {
-	"queued", "pending", "running", "succeeded", "failed", "timed_out",
-	"lost", "skipped"
-};
-
 PG_FUNCTION_INFO_V1(schedlock_job_run_status_valid);
 PGDLLEXPORT Datum schedlock_job_run_status_valid(PG_FUNCTION_ARGS);
 
 /*
  * schedlock_job_run_status_valid
- *		Whether status is one a run may have: the CHECK constraint
- *		job_runs_status_check of schedlock.job_runs calls it.
+ *		Whether status is one a run may have (run_status.h): the CHECK
+ *		constraint job_runs_status_check of schedlock.job_runs calls it.
  *
  * A function rather than "status IN (...)" because PostgreSQL reads a
  * CHECK constraint's expression back from its text and prepares it again
@@ -638,12 +632,9 @@ Datum
 schedlock_job_run_status_valid(PG_FUNCTION_ARGS)
 {
 	text	   *status = PG_GETARG_TEXT_PP(0);
-	const char *s = VARDATA_ANY(status);
-	int			len = VARSIZE_ANY_EXHDR(status);
+	SchedlockRunStatus parsed;
 
-	for (int i = 0; i < lengthof(run_statuses); i++)
-		if (strlen(run_statuses[i]) == len &&
-			memcmp(run_statuses[i], s, len) == 0)
-			PG_RETURN_BOOL(true);
-	PG_RETURN_BOOL(false);
+	PG_RETURN_BOOL(schedlock_run_status_parse(VARDATA_ANY(status),
+											  VARSIZE_ANY_EXHDR(status),
+											  &parsed));
 }

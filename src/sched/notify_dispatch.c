@@ -95,12 +95,12 @@ notify_job(ClaimedJob *job, ClaimPlan *plan, TimestampTz now,
 	/* a job whose role cannot log in is not notified: its run fails */
 	if (error != NULL)
 	{
-		run_id = schedlock_record_run(job, plan, "running", now, 0, false);
+		run_id = schedlock_record_run(job, plan, SCHEDLOCK_RUN_RUNNING, now, 0, false);
 		if (run_id != 0)
 			schedlock_record_outcome(job, plan, run_id, error, NULL, NULL);
 		return;
 	}
-	run_id = schedlock_record_run(job, plan, "pending", now, deadline, true);
+	run_id = schedlock_record_run(job, plan, SCHEDLOCK_RUN_PENDING, now, deadline, true);
 	if (run_id != 0)
 	{
 		schedlock_notify_run(job, plan, run_id);

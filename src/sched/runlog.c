@@ -336,7 +336,7 @@ schedlock_log_run_statement(const char *job_name, const char *role,
  */
 void
 schedlock_log_run_end(const char *job_name, const char *role, int64 run_id,
-					  const char *status, const char *sqlstate,
+					  SchedlockRunStatus status, const char *sqlstate,
 					  const char *message, const Interval *duration)
 {
 	const char *db = log_database();
@@ -345,7 +345,7 @@ schedlock_log_run_end(const char *job_name, const char *role, int64 run_id,
 		job_name = "?";
 	if (role == NULL)
 		role = "?";
-	if (strcmp(status, "succeeded") == 0)
+	if (status == SCHEDLOCK_RUN_SUCCEEDED)
 	{
 		double		ms = 0;
 
@@ -367,13 +367,15 @@ schedlock_log_run_end(const char *job_name, const char *role, int64 run_id,
 				(errcode(MAKE_SQLSTATE(sqlstate[0], sqlstate[1], sqlstate[2],
 									   sqlstate[3], sqlstate[4])),
 				 errmsg("schedlock job \"%s\" of role \"%s\" in database \"%s\" run " INT64_FORMAT " %s: SQLSTATE %s: %s",
-						job_name, role, db, run_id, status, sqlstate,
+						job_name, role, db, run_id,
+						schedlock_run_status_name(status), sqlstate,
 						message ? message : ""),
 				 errhidestmt(true)));
 	else
 		ereport(LOG,
 				(errmsg("schedlock job \"%s\" of role \"%s\" in database \"%s\" run " INT64_FORMAT " %s: %s",
-						job_name, role, db, run_id, status,
+						job_name, role, db, run_id,
+						schedlock_run_status_name(status),
 						message ? message : ""),
 				 errhidestmt(true)));
 }

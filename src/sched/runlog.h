@@ -20,6 +20,8 @@
 #include "datatype/timestamp.h"
 #include "tcop/cmdtag.h"
 
+#include "run_status.h"
+
 /* schedlock.log_runs: what the server log gets per finished run */
 typedef enum SchedlockLogRuns
 {
@@ -55,7 +57,7 @@ extern void schedlock_log_run_statement(const char *job_name,
 										const char *role, int64 run_id,
 										const char *command);
 extern void schedlock_log_run_end(const char *job_name, const char *role,
-								  int64 run_id, const char *status,
+								  int64 run_id, SchedlockRunStatus status,
 								  const char *sqlstate, const char *message,
 								  const Interval *duration);
 

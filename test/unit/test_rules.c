@@ -2,11 +2,12 @@
  *
  * test_rules.c
  *	  Plain C unit tests of the scheduling rules (src/sched/rules.c): misfire,
- *	  overlap, next_run_at, retry and backoff, the dispatch hold.
+ *	  overlap, next_run_at, retry and backoff, the dispatch hold; and the
+ *	  names and sets of a run's statuses (src/sched/run_status.c).
  *
  * Build and run (no server needed):
- *	  cc -O2 -Wall -Isrc -Itest/unit -o test_rules test/unit/test_rules.c src/sched/rules.c \
- *		  src/cron/cron_parse.c src/cron/cron_next.c -lm && ./test_rules
+ *	  bash test/unit/run.sh test_rules src/sched/rules.c src/sched/run_status.c \
+ *		  src/cron/cron_parse.c src/cron/cron_next.c -lm
  *
  * Prints one line per failure and a summary; exits 1 when anything failed.
  * Every expected value is worked out by hand in the comment of its row
@@ -23,6 +24,7 @@
 
 #include "cron.h"
 #include "rules.h"
+#include "run_status.h"
 #include "unit.h"
 
 #define SEC		INT64_C(1000000)
@@ -565,6 +567,81 @@ test_quarantine(void)
 }
 
 /*
+ * test_run_statuses
+ *		The names of a run's statuses and their sets, and the values of
+ *		record_runs (run_status.c).
+ */
+static void
+test_run_statuses(void)
+{
+	static const struct
+	{
+		const char *name;
+		bool		in_progress;
+		bool		open;
+		bool		failure;
+	}			statuses[SCHEDLOCK_RUN_NSTATUSES] = {
+		/* in the order of SchedlockRunStatus */
+		{"queued", false, true, false},
+		{"pending", true, true, false},
+		{"running", true, true, false},
+		{"succeeded", false, false, false},
+		{"failed", false, false, true},
+		{"timed_out", false, false, true},
+		{"lost", false, false, true},
+		{"skipped", false, false, false},
+	};
+	static const char *const not_statuses[] = {
+		"", "Running", "run", "runningx", "timed-out", "canceled", "queued "
+	};
+	SchedlockRunStatus st;
+	SchedlockRecordRuns rr;
+
+	for (int i = 0; i < SCHEDLOCK_RUN_NSTATUSES; i++)
+	{
+		char		what[80];
+		const char *name = statuses[i].name;
+
+		snprintf(what, sizeof(what), "status %d is named %s", i, name);
+		check(strcmp(schedlock_run_status_name((SchedlockRunStatus) i), name) == 0, what);
+		snprintf(what, sizeof(what), "%s parses back to status %d", name, i);
+		check(schedlock_run_status_parse(name, strlen(name), &st) && (int) st == i, what);
+		snprintf(what, sizeof(what), "%s: in progress, open and failure sets", name);
+		check(schedlock_run_status_in_progress(st) == statuses[i].in_progress &&
+			  schedlock_run_status_open(st) == statuses[i].open &&
+			  schedlock_run_status_failure(st) == statuses[i].failure, what);
+	}
+	for (int i = 0; i < (int) (sizeof(not_statuses) / sizeof(not_statuses[0])); i++)
+	{
+		char		what[80];
+
+		snprintf(what, sizeof(what), "\"%s\" is no status", not_statuses[i]);
+		check(!schedlock_run_status_parse(not_statuses[i], strlen(not_statuses[i]), &st), what);
+	}
+	/* a text datum's bytes are not terminated: only len of them count */
+	check(schedlock_run_status_parse("lostXYZ", 4, &st) && st == SCHEDLOCK_RUN_LOST,
+		  "the first 4 bytes of lostXYZ are lost");
+	check(strcmp(schedlock_run_status_name((SchedlockRunStatus) SCHEDLOCK_RUN_NSTATUSES), "?") == 0,
+		  "a value beyond the enum has no name");
+	check(strcmp(SCHEDLOCK_RUN_SQL(TIMED_OUT), "'timed_out'") == 0,
+		  "SCHEDLOCK_RUN_SQL(TIMED_OUT) is the literal 'timed_out'");
+	check(strcmp(SCHEDLOCK_RUN_IN_PROGRESS_SQL, "'{pending,running}'") == 0,
+		  "the in-progress set as an SQL array literal");
+	check(strcmp(SCHEDLOCK_RUN_OPEN_SQL, "'{queued,pending,running}'") == 0,
+		  "the open set as an SQL array literal");
+
+	check(schedlock_record_runs_parse("all", &rr) && rr == SCHEDLOCK_RECORD_RUNS_ALL,
+		  "record_runs all");
+	check(schedlock_record_runs_parse("failures", &rr) && rr == SCHEDLOCK_RECORD_RUNS_FAILURES,
+		  "record_runs failures");
+	check(!schedlock_record_runs_parse("default", &rr) && rr == SCHEDLOCK_RECORD_RUNS_ALL,
+		  "default is alter_job's word for NULL, not a value of the column");
+	check(!schedlock_record_runs_parse(NULL, &rr) && rr == SCHEDLOCK_RECORD_RUNS_ALL,
+		  "NULL is no value");
+	check(!schedlock_record_runs_parse("Failures", &rr), "record_runs is case-sensitive");
+}
+
+/*
  * main
  *		Run every group; exit 1 when anything failed.
  */
@@ -579,5 +656,6 @@ main(void)
 	test_next_run_at();
 	test_retry();
 	test_quarantine();
+	test_run_statuses();
 	return unit_report("test_rules");
 }

@@ -20,6 +20,8 @@
 #include "utils/palloc.h"
 #include "utils/timestamp.h"
 
+#include "run_status.h"
+
 /* Deadline of a NOTIFY run without a timeout of its own, in seconds. */
 #define SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT	300
 
@@ -91,15 +93,15 @@
 	"  consecutive_failures = CASE WHEN a.last_succeeded THEN 0 " \
 	"    ELSE j.consecutive_failures END " \
 	"  FROM (SELECT e.job_id, pg_catalog.count(*) AS n, " \
-	"      pg_catalog.count(*) FILTER (WHERE e.status OPERATOR(pg_catalog.=) 'succeeded') AS ok, " \
+	"      pg_catalog.count(*) FILTER (WHERE e.status OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(SUCCEEDED) ") AS ok, " \
 	"      COALESCE(pg_catalog.sum(e.finished_at OPERATOR(pg_catalog.-) e.started_at), " \
 	"        '0'::pg_catalog.interval) AS duration, " \
 	"      " SCHEDLOCK_RUN_STATS_LAST("e.finished_at OPERATOR(pg_catalog.-) e.started_at") " AS last_duration, " \
 	"      " SCHEDLOCK_RUN_STATS_LAST("e.started_at OPERATOR(pg_catalog.-) e.scheduled_for") " AS last_start_lag, " \
-	"      " SCHEDLOCK_RUN_STATS_LAST("e.status") " OPERATOR(pg_catalog.=) 'succeeded' AS last_succeeded, " \
-	"      pg_catalog.max(e.finished_at) FILTER (WHERE e.status OPERATOR(pg_catalog.=) 'succeeded') " \
+	"      " SCHEDLOCK_RUN_STATS_LAST("e.status") " OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(SUCCEEDED) " AS last_succeeded, " \
+	"      pg_catalog.max(e.finished_at) FILTER (WHERE e.status OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(SUCCEEDED) ") " \
 	"        AS last_success_at " \
-	"    FROM e WHERE e.status OPERATOR(pg_catalog.<>) 'skipped' GROUP BY e.job_id) a " \
+	"    FROM e WHERE e.status OPERATOR(pg_catalog.<>) " SCHEDLOCK_RUN_SQL(SKIPPED) " GROUP BY e.job_id) a " \
 	"  WHERE j.job_id OPERATOR(pg_catalog.=) a.job_id) "
 
 /*
@@ -113,17 +115,17 @@
 #define SCHEDLOCK_RUN_STATS_ONE_SET \
 	"  total_runs = j.total_runs OPERATOR(pg_catalog.+) 1, " \
 	"  succeeded_runs = j.succeeded_runs OPERATOR(pg_catalog.+) " \
-	"    CASE WHEN e.status OPERATOR(pg_catalog.=) 'succeeded' THEN 1 ELSE 0 END, " \
+	"    CASE WHEN e.status OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(SUCCEEDED) " THEN 1 ELSE 0 END, " \
 	"  failed_runs = j.failed_runs OPERATOR(pg_catalog.+) " \
-	"    CASE WHEN e.status OPERATOR(pg_catalog.=) 'succeeded' THEN 0 ELSE 1 END, " \
+	"    CASE WHEN e.status OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(SUCCEEDED) " THEN 0 ELSE 1 END, " \
 	"  total_duration = j.total_duration OPERATOR(pg_catalog.+) " \
 	"    COALESCE(e.finished_at OPERATOR(pg_catalog.-) e.started_at, " \
 	"      '0'::pg_catalog.interval), " \
 	"  last_duration = e.finished_at OPERATOR(pg_catalog.-) e.started_at, " \
 	"  last_start_lag = e.started_at OPERATOR(pg_catalog.-) e.scheduled_for, " \
-	"  last_success_at = CASE WHEN e.status OPERATOR(pg_catalog.=) 'succeeded' " \
+	"  last_success_at = CASE WHEN e.status OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(SUCCEEDED) " " \
 	"    THEN e.finished_at ELSE j.last_success_at END, " \
-	"  consecutive_failures = CASE WHEN e.status OPERATOR(pg_catalog.=) 'succeeded' " \
+	"  consecutive_failures = CASE WHEN e.status OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(SUCCEEDED) " " \
 	"    THEN 0 ELSE j.consecutive_failures END "
 #define SCHEDLOCK_RUN_STATS_ONE_CTE \
 	"s AS (UPDATE schedlock.jobs j SET " SCHEDLOCK_RUN_STATS_ONE_SET \
@@ -318,7 +320,7 @@ extern void schedlock_fire_reboot_jobs(TimestampTz now);
 
 /* recording runs (the workers) */
 extern int64 schedlock_record_run(ClaimedJob *job, ClaimPlan *plan,
-								  const char *status, TimestampTz now,
+								  SchedlockRunStatus status, TimestampTz now,
 								  TimestampTz deadline, bool has_deadline);
 extern void schedlock_publish_notify_runs(ClaimedJob *jobs, ClaimPlan *plans,
 										  TimestampTz *deadlines, int n,

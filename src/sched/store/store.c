@@ -158,12 +158,18 @@ schedlock_log_closed_run(SPITupleTable *tuptable, uint64 i, int first)
 	bool		isnull;
 	int64		run_id = DatumGetInt64(SPI_getbinval(tup, desc, first, &isnull));
 	Datum		duration = SPI_getbinval(tup, desc, first + 5, &isnull);
+	char	   *text;
+	SchedlockRunStatus status;
 
 	if (schedlock_log_runs == SCHEDLOCK_LOG_RUNS_NONE)
 		return;
+	text = SPI_getvalue(tup, desc, first + 2);
+	if (text == NULL || !schedlock_run_status_parse(text, strlen(text), &status))
+		elog(ERROR, "unknown status \"%s\" of run " INT64_FORMAT,
+			 text ? text : "", run_id);
 	schedlock_log_run_end(SPI_getvalue(tup, desc, first + 1),
 						  SPI_getvalue(tup, desc, first + 6), run_id,
-						  SPI_getvalue(tup, desc, first + 2),
+						  status,
 						  SPI_getvalue(tup, desc, first + 3),
 						  SPI_getvalue(tup, desc, first + 4),
 						  isnull ? NULL : DatumGetIntervalP(duration));

@@ -113,9 +113,12 @@ schedlock_claimed_role_name(const ClaimedJob *job, MemoryContext cxt)
 bool
 schedlock_failures_only(const char *record_runs)
 {
+	SchedlockRecordRuns value;
+
 	if (record_runs == NULL)
 		return schedlock_record_runs == SCHEDLOCK_RECORD_RUNS_FAILURES;
-	return strcmp(record_runs, "failures") == 0;
+	return schedlock_record_runs_parse(record_runs, &value) &&
+		value == SCHEDLOCK_RECORD_RUNS_FAILURES;
 }
 
 /* The claim statements of the tables of release 1.1: see claim_sql.h. */
@@ -203,11 +206,11 @@ schedlock_run_in_progress(int64 job_id)
 	static SchedlockQuery q = {
 		"SELECT COALESCE(pg_catalog.bool_or(NOT s.gone), false), "
 		"  COALESCE(pg_catalog.bool_or(s.gone), false) "
-		"FROM (SELECT (x.status OPERATOR(pg_catalog.=) 'running' "
+		"FROM (SELECT (x.status OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(RUNNING) " "
 		"    AND x.claimed_at IS NULL AND " RUNNER_GONE("x") ") AS gone "
 		"  FROM schedlock.job_runs x "
 		"  WHERE x.job_id OPERATOR(pg_catalog.=) $1 "
-		"    AND x.status OPERATOR(pg_catalog.=) ANY ('{pending,running}')) s",
+		"    AND x.status OPERATOR(pg_catalog.=) ANY (" SCHEDLOCK_RUN_IN_PROGRESS_SQL ")) s",
 		4, {INT8OID, OIDOID, TEXTOID, INT4OID}
 	};
 	Datum		values[4];
@@ -249,7 +252,7 @@ schedlock_open_runs_among(ClaimedJob *jobs, int n, bool *open)
 	static SchedlockQuery q = {
 		"SELECT (SELECT true FROM schedlock.job_runs x "
 		"  WHERE x.job_id OPERATOR(pg_catalog.=) u.job_id "
-		"    AND x.status OPERATOR(pg_catalog.=) ANY ('{pending,running}') "
+		"    AND x.status OPERATOR(pg_catalog.=) ANY (" SCHEDLOCK_RUN_IN_PROGRESS_SQL ") "
 		"  LIMIT 1) IS NOT NULL "
 		"FROM pg_catalog.unnest($1) WITH ORDINALITY AS u(job_id, i) "
 		"ORDER BY u.i",
@@ -293,7 +296,7 @@ schedlock_run_may_defer(const ClaimedJob *job, TimestampTz scheduled_for,
 		"SELECT pg_catalog.nextval('schedlock.job_runs_run_id_seq'::pg_catalog.regclass) "
 		"WHERE NOT EXISTS (SELECT FROM schedlock.job_runs x "
 		"    WHERE x.job_id OPERATOR(pg_catalog.=) $1 "
-		"      AND x.status OPERATOR(pg_catalog.=) ANY ('{pending,running}')) "
+		"      AND x.status OPERATOR(pg_catalog.=) ANY (" SCHEDLOCK_RUN_IN_PROGRESS_SQL ")) "
 		"  AND NOT EXISTS (SELECT FROM schedlock.job_runs x "
 		"    WHERE x.job_id OPERATOR(pg_catalog.=) $1 "
 		"      AND x.scheduled_for OPERATOR(pg_catalog.=) $2 "
@@ -338,7 +341,7 @@ schedlock_runs_may_defer(const int64 *job_ids, const TimestampTz *slots,
 	static SchedlockQuery q = {
 		"SELECT CASE WHEN (SELECT true FROM schedlock.job_runs x "
 		"    WHERE x.job_id OPERATOR(pg_catalog.=) u.job_id "
-		"      AND x.status OPERATOR(pg_catalog.=) ANY ('{pending,running}') "
+		"      AND x.status OPERATOR(pg_catalog.=) ANY (" SCHEDLOCK_RUN_IN_PROGRESS_SQL ") "
 		"    LIMIT 1) IS NULL "
 		"  AND (SELECT true FROM schedlock.job_runs x "
 		"    WHERE x.job_id OPERATOR(pg_catalog.=) u.job_id "
@@ -396,7 +399,7 @@ schedlock_next_queued_run(int64 job_id, int64 *run_id,
 	static SchedlockQuery q = {
 		"SELECT run_id, scheduled_for FROM schedlock.job_runs "
 		"WHERE job_id OPERATOR(pg_catalog.=) $1 "
-		"  AND status OPERATOR(pg_catalog.=) 'queued' "
+		"  AND status OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(QUEUED) " "
 		"ORDER BY run_id LIMIT 1",
 		1, {INT8OID}
 	};

@@ -368,7 +368,8 @@ runs_probe(Relation runs, const AttrNumber *run_att, const char *indexrelname,
 	{
 		bool		isnull;
 		Datum		d;
-		char	   *status;
+		text	   *status;
+		SchedlockRunStatus st;
 
 		if (by_slot)
 		{
@@ -378,9 +379,12 @@ runs_probe(Relation runs, const AttrNumber *run_att, const char *indexrelname,
 		d = slot_getattr(tslot, run_att[1], &isnull);
 		if (isnull)
 			continue;
-		status = TextDatumGetCString(d);
-		*found = strcmp(status, "pending") == 0 || strcmp(status, "running") == 0;
-		pfree(status);
+		status = DatumGetTextPP(d);
+		*found = schedlock_run_status_parse(VARDATA_ANY(status),
+											VARSIZE_ANY_EXHDR(status), &st) &&
+			schedlock_run_status_in_progress(st);
+		if ((Pointer) status != DatumGetPointer(d))
+			pfree(status);
 	}
 	ExecDropSingleTupleTableSlot(tslot);
 	index_endscan(scan);

@@ -170,13 +170,13 @@ run_lost_slot_again(int64 job_id, TimestampTz slot, int32 attempt,
  *		closed.  In a transaction, connected to SPI.
  */
 #define LOST_RUNS_SQL(set_duration) \
-	"UPDATE schedlock.job_runs r SET status = 'lost', " \
+	"UPDATE schedlock.job_runs r SET status = " SCHEDLOCK_RUN_SQL(LOST) ", " \
 	"  finished_at = $1, " set_duration \
 	"  message = 'the job backend running it ended before the run finished " \
 	"(it was stopped or terminated, or the server crashed, restarted or failed over)' " \
 	"WHERE r.run_id OPERATOR(pg_catalog.=) ANY (" \
 	"    SELECT x.run_id FROM schedlock.job_runs x " \
-	"    WHERE x.status OPERATOR(pg_catalog.=) 'running' " \
+	"    WHERE x.status OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(RUNNING) " " \
 	"      AND x.claimed_at IS NULL AND " RUNNER_GONE("x") \
 	"    FOR UPDATE SKIP LOCKED) " \
 	"RETURNING " ENDED_RUN_COLUMNS("r", "$1")
@@ -239,14 +239,14 @@ schedlock_fire_reboot_jobs(TimestampTz now)
  *		connected to SPI.
  */
 #define EXPIRE_RUNS_SQL(set_duration) \
-	"UPDATE schedlock.job_runs r SET status = 'timed_out', " \
+	"UPDATE schedlock.job_runs r SET status = " SCHEDLOCK_RUN_SQL(TIMED_OUT) ", " \
 	"  finished_at = $1, deadline = NULL, " set_duration \
-	"  message = CASE WHEN r.status OPERATOR(pg_catalog.=) 'pending' " \
+	"  message = CASE WHEN r.status OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(PENDING) " " \
 	"    THEN '" SCHEDLOCK_UNCLAIMED_MESSAGE "' " \
 	"    ELSE 'not finished within the timeout' END " \
 	"WHERE r.run_id OPERATOR(pg_catalog.=) ANY (" \
 	"    SELECT x.run_id FROM schedlock.job_runs x " \
-	"    WHERE x.status OPERATOR(pg_catalog.=) ANY ('{pending,running}') " \
+	"    WHERE x.status OPERATOR(pg_catalog.=) ANY (" SCHEDLOCK_RUN_IN_PROGRESS_SQL ") " \
 	"      AND x.deadline OPERATOR(pg_catalog.<=) $1 " \
 	"    ORDER BY x.deadline LIMIT " CppAsString2(EXPIRE_BATCH_ROWS) \
 	"    FOR UPDATE SKIP LOCKED) " \

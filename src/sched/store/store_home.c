@@ -306,13 +306,13 @@ schedlock_prepare_adoption(SPIPlanPtr *plans)
 		"  manual_pending = 0 "
 		"WHERE job_id OPERATOR(pg_catalog.=) $1",
 		"WITH e AS (UPDATE schedlock.job_runs SET "
-		"  status = CASE WHEN status OPERATOR(pg_catalog.=) 'queued' "
-		"    THEN 'skipped' ELSE 'lost' END, "
+		"  status = CASE WHEN status OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(QUEUED) " "
+		"    THEN " SCHEDLOCK_RUN_SQL(SKIPPED) " ELSE " SCHEDLOCK_RUN_SQL(LOST) " END, "
 		"  finished_at = $2, deadline = NULL, "
 		"  duration = $2 OPERATOR(pg_catalog.-) started_at, "
 		"  message = 'open in the database the job was copied from; closed by schedlock_adopt_jobs()' "
 		"WHERE job_id OPERATOR(pg_catalog.=) $1 "
-		"  AND status OPERATOR(pg_catalog.=) ANY ('{queued,pending,running}'::pg_catalog.text[]) "
+		"  AND status OPERATOR(pg_catalog.=) ANY (" SCHEDLOCK_RUN_OPEN_SQL "::pg_catalog.text[]) "
 		"RETURNING job_id, run_id, status, started_at, finished_at, scheduled_for), "
 		SCHEDLOCK_RUN_STATS_CTE "SELECT 1"
 	};

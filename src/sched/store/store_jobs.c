@@ -347,12 +347,12 @@ schedlock_queue_run(int64 job_id, const char *job_name, TimestampTz now)
 	if (SPI_execute_with_args(schedlock_runs_have_job_name() ?
 							  "INSERT INTO schedlock.job_runs (job_id, owner, "
 							  "  scheduled_for, attempt, manual, status, job_name) "
-							  "SELECT job_id, owner, $2, 1, true, 'queued', job_name "
+							  "SELECT job_id, owner, $2, 1, true, " SCHEDLOCK_RUN_SQL(QUEUED) ", job_name "
 							  "  FROM schedlock.jobs WHERE job_id OPERATOR(pg_catalog.=) $1 "
 							  "RETURNING run_id" :
 							  "INSERT INTO schedlock.job_runs (job_id, owner, "
 							  "  scheduled_for, attempt, manual, status) "
-							  "SELECT job_id, owner, $2, 1, true, 'queued' "
+							  "SELECT job_id, owner, $2, 1, true, " SCHEDLOCK_RUN_SQL(QUEUED) " "
 							  "  FROM schedlock.jobs WHERE job_id OPERATOR(pg_catalog.=) $1 "
 							  "RETURNING run_id",
 							  2, types, values, NULL, false, 0) != SPI_OK_INSERT_RETURNING ||
@@ -393,16 +393,16 @@ delete_jobs(const char *where, int nargs, Oid *types, Datum *values)
 				   "  RETURNING job_id, job_name), "
 				   "u AS (UPDATE schedlock.job_runs r SET "
 				   "  job_name = COALESCE(r.job_name, d.job_name), "
-				   "  status = CASE WHEN r.status OPERATOR(pg_catalog.=) 'queued' "
-				   "    THEN 'skipped' ELSE r.status END, "
-				   "  finished_at = CASE WHEN r.status OPERATOR(pg_catalog.=) 'queued' "
+				   "  status = CASE WHEN r.status OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(QUEUED) " "
+				   "    THEN " SCHEDLOCK_RUN_SQL(SKIPPED) " ELSE r.status END, "
+				   "  finished_at = CASE WHEN r.status OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(QUEUED) " "
 				   "    THEN pg_catalog.now() ELSE r.finished_at END, "
-				   "  message = CASE WHEN r.status OPERATOR(pg_catalog.=) 'queued' "
+				   "  message = CASE WHEN r.status OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(QUEUED) " "
 				   "    THEN 'the job was unscheduled before the run started' "
 				   "    ELSE r.message END "
 				   "  FROM d WHERE r.job_id OPERATOR(pg_catalog.=) d.job_id "
 				   "    AND (r.job_name IS NULL "
-				   "         OR r.status OPERATOR(pg_catalog.=) 'queued')) "
+				   "         OR r.status OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(QUEUED) ")) "
 				   "SELECT pg_catalog.count(*) FROM d", where);
 	if (SPI_execute_with_args(sql, nargs, types, values, NULL, false, 0) != SPI_OK_SELECT ||
 		SPI_processed != 1)

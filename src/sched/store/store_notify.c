@@ -89,7 +89,7 @@ schedlock_claim_pending_run(int64 run_id, const char *claimed_by,
 		nulls[1] = 'n';
 	values[2] = TimestampTzGetDatum(now);
 	values[3] = Int32GetDatum(MyProcPid);
-	if (SPI_execute_with_args("UPDATE schedlock.job_runs r SET status = 'running', "
+	if (SPI_execute_with_args("UPDATE schedlock.job_runs r SET status = " SCHEDLOCK_RUN_SQL(RUNNING) ", "
 							  "  claimed_by = $2, claimed_at = $3, started_at = $3, "
 							  "  worker_pid = $4, "
 							  "  deadline = $3 OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => "
@@ -99,7 +99,7 @@ schedlock_claim_pending_run(int64 run_id, const char *claimed_by,
 							  CppAsString2(SCHEDLOCK_MAX_TIMEOUT_SECS) ") END) "
 							  "FROM schedlock.jobs j "
 							  "WHERE r.run_id OPERATOR(pg_catalog.=) $1 "
-							  "  AND r.status OPERATOR(pg_catalog.=) 'pending' "
+							  "  AND r.status OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(PENDING) " "
 							  "  AND j.job_id OPERATOR(pg_catalog.=) r.job_id "
 							  "RETURNING j.payload",
 							  4, types, values, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
@@ -160,10 +160,10 @@ schedlock_finish_running_run(int64 run_id, bool succeeded,
 {
 #define FINISH_RUN_SQL(set_duration) \
 	"UPDATE schedlock.job_runs r SET " \
-	"  status = CASE WHEN $2 THEN 'succeeded' ELSE 'failed' END, " \
+	"  status = CASE WHEN $2 THEN " SCHEDLOCK_RUN_SQL(SUCCEEDED) " ELSE " SCHEDLOCK_RUN_SQL(FAILED) " END, " \
 	"  finished_at = $4, deadline = NULL, message = $3 " set_duration \
 	"WHERE r.run_id OPERATOR(pg_catalog.=) $1 " \
-	"  AND r.status OPERATOR(pg_catalog.=) 'running' " \
+	"  AND r.status OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(RUNNING) " " \
 	"RETURNING " ENDED_RUN_COLUMNS("r", "$4")
 	Oid			types[4] = {INT8OID, BOOLOID, TEXTOID, TIMESTAMPTZOID};
 	Datum		values[4];

@@ -46,10 +46,10 @@ schedlock_fail_dispatch_runs(TimestampTz now, const char *state,
 							 const char *message)
 {
 #define FAIL_DISPATCH_SQL(set_duration) \
-	"UPDATE schedlock.job_runs r SET status = 'failed', " \
+	"UPDATE schedlock.job_runs r SET status = " SCHEDLOCK_RUN_SQL(FAILED) ", " \
 	"  finished_at = $1, sqlstate = $2, message = $3, " \
 	"  deadline = NULL " set_duration \
-	"WHERE r.status OPERATOR(pg_catalog.=) 'running' " \
+	"WHERE r.status OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(RUNNING) " " \
 	"  AND r.worker_pid OPERATOR(pg_catalog.=) $4 " \
 	"  AND r.claimed_at IS NULL " \
 	"RETURNING " ENDED_RUN_COLUMNS("r", "$1")

@@ -36,6 +36,20 @@
 #include "schedlock.h"
 #include "store_int.h"
 
+/* The status of a run that ended with error (NULL: it succeeded). */
+static inline SchedlockRunStatus
+ended_status(const ErrorData *error)
+{
+	return error != NULL ? SCHEDLOCK_RUN_FAILED : SCHEDLOCK_RUN_SUCCEEDED;
+}
+
+/* ... as the text job_runs.status holds */
+static inline Datum
+ended_status_datum(const ErrorData *error)
+{
+	return CStringGetTextDatum(schedlock_run_status_name(ended_status(error)));
+}
+
 /*
  * The advanced state of a claimed job as six statement parameters, in this
  * order: next_slot, retry_slot, retry_attempt, retry_at, manual_pending,
@@ -159,18 +173,18 @@ schedlock_save_job_state(ClaimedJob *job, TimestampTz now)
  *		exists already (the unique key refused it).
  */
 int64
-schedlock_record_run(ClaimedJob *job, ClaimPlan *plan, const char *status,
-					 TimestampTz now, TimestampTz deadline, bool has_deadline)
+schedlock_record_run(ClaimedJob *job, ClaimPlan *plan,
+					 SchedlockRunStatus status, TimestampTz now, TimestampTz deadline, bool has_deadline)
 {
 	static SchedlockQuery update_queued = {
 		"UPDATE schedlock.job_runs SET status = $5, "
-		"  started_at = CASE WHEN $5 OPERATOR(pg_catalog.=) 'skipped' "
+		"  started_at = CASE WHEN $5 OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(SKIPPED) " "
 		"    THEN NULL ELSE $6 END, "
-		"  finished_at = CASE WHEN $5 OPERATOR(pg_catalog.=) 'skipped' "
+		"  finished_at = CASE WHEN $5 OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(SKIPPED) " "
 		"    THEN $6 END, "
 		"  worker_pid = $7, timeline = $8, message = $9, deadline = $10 "
 		"WHERE run_id OPERATOR(pg_catalog.=) $1 "
-		"  AND status OPERATOR(pg_catalog.=) 'queued' "
+		"  AND status OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(QUEUED) " "
 		"RETURNING run_id",
 		10, {INT8OID, REGROLEOID, TIMESTAMPTZOID, INT4OID, TEXTOID,
 		TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, TIMESTAMPTZOID}
@@ -181,8 +195,8 @@ schedlock_record_run(ClaimedJob *job, ClaimPlan *plan, const char *status,
 		"  scheduled_for, attempt, status, started_at, "
 		"  finished_at, worker_pid, timeline, message, deadline) "
 		"VALUES ($1, $2, $3, $4, $5, "
-		"  CASE WHEN $5 OPERATOR(pg_catalog.=) 'skipped' THEN NULL ELSE $6 END, "
-		"  CASE WHEN $5 OPERATOR(pg_catalog.=) 'skipped' THEN $6 END, "
+		"  CASE WHEN $5 OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(SKIPPED) " THEN NULL ELSE $6 END, "
+		"  CASE WHEN $5 OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(SKIPPED) " THEN $6 END, "
 		"  $7, $8, $9, $10) "
 		"ON CONFLICT (job_id, scheduled_for, attempt) DO NOTHING "
 		"RETURNING run_id",
@@ -194,8 +208,8 @@ schedlock_record_run(ClaimedJob *job, ClaimPlan *plan, const char *status,
 		"  scheduled_for, attempt, status, started_at, "
 		"  finished_at, worker_pid, timeline, message, deadline, job_name) "
 		"VALUES ($1, $2, $3, $4, $5, "
-		"  CASE WHEN $5 OPERATOR(pg_catalog.=) 'skipped' THEN NULL ELSE $6 END, "
-		"  CASE WHEN $5 OPERATOR(pg_catalog.=) 'skipped' THEN $6 END, "
+		"  CASE WHEN $5 OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(SKIPPED) " THEN NULL ELSE $6 END, "
+		"  CASE WHEN $5 OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(SKIPPED) " THEN $6 END, "
 		"  $7, $8, $9, $10, $11) "
 		"ON CONFLICT (job_id, scheduled_for, attempt) DO NOTHING "
 		"RETURNING run_id",
@@ -205,7 +219,7 @@ schedlock_record_run(ClaimedJob *job, ClaimPlan *plan, const char *status,
 	Datum		values[11];
 	char		nulls[11];
 	bool		isnull;
-	bool		finished = (strcmp(status, "skipped") == 0);
+	bool		finished = (status == SCHEDLOCK_RUN_SKIPPED);
 	int			rc;
 	int64		run_id;
 
@@ -214,7 +228,7 @@ schedlock_record_run(ClaimedJob *job, ClaimPlan *plan, const char *status,
 	values[1] = ObjectIdGetDatum(job->owner);
 	values[2] = TimestampTzGetDatum(plan->scheduled_for);
 	values[3] = Int32GetDatum(plan->attempt);
-	values[4] = CStringGetTextDatum(status);
+	values[4] = CStringGetTextDatum(schedlock_run_status_name(status));
 	values[5] = TimestampTzGetDatum(now);
 	values[6] = Int32GetDatum(finished ? 0 : MyProcPid);
 	nulls[6] = finished ? 'n' : ' ';
@@ -352,7 +366,7 @@ schedlock_publish_notify_runs(ClaimedJob *jobs, ClaimPlan *plans,
 		"    attempt, status, started_at, worker_pid, timeline, message, "
 		"    deadline, job_name) "
 		"  SELECT u.job_id, u.owner::pg_catalog.regrole, u.scheduled_for, "
-		"    u.attempt, 'pending', $16, $17, $18, u.message, u.deadline, "
+		"    u.attempt, " SCHEDLOCK_RUN_SQL(PENDING) ", $16, $17, $18, u.message, u.deadline, "
 		"    u.job_name FROM u ORDER BY u.i "
 		"  ON CONFLICT (job_id, scheduled_for, attempt) DO NOTHING "
 		"  RETURNING run_id, job_id, scheduled_for, attempt) "
@@ -480,7 +494,7 @@ schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 	bool		stats = schedlock_jobs_have_stats();
 
 	values[0] = Int64GetDatum(run_id);
-	values[1] = CStringGetTextDatum(error ? "failed" : "succeeded");
+	values[1] = ended_status_datum(error);
 	values[2] = TimestampTzGetDatum(now);
 	/* $4 to $9; a success keeps the message the run's row has */
 	run_outcome_params(error, NULL, result_status, notices, &values[3],
@@ -492,7 +506,7 @@ schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 		duration = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 								 1, &isnull);
 	schedlock_log_run_end(job->job_name, job->role_name, run_id,
-						  error ? "failed" : "succeeded", state, message,
+						  ended_status(error), state, message,
 						  isnull ? NULL : DatumGetIntervalP(duration));
 	if (error)
 	{
@@ -581,7 +595,7 @@ schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
 	values[1] = ObjectIdGetDatum(job->owner);
 	values[2] = TimestampTzGetDatum(plan->scheduled_for);
 	values[3] = Int32GetDatum(plan->attempt);
-	values[4] = CStringGetTextDatum(error ? "failed" : "succeeded");
+	values[4] = ended_status_datum(error);
 	values[5] = TimestampTzGetDatum(started_at);
 	values[6] = TimestampTzGetDatum(now);
 	values[7] = Int32GetDatum(MyProcPid);
@@ -600,7 +614,7 @@ schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
 	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record a run of job " INT64_FORMAT, job->job_id);
 	schedlock_log_run_end(job->job_name, job->role_name, plan->run_id,
-						  error ? "failed" : "succeeded", state,
+						  ended_status(error), state,
 						  error ? message : NULL,
 						  DatumGetIntervalP(DirectFunctionCall2(timestamp_mi,
 																values[6],
@@ -733,8 +747,7 @@ schedlock_record_ended_runs(SchedlockEndedRun *runs, int n)
 		elems[U_OWNER][i] = ObjectIdGetDatum(r->job->owner);
 		elems[U_SCHEDULED_FOR][i] = TimestampTzGetDatum(r->plan->scheduled_for);
 		elems[U_ATTEMPT][i] = Int32GetDatum(r->plan->attempt);
-		elems[U_STATUS][i] = CStringGetTextDatum(r->error ? "failed" :
-												 "succeeded");
+		elems[U_STATUS][i] = ended_status_datum(r->error);
 		elems[U_STARTED_AT][i] = TimestampTzGetDatum(r->started_at);
 		elems[U_FINISHED_AT][i] = TimestampTzGetDatum(r->finished_at);
 		/* U_SQLSTATE to U_NOTICES, in run_outcome_params' order */
@@ -770,7 +783,7 @@ schedlock_record_ended_runs(SchedlockEndedRun *runs, int n)
 
 		schedlock_log_run_end(r->job->job_name, r->job->role_name,
 							  r->plan->run_id,
-							  r->error ? "failed" : "succeeded", states[i],
+							  ended_status(r->error), states[i],
 							  r->error ? messages[i] : NULL, durations[i]);
 	}
 	for (int i = 0; i < n; i++)
@@ -851,8 +864,7 @@ schedlock_record_outcomes(SchedlockEndedRun *runs, const int64 *run_ids,
 		SchedlockEndedRun *r = &runs[i];
 
 		elems[O_RUN_ID][i] = Int64GetDatum(run_ids[i]);
-		elems[O_STATUS][i] = CStringGetTextDatum(r->error ? "failed" :
-												 "succeeded");
+		elems[O_STATUS][i] = ended_status_datum(r->error);
 		elems[O_STARTED_AT][i] = TimestampTzGetDatum(r->started_at);
 		elems[O_FINISHED_AT][i] = TimestampTzGetDatum(r->finished_at);
 		/* O_SQLSTATE to O_NOTICES, in run_outcome_params' order */
@@ -871,7 +883,7 @@ schedlock_record_outcomes(SchedlockEndedRun *runs, const int64 *run_ids,
 		bool		manual = (r->plan->manual_run_id != 0);
 
 		schedlock_log_run_end(r->job->job_name, r->job->role_name,
-							  run_ids[i], r->error ? "failed" : "succeeded",
+							  run_ids[i], ended_status(r->error),
 							  states[i], messages[i], durations[i]);
 		if (r->error)
 			schedlock_run_failed(r->job->job_id, r->plan->scheduled_for,
@@ -907,13 +919,13 @@ schedlock_skip_unscheduled_runs(const int64 *job_ids, const int64 *run_ids,
 		"      WITH ORDINALITY AS u(job_id, run_id, i) "
 		"    LEFT JOIN schedlock.jobs j ON j.job_id OPERATOR(pg_catalog.=) u.job_id "
 		"   WHERE j.job_id IS NULL OR NOT j.enabled), "
-		"s AS (UPDATE schedlock.job_runs r SET status = 'skipped', "
+		"s AS (UPDATE schedlock.job_runs r SET status = " SCHEDLOCK_RUN_SQL(SKIPPED) ", "
 		"  finished_at = $3, "
 		"  message = CASE WHEN g.disabled "
 		"    THEN 'the job was disabled before the run started' "
 		"    ELSE 'the job was unscheduled before the run started' END "
 		"  FROM g WHERE r.run_id OPERATOR(pg_catalog.=) g.run_id "
-		"    AND r.status OPERATOR(pg_catalog.=) 'running' "
+		"    AND r.status OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(RUNNING) " "
 		"  RETURNING r.run_id) "
 		"SELECT g.i FROM g",
 		3, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID}
@@ -1012,7 +1024,7 @@ schedlock_delete_ended_runs(Oid owner, const char *job_name,
 		"DELETE FROM schedlock.job_runs "
 		" WHERE owner OPERATOR(pg_catalog.=) $1 "
 		"   AND status OPERATOR(pg_catalog.<>) ALL "
-		"       ('{queued,pending,running}'::pg_catalog.text[]) "
+		"       (" SCHEDLOCK_RUN_OPEN_SQL "::pg_catalog.text[]) "
 		"   AND ($2::pg_catalog.text IS NULL "
 		"        OR job_name OPERATOR(pg_catalog.=) $2 "
 		"        OR job_id OPERATOR(pg_catalog.=) ANY ("

@@ -264,7 +264,7 @@ schedlock_next_deadline(TimestampTz *next)
 	static SchedlockQuery q = {
 		"SELECT deadline FROM schedlock.job_runs "
 		"WHERE deadline IS NOT NULL "
-		"  AND status OPERATOR(pg_catalog.=) ANY ('{pending,running}') "
+		"  AND status OPERATOR(pg_catalog.=) ANY (" SCHEDLOCK_RUN_IN_PROGRESS_SQL ") "
 		"ORDER BY deadline LIMIT 1",
 		0, {InvalidOid}
 	};
