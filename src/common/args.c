@@ -18,7 +18,7 @@
 
 #include "args.h"
 #include "compat.h"
-#include "schedlock.h"
+#include "settings.h"
 
 /*
  * schedlock_name_arg

@@ -67,6 +67,7 @@
 
 #include "compat.h"
 #include "kept_query.h"
+#include "settings.h"
 #include "subxact.h"
 
 /*
@@ -86,7 +87,6 @@
  * variable holds the bound now (it stays so through an error, and the
  * session's value is kept in session_lock_timeout).
  */
-int			schedlock_bookkeeping_lock_timeout = 5000;
 static bool bounded = false;
 static int	session_lock_timeout = 0;
 

@@ -25,12 +25,6 @@ typedef struct SchedlockQuery
 	SPIPlanPtr	plan;			/* NULL until first used in this backend */
 } SchedlockQuery;
 
-/*
- * How long a kept statement run by one of the scheduler's background
- * processes waits for a lock, in ms (schedlock.bookkeeping_lock_timeout).
- */
-extern int	schedlock_bookkeeping_lock_timeout;
-
 extern void schedlock_bookkeeping_locks_begin(void);
 extern void schedlock_bookkeeping_locks_end(void);
 extern void schedlock_bookkeeping_tx_begin(const char *activity);

@@ -24,6 +24,7 @@
 #include "compat.h"
 #include "kept_query.h"
 #include "owner.h"
+#include "settings.h"
 
 /*
  * schedlock_extension_owner

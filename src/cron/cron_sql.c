@@ -44,7 +44,7 @@
 
 #include "cron.h"
 #include "cron_pg.h"
-#include "schedlock.h"
+#include "settings.h"
 
 /* Seconds from 1970-01-01 (Unix epoch) to 2000-01-01 (PostgreSQL epoch). */
 #define CRON_EPOCH_DIFF \

@@ -80,7 +80,7 @@
 #include "lease.h"
 #include "lease_role.h"
 #include "lease_shmem.h"
-#include "schedlock.h"
+#include "settings.h"
 #include "token.h"
 
 PG_FUNCTION_INFO_V1(schedlock_session_leases);
@@ -115,9 +115,6 @@ typedef struct LeaseSession
 	int32		pid;
 	TimestampTz start;
 } LeaseSession;
-
-/* schedlock.max_session_locks */
-int			schedlock_max_session_locks = 1024;
 
 static HTAB *lease_table = NULL;
 static LeaseSession *lease_sessions = NULL;

@@ -21,7 +21,7 @@
 #include "utils/timestamp.h"
 
 #include "lease.h"
-#include "schedlock.h"
+#include "settings.h"
 
 /* Bytes of a name: the longest name in the widest encoding, and a NUL. */
 #define SCHEDLOCK_SHMEM_NAME_BYTES \
@@ -54,8 +54,6 @@ typedef struct SchedlockShmemLease
 	bool		has_holder;
 	char		holder[SCHEDLOCK_SHMEM_HOLDER_BYTES];
 } SchedlockShmemLease;
-
-extern int	schedlock_max_session_locks;
 
 extern void schedlock_ensure_room(void **array, int *maxitems, int nitems,
 								  Size itemsize);

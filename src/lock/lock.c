@@ -79,7 +79,6 @@
 #include "lock_session.h"
 #include "lock_table.h"
 #include "primary.h"
-#include "schedlock.h"
 #include "token.h"
 
 PG_FUNCTION_INFO_V1(schedlock_acquire);

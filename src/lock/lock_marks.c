@@ -68,7 +68,7 @@
 
 #include "lease_shmem.h"
 #include "lock_marks.h"
-#include "schedlock.h"
+#include "settings.h"
 
 /* A mark: the name's row may block until until, or carries a large token. */
 typedef struct MarkEntry

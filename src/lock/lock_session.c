@@ -39,6 +39,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "lock.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/lock.h"
@@ -50,7 +51,6 @@
 #include "lease_shmem.h"
 #include "lock_marks.h"
 #include "lock_session.h"
-#include "schedlock.h"
 
 /*
  * Session identity lock bookkeeping.  session_bound_count is the number of

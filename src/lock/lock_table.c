@@ -58,7 +58,6 @@
 #include "lease_shmem.h"
 #include "lock_marks.h"
 #include "lock_table.h"
-#include "schedlock.h"
 
 /*
  * Column numbers of schedlock.lock_state (version 1.1); check_lock_table

@@ -22,7 +22,7 @@
 #include "budget.h"
 #include "kept_query.h"
 #include "sched_shmem.h"
-#include "schedlock.h"
+#include "settings.h"
 
 /* A queue waiting this long is worth a WARNING, at most this often. */
 #define SCHEDLOCK_WAIT_WARN_AFTER_MS	10000

@@ -36,7 +36,6 @@
 #include "utils/tuplestore.h"
 
 #include "sched_shmem.h"
-#include "schedlock.h"
 
 PG_FUNCTION_INFO_V1(schedlock_cluster_status);
 

@@ -65,7 +65,7 @@
 #include "owner.h"
 #include "primary.h"
 #include "sched_shmem.h"
-#include "schedlock.h"
+#include "settings.h"
 
 PG_FUNCTION_INFO_V1(schedlock_jobs_check_home);
 PG_FUNCTION_INFO_V1(schedlock_adopt_jobs);

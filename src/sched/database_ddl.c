@@ -42,7 +42,6 @@
 
 #include "compat.h"
 #include "database_ddl.h"
-#include "schedlock.h"
 
 /*
  * may_create_databases

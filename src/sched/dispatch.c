@@ -78,7 +78,7 @@
 #include "run_command.h"
 #include "runlog.h"
 #include "sched_shmem.h"
-#include "schedlock.h"
+#include "settings.h"
 #include "startwave.h"
 #include "subxact.h"
 #include "trusted_path.h"

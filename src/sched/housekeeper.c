@@ -33,7 +33,7 @@
 #include "job_roles.h"
 #include "jobstore.h"
 #include "sched_shmem.h"
-#include "schedlock.h"
+#include "settings.h"
 #include "worker.h"
 
 /*

@@ -79,7 +79,6 @@
 #include "job_def.h"
 #include "primary.h"
 #include "sched_shmem.h"
-#include "schedlock.h"
 #include "subxact.h"
 
 PG_FUNCTION_INFO_V1(schedlock_import_pg_cron);

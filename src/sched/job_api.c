@@ -74,7 +74,7 @@
 #include "owner.h"
 #include "primary.h"
 #include "rules.h"
-#include "schedlock.h"
+#include "settings.h"
 
 PG_FUNCTION_INFO_V1(schedlock_schedule_job);
 PG_FUNCTION_INFO_V1(schedlock_alter_job);

@@ -48,7 +48,7 @@
 #include "jobstore.h"
 #include "owner.h"
 #include "rules.h"
-#include "schedlock.h"
+#include "settings.h"
 
 /*
  * schedlock_check_command

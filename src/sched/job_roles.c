@@ -98,7 +98,6 @@
 #include "owner.h"
 #include "primary.h"
 #include "sched_shmem.h"
-#include "schedlock.h"
 
 /* The deptype of a job's rows in pg_shdepend; see the file header. */
 #define SCHEDLOCK_JOB_DEPTYPE	SHARED_DEPENDENCY_TABLESPACE

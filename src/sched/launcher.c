@@ -111,7 +111,7 @@
 #include "kept_query.h"
 #include "launcher.h"
 #include "sched_shmem.h"
-#include "schedlock.h"
+#include "settings.h"
 #include "worker.h"
 
 /* Delay before retrying after max_worker_processes ran out. */

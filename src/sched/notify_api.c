@@ -56,7 +56,7 @@
 #include "owner.h"
 #include "primary.h"
 #include "sched_shmem.h"
-#include "schedlock.h"
+#include "settings.h"
 
 PG_FUNCTION_INFO_V1(schedlock_claim_run);
 PG_FUNCTION_INFO_V1(schedlock_claim_run_payload);

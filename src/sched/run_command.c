@@ -75,7 +75,7 @@
 #include "lock.h"
 #include "run_command.h"
 #include "runlog.h"
-#include "schedlock.h"
+#include "settings.h"
 #include "subxact.h"
 
 /*

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * run_status.c
- *	  The statuses of a job run and the values of record_runs: names and
- *	  sets (run_status.h).  Nothing here touches PostgreSQL.
+ *	  The statuses of a job run: names and sets (run_status.h).  Nothing
+ *	  here touches PostgreSQL.
  *
  * IDENTIFICATION
  *	  src/sched/run_status.c
@@ -91,23 +91,4 @@ schedlock_run_status_failure(SchedlockRunStatus status)
 	return status == SCHEDLOCK_RUN_FAILED ||
 		status == SCHEDLOCK_RUN_TIMED_OUT ||
 		status == SCHEDLOCK_RUN_LOST;
-}
-
-/*
- * schedlock_record_runs_parse
- *		The record_runs value named by text (all or failures); false, and
- *		*value all, when text is NULL or names none.
- */
-bool
-schedlock_record_runs_parse(const char *text, SchedlockRecordRuns *value)
-{
-	*value = SCHEDLOCK_RECORD_RUNS_ALL;
-	if (text == NULL)
-		return false;
-	if (strcmp(text, SCHEDLOCK_RECORD_RUNS_FAILURES_NAME) == 0)
-	{
-		*value = SCHEDLOCK_RECORD_RUNS_FAILURES;
-		return true;
-	}
-	return strcmp(text, SCHEDLOCK_RECORD_RUNS_ALL_NAME) == 0;
 }

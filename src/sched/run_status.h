@@ -1,11 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * run_status.h
- *	  The statuses of a job run (schedlock.job_runs.status) and the values
- *	  of record_runs (the setting schedlock.record_runs and the column
- *	  jobs.record_runs), each written once: a C enum, its names, the sets
- *	  the scheduler asks about, and the same sets as SQL literals for the
- *	  statements of store/.
+ *	  The statuses of a job run (schedlock.job_runs.status), written once: a
+ *	  C enum, its names, the sets the scheduler asks about, and the same
+ *	  sets as SQL literals for the statements of store/.  (The values of
+ *	  record_runs are a setting's words: settings.h.)
  *
  * Plain C, as rules.h is: unit-tested by test/unit/test_rules.c.
  *
@@ -69,24 +68,5 @@ extern bool schedlock_run_status_parse(const char *text, size_t len,
 extern bool schedlock_run_status_in_progress(SchedlockRunStatus status);
 extern bool schedlock_run_status_open(SchedlockRunStatus status);
 extern bool schedlock_run_status_failure(SchedlockRunStatus status);
-
-/*
- * Which ended runs job_runs keeps: every one, or the failures only (failed,
- * timed_out, lost: schedlock_run_status_failure).  A job's record_runs
- * column is one of the names or NULL (the setting's); alter_job takes
- * SCHEDLOCK_RECORD_RUNS_DEFAULT_NAME for NULL.
- */
-typedef enum SchedlockRecordRuns
-{
-	SCHEDLOCK_RECORD_RUNS_ALL = 0,
-	SCHEDLOCK_RECORD_RUNS_FAILURES
-} SchedlockRecordRuns;
-
-#define SCHEDLOCK_RECORD_RUNS_ALL_NAME		"all"
-#define SCHEDLOCK_RECORD_RUNS_FAILURES_NAME	"failures"
-#define SCHEDLOCK_RECORD_RUNS_DEFAULT_NAME	"default"
-
-extern bool schedlock_record_runs_parse(const char *text,
-										SchedlockRecordRuns *value);
 
 #endif							/* SCHEDLOCK_RUN_STATUS_H */

@@ -53,10 +53,7 @@
 #include "utils/memutils.h"
 
 #include "runlog.h"
-
-int			schedlock_log_runs = SCHEDLOCK_LOG_RUNS_FAILURES;
-bool		schedlock_log_statement = false;
-int			schedlock_max_notice_bytes = 8192;
+#include "settings.h"
 
 emit_log_hook_type schedlock_prev_emit_log_hook = NULL;
 

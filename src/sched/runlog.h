@@ -22,23 +22,11 @@
 
 #include "run_status.h"
 
-/* schedlock.log_runs: what the server log gets per finished run */
-typedef enum SchedlockLogRuns
-{
-	SCHEDLOCK_LOG_RUNS_NONE,
-	SCHEDLOCK_LOG_RUNS_FAILURES,	/* failed, timed_out and lost runs */
-	SCHEDLOCK_LOG_RUNS_ALL			/* and succeeded runs, with duration */
-} SchedlockLogRuns;
-
 /* Longest job_runs.result_status, with the NUL (COMPLETION_TAG_BUFSIZE). */
 #define SCHEDLOCK_RESULT_STATUS_LEN	64
 
 /* Room for the marker that ends captured output that was cut. */
 #define SCHEDLOCK_NOTICE_MARKER_LEN	160
-
-extern int	schedlock_log_runs;
-extern bool schedlock_log_statement;
-extern int	schedlock_max_notice_bytes;
 
 extern emit_log_hook_type schedlock_prev_emit_log_hook;
 extern void schedlock_runlog_emit_log(ErrorData *edata);

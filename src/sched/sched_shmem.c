@@ -54,7 +54,7 @@
 #include "utils/timestamp.h"
 
 #include "sched_shmem.h"
-#include "schedlock.h"
+#include "settings.h"
 #include "startwave.h"
 
 /* The shared state, attached in every process by schedlock_shmem_startup. */

@@ -54,7 +54,7 @@
 #include "owner.h"
 #include "runlog.h"
 #include "sched_shmem.h"
-#include "schedlock.h"
+#include "settings.h"
 #include "startwave.h"
 #include "worker.h"
 

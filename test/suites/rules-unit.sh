@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # rules-unit: plain C unit tests of the scheduling rules (src/sched/rules.c:
 # misfire, overlap, next_run_at, retry and backoff, the dispatch hold;
-# src/sched/run_status.c: a run's statuses and record_runs), no
+# src/sched/run_status.c: a run's statuses), no
 # server needed; built plain and with sanitizers by test/unit/run.sh.
 #
 # Needs: a C compiler (cc) and clang.

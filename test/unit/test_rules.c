@@ -568,8 +568,7 @@ test_quarantine(void)
 
 /*
  * test_run_statuses
- *		The names of a run's statuses and their sets, and the values of
- *		record_runs (run_status.c).
+ *		The names of a run's statuses and their sets (run_status.c).
  */
 static void
 test_run_statuses(void)
@@ -595,7 +594,6 @@ test_run_statuses(void)
 		"", "Running", "run", "runningx", "timed-out", "canceled", "queued "
 	};
 	SchedlockRunStatus st;
-	SchedlockRecordRuns rr;
 
 	for (int i = 0; i < SCHEDLOCK_RUN_NSTATUSES; i++)
 	{
@@ -629,16 +627,6 @@ test_run_statuses(void)
 		  "the in-progress set as an SQL array literal");
 	check(strcmp(SCHEDLOCK_RUN_OPEN_SQL, "'{queued,pending,running}'") == 0,
 		  "the open set as an SQL array literal");
-
-	check(schedlock_record_runs_parse("all", &rr) && rr == SCHEDLOCK_RECORD_RUNS_ALL,
-		  "record_runs all");
-	check(schedlock_record_runs_parse("failures", &rr) && rr == SCHEDLOCK_RECORD_RUNS_FAILURES,
-		  "record_runs failures");
-	check(!schedlock_record_runs_parse("default", &rr) && rr == SCHEDLOCK_RECORD_RUNS_ALL,
-		  "default is alter_job's word for NULL, not a value of the column");
-	check(!schedlock_record_runs_parse(NULL, &rr) && rr == SCHEDLOCK_RECORD_RUNS_ALL,
-		  "NULL is no value");
-	check(!schedlock_record_runs_parse("Failures", &rr), "record_runs is case-sensitive");
 }
 
 /*

@@ -68,7 +68,7 @@
 #include "rules.h"
 #include "runlog.h"
 #include "sched_shmem.h"
-#include "schedlock.h"
+#include "settings.h"
 #include "store_int.h"
 
 /*

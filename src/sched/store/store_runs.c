@@ -33,7 +33,6 @@
 #include "rules.h"
 #include "runlog.h"
 #include "sched_shmem.h"
-#include "schedlock.h"
 #include "store_int.h"
 
 /* The status of a run that ended with error (NULL: it succeeded). */

@@ -33,7 +33,6 @@
 #include "rules.h"
 #include "runlog.h"
 #include "sched_shmem.h"
-#include "schedlock.h"
 #include "store_int.h"
 
 /*
