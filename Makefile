@@ -20,8 +20,8 @@
 EXTENSION = schedlock
 MODULE_big = schedlock
 # src/schedlock.c is the module's entry; src/lock, src/cron and src/sched
-# are its three parts, src/common what they share
-SUBDIRS = common lock cron sched sched/store
+# are its three parts, src/base what they share
+SUBDIRS = base lock cron sched sched/store
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c $(foreach d,$(SUBDIRS),src/$(d)/*.c))))
 DATA = $(wildcard sql/schedlock--*.sql)
 PGFILEDESC = "schedlock - scheduler locks and job scheduling"

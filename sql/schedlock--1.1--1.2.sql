@@ -202,7 +202,7 @@ COMMENT ON VIEW schedlock.job_status IS
  * than schedlock.history_retention, say) with delete_runs, and nothing
  * else: not another role's runs, and not a run that is queued, pending or
  * running, which the scheduler still needs.  No role but the extension
- * owner writes or locks the table directly (src/common/table_guard.c), so
+ * owner writes or locks the table directly (src/base/table_guard.c), so
  * no privilege to delete rows is granted.
  */
 CREATE FUNCTION schedlock.delete_runs(job_name text DEFAULT NULL,

@@ -6,7 +6,7 @@
  * schedlock must be loaded through shared_preload_libraries, because it owns
  * shared memory and background workers.  _PG_init refuses any other way of
  * loading it, defines every schedlock.* setting and reserves the prefix
- * (src/common/settings.c), and installs every hook schedlock uses in all
+ * (src/base/settings.c), and installs every hook schedlock uses in all
  * processes (shared memory, ProcessUtility, ExecutorStart,
  * ExecutorCheckPerms, object access, emit_log); the hook functions live in
  * the files of their concern.  Only

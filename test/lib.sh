@@ -27,7 +27,7 @@ SL_SRCDIR=${SL_SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 
 # Debian packages every part of the project needs.  libkrb5-dev: the GSSAPI
 # headers that the server's libpq/libpq-be.h includes, so that job backends
-# can fill %d, %u and %a of log_line_prefix (src/common/logident.c).
+# can fill %d, %u and %a of log_line_prefix (src/base/logident.c).
 SL_BASE_PACKAGES="postgresql-$SL_PGVER postgresql-server-dev-$SL_PGVER postgresql-$SL_PGVER-pgtap \
 libtap-parser-sourcehandler-pgtap-perl libipc-run-perl libkrb5-dev make gcc"
 

@@ -6,7 +6,7 @@
  *	  answer and its order, whose leases a session ends.
  *
  * Build and run (no server needed):
- *	  cc -O2 -Wall -Isrc/common -Isrc/lock -Itest/unit -o test_lease \
+ *	  cc -O2 -Wall -Isrc/base -Isrc/lock -Itest/unit -o test_lease \
  *		  test/unit/test_lease.c src/lock/lease.c && ./test_lease
  *
  * Prints one line per failure and a summary; exits 1 when anything failed.

@@ -4,7 +4,7 @@
  *	  Who a schedlock background worker is, for log_line_prefix.
  *
  * IDENTIFICATION
- *	  src/common/logident.h
+ *	  src/base/logident.h
  *
  *-------------------------------------------------------------------------
  */

@@ -20,7 +20,7 @@
  * the database in their text either way.
  *
  * IDENTIFICATION
- *	  src/common/logident.c
+ *	  src/base/logident.c
  *
  *-------------------------------------------------------------------------
  */

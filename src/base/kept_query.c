@@ -50,7 +50,7 @@
  * that already rolled one back.
  *
  * IDENTIFICATION
- *	  src/common/kept_query.c
+ *	  src/base/kept_query.c
  *
  *-------------------------------------------------------------------------
  */

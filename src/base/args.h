@@ -5,7 +5,7 @@
  *	  job API (args.c).
  *
  * IDENTIFICATION
- *	  src/common/args.h
+ *	  src/base/args.h
  *
  *-------------------------------------------------------------------------
  */

@@ -12,7 +12,7 @@
  *	  extension's schema (schedlock_acquire, schedlock_claim_run).
  *
  * IDENTIFICATION
- *	  src/common/primary.c
+ *	  src/base/primary.c
  *
  *-------------------------------------------------------------------------
  */

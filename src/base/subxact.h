@@ -4,7 +4,7 @@
  *	  A subtransaction that an error rolls back alone (subxact.c).
  *
  * IDENTIFICATION
- *	  src/common/subxact.h
+ *	  src/base/subxact.h
  *
  *-------------------------------------------------------------------------
  */

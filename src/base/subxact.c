@@ -10,7 +10,7 @@
  *	  then).
  *
  * IDENTIFICATION
- *	  src/common/subxact.c
+ *	  src/base/subxact.c
  *
  *-------------------------------------------------------------------------
  */

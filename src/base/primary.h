@@ -5,7 +5,7 @@
  *	  primary (primary.c).
  *
  * IDENTIFICATION
- *	  src/common/primary.h
+ *	  src/base/primary.h
  *
  *-------------------------------------------------------------------------
  */

@@ -5,7 +5,7 @@
  *	  (table_guard.c).
  *
  * IDENTIFICATION
- *	  src/common/table_guard.h
+ *	  src/base/table_guard.h
  *
  *-------------------------------------------------------------------------
  */

@@ -35,7 +35,7 @@
  * history and the jobs, the function that does what was attempted.
  *
  * IDENTIFICATION
- *	  src/common/table_guard.c
+ *	  src/base/table_guard.c
  *
  *-------------------------------------------------------------------------
  */

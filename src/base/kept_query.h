@@ -5,7 +5,7 @@
  *	  generic plan and a pinned search_path (kept_query.c).
  *
  * IDENTIFICATION
- *	  src/common/kept_query.h
+ *	  src/base/kept_query.h
  *
  *-------------------------------------------------------------------------
  */

@@ -5,7 +5,7 @@
  *	  workers' bookkeeping write the scheduler's tables as.
  *
  * IDENTIFICATION
- *	  src/common/owner.c
+ *	  src/base/owner.c
  *
  *-------------------------------------------------------------------------
  */

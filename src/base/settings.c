@@ -7,7 +7,7 @@
  *	  postmaster; the files of the three parts read the variables.
  *
  * IDENTIFICATION
- *	  src/common/settings.c
+ *	  src/base/settings.c
  *
  *-------------------------------------------------------------------------
  */

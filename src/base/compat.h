@@ -14,7 +14,7 @@
  * that declare the functions it wraps.
  *
  * IDENTIFICATION
- *	  src/common/compat.h
+ *	  src/base/compat.h
  *
  *-------------------------------------------------------------------------
  */

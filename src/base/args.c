@@ -5,7 +5,7 @@
  *	  (lock.c) and the job API (job_api.c): names and the sign of intervals.
  *
  * IDENTIFICATION
- *	  src/common/args.c
+ *	  src/base/args.c
  *
  *-------------------------------------------------------------------------
  */

@@ -5,7 +5,7 @@
  *	  take a word, and the limits the parts share (settings.c).
  *
  * IDENTIFICATION
- *	  src/common/settings.h
+ *	  src/base/settings.h
  *
  *-------------------------------------------------------------------------
  */

@@ -9,7 +9,7 @@
  * only compare instants and add durations, so the epoch does not matter.
  *
  * IDENTIFICATION
- *	  src/common/instant.h
+ *	  src/base/instant.h
  *
  *-------------------------------------------------------------------------
  */

@@ -4,7 +4,7 @@
  *	  The extension owner and the switch to it (owner.c).
  *
  * IDENTIFICATION
- *	  src/common/owner.h
+ *	  src/base/owner.h
  *
  *-------------------------------------------------------------------------
  */
