@@ -50,7 +50,7 @@ REGRESS_PREP += tmp_isolation
 # flags are set after PGXS, which sets its own).
 TAP_TESTS = 1
 
-PG_CPPFLAGS = -I$(srcdir)/src $(foreach d,$(SUBDIRS),-I$(srcdir)/src/$(d))
+PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS = -Wall -Wmissing-prototypes -Wpointer-arith -Werror=vla
 
 PG_CONFIG ?= pg_config

@@ -42,9 +42,9 @@
 #include "utils/datetime.h"
 #include "utils/timestamp.h"
 
+#include "base/settings.h"
 #include "cron.h"
 #include "cron_pg.h"
-#include "settings.h"
 
 /* Seconds from 1970-01-01 (Unix epoch) to 2000-01-01 (PostgreSQL epoch). */
 #define CRON_EPOCH_DIFF \

@@ -30,7 +30,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "instant.h"
+#include "base/instant.h"
 
 /*
  * A lock's current lease, or what is left of it: the token of the last

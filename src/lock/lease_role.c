@@ -14,7 +14,7 @@
 #include "miscadmin.h"
 #include "utils/acl.h"
 
-#include "compat.h"
+#include "base/compat.h"
 #include "lease_role.h"
 
 /*

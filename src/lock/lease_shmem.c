@@ -76,11 +76,11 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "compat.h"
+#include "base/compat.h"
+#include "base/settings.h"
 #include "lease.h"
 #include "lease_role.h"
 #include "lease_shmem.h"
-#include "settings.h"
 #include "token.h"
 
 PG_FUNCTION_INFO_V1(schedlock_session_leases);

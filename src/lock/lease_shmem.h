@@ -20,8 +20,8 @@
 #include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
+#include "base/settings.h"
 #include "lease.h"
-#include "settings.h"
 
 /* Bytes of a name: the longest name in the widest encoding, and a NUL. */
 #define SCHEDLOCK_SHMEM_NAME_BYTES \

@@ -69,8 +69,9 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "args.h"
-#include "compat.h"
+#include "base/args.h"
+#include "base/compat.h"
+#include "base/primary.h"
 #include "lease.h"
 #include "lease_role.h"
 #include "lease_shmem.h"
@@ -78,7 +79,6 @@
 #include "lock_marks.h"
 #include "lock_session.h"
 #include "lock_table.h"
-#include "primary.h"
 #include "token.h"
 
 PG_FUNCTION_INFO_V1(schedlock_acquire);

@@ -66,9 +66,9 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "base/settings.h"
 #include "lease_shmem.h"
 #include "lock_marks.h"
-#include "settings.h"
 
 /* A mark: the name's row may block until until, or carries a large token. */
 typedef struct MarkEntry

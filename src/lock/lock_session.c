@@ -47,7 +47,7 @@
 #include "utils/backend_status.h"
 #include "utils/timestamp.h"
 
-#include "compat.h"
+#include "base/compat.h"
 #include "lease_shmem.h"
 #include "lock_marks.h"
 #include "lock_session.h"

@@ -54,7 +54,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-#include "compat.h"
+#include "base/compat.h"
 #include "lease_shmem.h"
 #include "lock_marks.h"
 #include "lock_table.h"

@@ -38,7 +38,7 @@
 #include "catalog/pg_control.h"
 #include "common/int.h"
 
-#include "compat.h"
+#include "base/compat.h"
 #include "token.h"
 
 /*

@@ -19,10 +19,10 @@
 #include "storage/lwlock.h"
 #include "utils/timestamp.h"
 
+#include "base/kept_query.h"
+#include "base/settings.h"
 #include "budget.h"
-#include "kept_query.h"
 #include "sched_shmem.h"
-#include "settings.h"
 
 /* A queue waiting this long is worth a WARNING, at most this often. */
 #define SCHEDLOCK_WAIT_WARN_AFTER_MS	10000

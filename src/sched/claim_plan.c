@@ -21,10 +21,10 @@
 #include "utils/timestamp.h"
 
 #include "claim_plan.h"
-#include "cron_pg.h"
+#include "cron/cron_pg.h"
 #include "job_def.h"
-#include "jobstore.h"
 #include "rules.h"
+#include "sched/store/jobstore.h"
 
 /* A job's schedule and time zone, for job_next_slot. */
 typedef struct JobSchedule

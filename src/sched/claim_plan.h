@@ -11,7 +11,7 @@
 #ifndef SCHEDLOCK_CLAIM_PLAN_H
 #define SCHEDLOCK_CLAIM_PLAN_H
 
-#include "jobstore.h"
+#include "sched/store/jobstore.h"
 
 extern void schedlock_plan_claim(ClaimedJob *job, TimestampTz now,
 								 ClaimPlan *plan, MemoryContext cxt);

@@ -46,7 +46,7 @@
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
-#include "kept_query.h"
+#include "base/kept_query.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -57,15 +57,15 @@
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 
-#include "compat.h"
+#include "base/compat.h"
+#include "base/owner.h"
+#include "base/primary.h"
+#include "base/settings.h"
 #include "copies.h"
-#include "cron_pg.h"
+#include "cron/cron_pg.h"
 #include "job_def.h"
-#include "jobstore.h"
-#include "owner.h"
-#include "primary.h"
+#include "sched/store/jobstore.h"
 #include "sched_shmem.h"
-#include "settings.h"
 
 PG_FUNCTION_INFO_V1(schedlock_jobs_check_home);
 PG_FUNCTION_INFO_V1(schedlock_adopt_jobs);

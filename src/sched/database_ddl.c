@@ -40,7 +40,7 @@
 #include "utils/fmgroids.h"
 #include "utils/syscache.h"
 
-#include "compat.h"
+#include "base/compat.h"
 #include "database_ddl.h"
 
 /*

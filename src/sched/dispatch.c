@@ -68,19 +68,19 @@
 #include "utils/timeout.h"
 #include "utils/timestamp.h"
 
+#include "base/kept_query.h"
+#include "base/settings.h"
+#include "base/subxact.h"
 #include "claim_plan.h"
 #include "dispatch.h"
 #include "job_roles.h"
-#include "kept_query.h"
-#include "jobstore.h"
 #include "notify_dispatch.h"
 #include "quarantine.h"
 #include "run_command.h"
 #include "runlog.h"
+#include "sched/store/jobstore.h"
 #include "sched_shmem.h"
-#include "settings.h"
 #include "startwave.h"
-#include "subxact.h"
 #include "trusted_path.h"
 
 

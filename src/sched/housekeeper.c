@@ -27,13 +27,13 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "base/settings.h"
 #include "copies.h"
 #include "dispatch.h"
 #include "housekeeper.h"
 #include "job_roles.h"
-#include "jobstore.h"
+#include "sched/store/jobstore.h"
 #include "sched_shmem.h"
-#include "settings.h"
 #include "worker.h"
 
 /*

@@ -59,7 +59,7 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
-#include "kept_query.h"
+#include "base/kept_query.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "parser/parser.h"
@@ -73,13 +73,13 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
-#include "cron.h"
-#include "jobstore.h"
+#include "base/primary.h"
+#include "base/subxact.h"
+#include "cron/cron.h"
 #include "job_api.h"
 #include "job_def.h"
-#include "primary.h"
+#include "sched/store/jobstore.h"
 #include "sched_shmem.h"
-#include "subxact.h"
 
 PG_FUNCTION_INFO_V1(schedlock_import_pg_cron);
 

@@ -66,15 +66,15 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
-#include "args.h"
-#include "cron_pg.h"
+#include "base/args.h"
+#include "base/owner.h"
+#include "base/primary.h"
+#include "base/settings.h"
+#include "cron/cron_pg.h"
 #include "job_api.h"
 #include "job_def.h"
-#include "jobstore.h"
-#include "owner.h"
-#include "primary.h"
 #include "rules.h"
-#include "settings.h"
+#include "sched/store/jobstore.h"
 
 PG_FUNCTION_INFO_V1(schedlock_schedule_job);
 PG_FUNCTION_INFO_V1(schedlock_alter_job);

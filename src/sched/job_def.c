@@ -42,13 +42,13 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
-#include "args.h"
-#include "cron_pg.h"
+#include "base/args.h"
+#include "base/owner.h"
+#include "base/settings.h"
+#include "cron/cron_pg.h"
 #include "job_def.h"
-#include "jobstore.h"
-#include "owner.h"
 #include "rules.h"
-#include "settings.h"
+#include "sched/store/jobstore.h"
 
 /*
  * schedlock_check_command

@@ -11,8 +11,8 @@
 #ifndef SCHEDLOCK_JOB_DEF_H
 #define SCHEDLOCK_JOB_DEF_H
 
-#include "cron_pg.h"
-#include "jobstore.h"
+#include "cron/cron_pg.h"
+#include "sched/store/jobstore.h"
 
 /*
  * Longest job payload accepted, in bytes of its JSON text.  The payload is

@@ -80,7 +80,7 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
-#include "kept_query.h"
+#include "base/kept_query.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "storage/lmgr.h"
@@ -92,11 +92,11 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
-#include "compat.h"
+#include "base/compat.h"
+#include "base/owner.h"
+#include "base/primary.h"
 #include "job_roles.h"
-#include "jobstore.h"
-#include "owner.h"
-#include "primary.h"
+#include "sched/store/jobstore.h"
 #include "sched_shmem.h"
 
 /* The deptype of a job's rows in pg_shdepend; see the file header. */

@@ -107,11 +107,11 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "base/kept_query.h"
+#include "base/settings.h"
 #include "budget.h"
-#include "kept_query.h"
 #include "launcher.h"
 #include "sched_shmem.h"
-#include "settings.h"
 #include "worker.h"
 
 /* Delay before retrying after max_worker_processes ran out. */

@@ -51,12 +51,12 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
-#include "jobstore.h"
-#include "kept_query.h"
-#include "owner.h"
-#include "primary.h"
+#include "base/kept_query.h"
+#include "base/owner.h"
+#include "base/primary.h"
+#include "base/settings.h"
+#include "sched/store/jobstore.h"
 #include "sched_shmem.h"
-#include "settings.h"
 
 PG_FUNCTION_INFO_V1(schedlock_claim_run);
 PG_FUNCTION_INFO_V1(schedlock_claim_run_payload);

@@ -26,9 +26,9 @@
 
 #include "claim_plan.h"
 #include "job_roles.h"
-#include "jobstore.h"
 #include "notify_dispatch.h"
 #include "quarantine.h"
+#include "sched/store/jobstore.h"
 #include "sched_shmem.h"
 
 /* NOTIFY jobs claimed and notified in one transaction, at most. */

@@ -11,7 +11,7 @@
 #ifndef SCHEDLOCK_NOTIFY_DISPATCH_H
 #define SCHEDLOCK_NOTIFY_DISPATCH_H
 
-#include "jobstore.h"
+#include "sched/store/jobstore.h"
 
 extern void schedlock_dispatch_notify(Oid role, ClaimPosition *pos,
 									  ClaimedJob *job, ClaimPlan *plan,

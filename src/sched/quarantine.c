@@ -60,7 +60,7 @@
 #include "commands/dbcommands.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
-#include "owner.h"
+#include "base/owner.h"
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "utils/builtins.h"
@@ -70,10 +70,10 @@
 #include "utils/timeout.h"
 #include "utils/timestamp.h"
 
-#include "jobstore.h"
-#include "kept_query.h"
+#include "base/kept_query.h"
 #include "quarantine.h"
 #include "rules.h"
+#include "sched/store/jobstore.h"
 
 /* How long the worker waits after an error it could not charge to a job. */
 #define RECOVER_PAUSE_MS	1000

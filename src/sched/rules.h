@@ -31,7 +31,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "instant.h"
+#include "base/instant.h"
 
 /* run_all catches up at most this many missed slots of a job. */
 #define SCHEDLOCK_RUN_ALL_LIMIT		100

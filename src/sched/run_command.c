@@ -70,13 +70,13 @@
 #include "utils/snapmgr.h"
 #include "utils/timeout.h"
 
+#include "base/compat.h"
+#include "base/settings.h"
+#include "base/subxact.h"
 #include "command_plans.h"
-#include "compat.h"
-#include "lock.h"
+#include "lock/lock.h"
 #include "run_command.h"
 #include "runlog.h"
-#include "settings.h"
-#include "subxact.h"
 
 /*
  * effective_timeout

@@ -52,8 +52,8 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
+#include "base/settings.h"
 #include "runlog.h"
-#include "settings.h"
 
 emit_log_hook_type schedlock_prev_emit_log_hook = NULL;
 

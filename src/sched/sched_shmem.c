@@ -53,8 +53,8 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "base/settings.h"
 #include "sched_shmem.h"
-#include "settings.h"
 #include "startwave.h"
 
 /* The shared state, attached in every process by schedlock_shmem_startup. */

@@ -17,7 +17,7 @@
 #include "storage/lwlock.h"
 #include "utils/timestamp.h"
 
-#include "settings.h"
+#include "base/settings.h"
 #include "startwave.h"
 
 /* Pending "extension created here" requests the launcher can queue. */

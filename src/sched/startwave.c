@@ -35,7 +35,7 @@
 #include "utils/wait_event.h"
 #include "utils/timestamp.h"
 
-#include "compat.h"
+#include "base/compat.h"
 #include "startwave.h"
 
 /* Longest wait for the other backends of a wave to start. */

@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cron.h"
+#include "cron/cron.h"
 
 int			LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

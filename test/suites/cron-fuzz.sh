@@ -14,7 +14,7 @@ OUT=${SUITE_TMP:-$(mktemp -d)}
 SECS=${SL_FUZZ_SECONDS:-60}
 
 echo "building test/fuzz/fuzz_cron.c"
-clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Isrc/cron \
+clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Isrc \
 	-o "$OUT/fuzz_cron" test/fuzz/fuzz_cron.c src/cron/cron_parse.c src/cron/cron_next.c
 mkdir -p "$OUT/corpus" "$OUT/artifacts"
 cp test/fuzz/corpus/* "$OUT/corpus/"

@@ -8,8 +8,11 @@
 # names; CHANGELOG.md has a section for the version; and the upgrade scripts
 # lead from 1.0 to default_version.  Every path under src/ that docs/,
 # sql/, src/ or test/ names exists (not the released scripts of 1.0 and
-# 1.1, which are never edited, nor the dated benchmark results).  No server
-# is needed.
+# 1.1, which are never edited, nor the dated benchmark results).  The C
+# files include a header of their own folder by its bare name and one of
+# another folder by its path from src/, and none includes a part above its
+# own (src/base is included by all, includes only itself).  No server is
+# needed.
 use strict;
 use warnings;
 use File::Find;
@@ -181,5 +184,75 @@ find(
 cmp_ok($named, '>', 50, "the tree names src/ paths ($named)");
 is(join(', ', map { "$_ (in $missing{$_})" } sort keys %missing), '',
 	'every src/ path named in docs/, expected/, sql/, src/ and test/ exists');
+
+# the include rule: a header of the file's own folder by its bare name, one
+# of another folder by its path from src/ (only src/ is on the include
+# path); and no include runs back up: src/base includes only src/base,
+# src/cron and src/lock only src/base and themselves, and no file includes
+# src/schedlock.c's folder level (the module entry)
+my (@bad_includes, $project_includes);
+my %may = (
+	base => qr{^base/},
+	cron => qr{^(base|cron)/},
+	lock => qr{^(base|lock)/},
+	sched => qr{^(base|cron|lock|sched)/},
+	'' => qr{^(base|cron|lock|sched)/});
+find(
+	{
+		no_chdir => 1,
+		wanted => sub {
+			return unless /\.[ch]$/;
+			my $rel = substr($File::Find::name, length("$src/src") + 1);
+			my ($dir) = $rel =~ m{^(.*)/[^/]+$};
+			$dir //= '';
+			my ($part) = $dir =~ m{^([^/]+)};
+			$part //= '';
+			open(my $fh, '<', $_) or return;
+			while (my $line = <$fh>)
+			{
+				next unless $line =~ /^#include "([^"]+)"/;
+				my $inc = $1;
+				my $path;
+				if ($inc !~ m{/})
+				{
+					my @ours = grep { -e "$src/src/$_/$inc" }
+					  qw(base cron lock sched sched/store);
+					if ($dir ne '' && -e "$src/src/$dir/$inc")
+					{
+						$path = "$dir/$inc";
+					}
+					elsif (@ours)
+					{
+						push @bad_includes,
+						  "$rel: \"$inc\" is of src/$ours[0]: include it as \"$ours[0]/$inc\"";
+						next;
+					}
+					else
+					{
+						next;			# PostgreSQL's
+					}
+				}
+				elsif (-e "$src/src/$inc")
+				{
+					$path = $inc;
+					push @bad_includes,
+					  "$rel: \"$inc\" is of its own folder: include it by its bare name"
+					  if $inc =~ m{^\Q$dir\E/[^/]+$};
+				}
+				else
+				{
+					next;				# PostgreSQL's
+				}
+				$project_includes++;
+				push @bad_includes, "$rel: includes $path, above its part"
+				  unless $path =~ $may{$part};
+			}
+			close $fh;
+		}
+	},
+	"$src/src");
+cmp_ok($project_includes // 0, '>', 100, "the C files include the project's headers ($project_includes)");
+is(join("\n", @bad_includes), '',
+	'every include of a project header names its folder unless it is of the same folder, and none runs back up');
 
 done_testing();

@@ -11,11 +11,11 @@ shift
 OUT=${OUT:-$(mktemp -d)}
 
 echo "building test/unit/$name.c (cc -O2 -Werror)"
-${CC:-cc} -std=c99 -O2 -Wall -Wextra -Werror -Isrc/base -Isrc/cron -Isrc/sched -Isrc/lock -Itest/unit \
+${CC:-cc} -std=c99 -O2 -Wall -Wextra -Werror -Isrc -Itest/unit \
 	-o "$OUT/$name" "test/unit/$name.c" "$@"
 "$OUT/$name"
 
 echo "building test/unit/$name.c (clang -fsanitize=address,undefined)"
 clang -std=c99 -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
-	-Isrc/base -Isrc/cron -Isrc/sched -Isrc/lock -Itest/unit -o "$OUT/${name}_san" "test/unit/$name.c" "$@"
+	-Isrc -Itest/unit -o "$OUT/${name}_san" "test/unit/$name.c" "$@"
 "$OUT/${name}_san"

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cron.h"
+#include "cron/cron.h"
 #include "unit.h"
 
 /*

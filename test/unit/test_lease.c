@@ -20,7 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lease.h"
+#include "lock/lease.h"
 #include "unit.h"
 
 #define SEC		INT64_C(1000000)

@@ -22,9 +22,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cron.h"
-#include "rules.h"
-#include "run_status.h"
+#include "cron/cron.h"
+#include "sched/rules.h"
+#include "sched/run_status.h"
 #include "unit.h"
 
 #define SEC		INT64_C(1000000)

@@ -20,7 +20,7 @@
 #include "utils/palloc.h"
 #include "utils/timestamp.h"
 
-#include "run_status.h"
+#include "sched/run_status.h"
 
 /* Deadline of a NOTIFY run without a timeout of its own, in seconds. */
 #define SCHEDLOCK_NOTIFY_DEFAULT_TIMEOUT	300

@@ -64,10 +64,10 @@
 #include "utils/snapmgr.h"
 #include "utils/tuplestore.h"
 
-#include "compat.h"
+#include "base/compat.h"
+#include "base/subxact.h"
 #include "jobstore.h"
 #include "store_int.h"
-#include "subxact.h"
 
 PG_FUNCTION_INFO_V1(schedlock_claim_probe);
 

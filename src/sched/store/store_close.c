@@ -27,13 +27,13 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "claim_sql.h"
-#include "compat.h"
+#include "base/compat.h"
+#include "base/kept_query.h"
 #include "jobstore.h"
-#include "kept_query.h"
-#include "rules.h"
-#include "runlog.h"
-#include "sched_shmem.h"
+#include "sched/claim_sql.h"
+#include "sched/rules.h"
+#include "sched/runlog.h"
+#include "sched/sched_shmem.h"
 #include "store_int.h"
 
 /*

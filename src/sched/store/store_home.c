@@ -25,8 +25,8 @@
 #include "utils/lsyscache.h"
 #include "utils/uuid.h"
 
+#include "base/kept_query.h"
 #include "jobstore.h"
-#include "kept_query.h"
 #include "store_int.h"
 
 /* The statements run for every pass or every job row, kept. */

@@ -24,8 +24,8 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 
+#include "base/kept_query.h"
 #include "jobstore.h"
-#include "kept_query.h"
 #include "store_int.h"
 
 /*
