@@ -287,9 +287,9 @@ _PG_init(void)
 	schedlock_xact_init();
 
 	/*
-	 * pg_upgrade starts both clusters in binary-upgrade mode.  No job may
-	 * run then: its transaction IDs would not be carried over to the new
-	 * cluster, and nothing should run in the middle of an upgrade.
+	 * pg_upgrade starts both clusters in binary-upgrade mode.  No job may run
+	 * then: its transaction IDs would not be carried over to the new cluster,
+	 * and nothing should run in the middle of an upgrade.
 	 */
 	if (!IsBinaryUpgrade)
 		schedlock_register_launcher();

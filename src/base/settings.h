@@ -31,7 +31,8 @@ extern int	schedlock_max_runs_per_role;	/* 0: no limit */
 extern int	schedlock_max_job_backends;
 extern int	schedlock_job_backend_idle_timeout; /* ms */
 extern bool schedlock_enabled;
-extern int	schedlock_history_retention;	/* minutes; 0 keeps history forever */
+extern int	schedlock_history_retention;	/* minutes; 0 keeps history
+											 * forever */
 
 /*
  * schedlock.runs_per_commit: atomic runs that may share one commit.  Each
@@ -61,7 +62,7 @@ typedef enum SchedlockLogRuns
 {
 	SCHEDLOCK_LOG_RUNS_NONE,
 	SCHEDLOCK_LOG_RUNS_FAILURES,	/* failed, timed_out and lost runs */
-	SCHEDLOCK_LOG_RUNS_ALL			/* and succeeded runs, with duration */
+	SCHEDLOCK_LOG_RUNS_ALL		/* and succeeded runs, with duration */
 } SchedlockLogRuns;
 
 extern int	schedlock_log_runs;

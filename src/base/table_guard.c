@@ -161,8 +161,8 @@ schedlock_table_guard_check_perms(SCHEDLOCK_PERMS_HOOK_PARAMS)
 			userid = GetUserId();
 
 		/*
-		 * A row-locking clause asks for UPDATE of a relation it only reads;
-		 * a statement that changes rows asks for INSERT or DELETE, or for
+		 * A row-locking clause asks for UPDATE of a relation it only reads; a
+		 * statement that changes rows asks for INSERT or DELETE, or for
 		 * UPDATE together with the columns it updates.
 		 */
 		if (!guard_relation(relid, userid,

@@ -30,11 +30,14 @@
 #include <stdint.h>
 
 /* Flags of SchedlockCronSchedule.flags */
-#define SCHEDLOCK_CRON_DOM_STAR		0x01	/* day-of-month field began with '*' */
-#define SCHEDLOCK_CRON_DOW_STAR		0x02	/* day-of-week field began with '*' */
+#define SCHEDLOCK_CRON_DOM_STAR		0x01	/* day-of-month field began with
+											 * '*' */
+#define SCHEDLOCK_CRON_DOW_STAR		0x02	/* day-of-week field began with
+											 * '*' */
 #define SCHEDLOCK_CRON_LAST_DAY		0x04	/* day-of-month field was "$" */
 #define SCHEDLOCK_CRON_REBOOT		0x08	/* @reboot: no wall-clock times */
-#define SCHEDLOCK_CRON_INTERVAL		0x10	/* "N seconds": see interval_seconds */
+#define SCHEDLOCK_CRON_INTERVAL		0x10	/* "N seconds": see
+											 * interval_seconds */
 
 /* Longest schedule text accepted, in bytes. */
 #define SCHEDLOCK_CRON_MAX_LENGTH	1000
@@ -113,7 +116,7 @@ typedef struct SchedlockCronTime
 typedef enum SchedlockCronDialect
 {
 	SCHEDLOCK_CRON_DIALECT_SCHEDLOCK = 0,
-	SCHEDLOCK_CRON_DIALECT_PG_CRON_1_5,	/* pg_cron 1.0 to 1.5 */
+	SCHEDLOCK_CRON_DIALECT_PG_CRON_1_5, /* pg_cron 1.0 to 1.5 */
 	SCHEDLOCK_CRON_DIALECT_PG_CRON_1_6	/* pg_cron 1.6 */
 } SchedlockCronDialect;
 
@@ -148,7 +151,7 @@ extern bool schedlock_cron_next_local(const SchedlockCronSchedule *sched,
  * Returns false unless the schedule is an interval schedule.
  */
 extern bool schedlock_cron_next_interval(const SchedlockCronSchedule *sched,
-										 int64_t after_secs, int64_t *next_secs);
+										 int64_t after_secs, int64_t * next_secs);
 
 /*
  * Next fire time strictly after after_secs when wall-clock time is UTC
@@ -156,7 +159,7 @@ extern bool schedlock_cron_next_interval(const SchedlockCronSchedule *sched,
  * keyword and interval forms; false for @reboot or when there is none.
  */
 extern bool schedlock_cron_next_utc(const SchedlockCronSchedule *sched,
-									int64_t after_secs, int64_t *next_secs);
+									int64_t after_secs, int64_t * next_secs);
 
 /*
  * Whether a five-field schedule can never match any day (the parser

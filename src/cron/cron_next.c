@@ -369,7 +369,7 @@ schedlock_cron_next_local(const SchedlockCronSchedule *s,
  */
 bool
 schedlock_cron_next_interval(const SchedlockCronSchedule *s,
-							 int64_t after_secs, int64_t *next_secs)
+							 int64_t after_secs, int64_t * next_secs)
 {
 	int64_t		n;
 
@@ -389,7 +389,7 @@ schedlock_cron_next_interval(const SchedlockCronSchedule *s,
  */
 bool
 schedlock_cron_next_utc(const SchedlockCronSchedule *s, int64_t after_secs,
-						int64_t *next_secs)
+						int64_t * next_secs)
 {
 	SchedlockCronTime after;
 	SchedlockCronTime next;

@@ -90,7 +90,7 @@ typedef struct CronSpan
 	size_t		len;
 } CronSpan;
 
-static bool parse_schedule(const char *text, SchedlockCronDialect dialect,
+static bool parse_schedule(const char *spec, SchedlockCronDialect dialect,
 						   SchedlockCronSchedule *out, SchedlockCronError *err);
 
 /*
@@ -860,7 +860,7 @@ schedlock_cron_parse_dialect(const char *text, SchedlockCronDialect dialect,
  *		is made for its dialect only.
  */
 static bool
-parse_schedule(const char *text, SchedlockCronDialect dialect,
+parse_schedule(const char *spec, SchedlockCronDialect dialect,
 			   SchedlockCronSchedule *out, SchedlockCronError *err)
 {
 	CronSpan	fields[6];
@@ -872,13 +872,16 @@ parse_schedule(const char *text, SchedlockCronDialect dialect,
 	char		q2[CRON_QUOTE_MAX + 4];
 	size_t		len;
 	int			i;
+	CronSpan	number;
+	int			n;
+	const char *unit;
 
 	memset(out, 0, sizeof(*out));
-	if (text == NULL)
+	if (spec == NULL)
 		return set_error(err, SCHEDLOCK_CRON_FIELD_SCHEDULE,
 						 "cron schedule must not be null",
 						 "A NULL schedule has no fire times.");
-	len = strlen(text);
+	len = strlen(spec);
 	if (len > SCHEDLOCK_CRON_MAX_LENGTH)
 	{
 		snprintf(detail, sizeof(detail),
@@ -888,7 +891,7 @@ parse_schedule(const char *text, SchedlockCronDialect dialect,
 						 "cron schedule is too long", detail);
 	}
 
-	nfields = split_fields(text, fields, 6);
+	nfields = split_fields(spec, fields, 6);
 	if (nfields == 0)
 		return set_error(err, SCHEDLOCK_CRON_FIELD_SCHEDULE,
 						 "cron schedule is empty",
@@ -898,25 +901,18 @@ parse_schedule(const char *text, SchedlockCronDialect dialect,
 		return parse_keyword(fields[0], nfields, fields[nfields > 1 ? 1 : 0], out,
 							 dialect, err);
 
+	if (nfields <= 2 && looks_like_interval(spec, &number))
+		return parse_interval(number, out, err);
+	if (nfields <= 2 && looks_like_other_interval(spec, &n, &unit))
 	{
-		CronSpan	number;
+		CronSpan	whole = {spec, len};
 
-		int			n;
-		const char *unit;
-
-		if (nfields <= 2 && looks_like_interval(text, &number))
-			return parse_interval(number, out, err);
-		if (nfields <= 2 && looks_like_other_interval(text, &n, &unit))
-		{
-			CronSpan	whole = {text, len};
-
-			snprintf(message, sizeof(message),
-					 "\"%s\" is not a cron schedule", quote(whole, q));
-			instead_of_interval(detail, sizeof(detail),
-								"Only seconds (1 to 59) may be written as an interval.",
-								n, unit);
-			return set_error(err, SCHEDLOCK_CRON_FIELD_SCHEDULE, message, detail);
-		}
+		snprintf(message, sizeof(message),
+				 "\"%s\" is not a cron schedule", quote(whole, q));
+		instead_of_interval(detail, sizeof(detail),
+							"Only seconds (1 to 59) may be written as an interval.",
+							n, unit);
+		return set_error(err, SCHEDLOCK_CRON_FIELD_SCHEDULE, message, detail);
 	}
 
 	if (nfields > 5)
@@ -930,7 +926,7 @@ parse_schedule(const char *text, SchedlockCronDialect dialect,
 	}
 	if (nfields < 5)
 	{
-		CronSpan	whole = {text, len};
+		CronSpan	whole = {spec, len};
 
 		snprintf(message, sizeof(message),
 				 "missing %s field in cron schedule \"%s\"",

@@ -92,9 +92,8 @@ typedef struct CronZoneSegment
 	int64		end;			/* next transition, or PG_INT64_MAX */
 	long		offset;			/* UTC offset in [start, end), seconds */
 	int64		wall_floor;		/* earliest wall time (as seconds) not yet
-								 * passed because of a fall-back transition
-								 * at or shortly before start, or
-								 * PG_INT64_MIN */
+								 * passed because of a fall-back transition at
+								 * or shortly before start, or PG_INT64_MIN */
 } CronZoneSegment;
 
 static CronZoneSegment segment_cache[CRON_SEGMENT_CACHE];
@@ -424,8 +423,8 @@ zone_segment(const pg_tz *tz, int64 t)
 
 	/*
 	 * Walk the transitions of the last CRON_ZONE_LOOKBACK seconds up to t.
-	 * Without one, the entry starts CRON_ZONE_WINDOW after the probe, so
-	 * that no transition it does not know about can matter inside it.
+	 * Without one, the entry starts CRON_ZONE_WINDOW after the probe, so that
+	 * no transition it does not know about can matter inside it.
 	 */
 	probe = t - CRON_ZONE_LOOKBACK;
 	start = probe + CRON_ZONE_WINDOW;

@@ -43,15 +43,14 @@ typedef struct SchedlockLease
 	bool		session_bound;	/* ends with its session (until released) */
 	int32_t		holder_pid;		/* the holding session, valid when */
 	SchedlockTime holder_start; /* ... session_bound */
-	bool		session_ended;	/* the holding session is known to have
-								 * exited */
+	bool		session_ended;	/* the holding session is known to have exited */
 	bool		released;
 	SchedlockTime released_at;	/* valid when released */
 	bool		has_role;		/* false for leases taken before 1.1 */
 	uint32_t	holder_role;	/* an Oid, valid when has_role */
 	SchedlockTime locked_at;
-	SchedlockTime lock_until;	/* the lease's end; once released, the end
-								 * of its lock_at_least_for window */
+	SchedlockTime lock_until;	/* the lease's end; once released, the end of
+								 * its lock_at_least_for window */
 	SchedlockTime min_until;	/* locked_at + lock_at_least_for */
 } SchedlockLease;
 

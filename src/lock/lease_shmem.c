@@ -92,7 +92,7 @@ PGDLLEXPORT Datum schedlock_session_leases(PG_FUNCTION_ARGS);
 /* An entry of the shared hash table. */
 typedef struct LeaseEntry
 {
-	SchedlockLeaseKey	key;			/* must be first */
+	SchedlockLeaseKey key;		/* must be first */
 	int			pinned_by;		/* pid of a transaction that changed it */
 	SchedlockShmemLease data;
 } LeaseEntry;
@@ -174,7 +174,7 @@ lease_match(const void *key1, const void *key2, Size keysize)
 static void *
 lease_keycopy(void *dest, const void *src, Size keysize)
 {
-	SchedlockLeaseKey   *d = dest;
+	SchedlockLeaseKey *d = dest;
 	const SchedlockLeaseKey *s = src;
 
 	d->dbid = s->dbid;
@@ -286,7 +286,7 @@ schedlock_lease_key_set(SchedlockLeaseKey *key, const char *name)
 bool
 schedlock_lease_shmem_get(const char *name, SchedlockShmemLease *lease)
 {
-	SchedlockLeaseKey	key;
+	SchedlockLeaseKey key;
 	LeaseEntry *entry;
 
 	if (lease_table == NULL)
@@ -308,7 +308,7 @@ schedlock_lease_shmem_get(const char *name, SchedlockShmemLease *lease)
 void
 schedlock_lease_key_remove(HTAB *table, LWLock *lock, const char *name)
 {
-	SchedlockLeaseKey	key;
+	SchedlockLeaseKey key;
 
 	if (table == NULL || strlen(name) >= sizeof(key.name))
 		return;
@@ -463,7 +463,7 @@ bool
 schedlock_lease_shmem_put(const char *name, const SchedlockShmemLease *lease,
 						  TimestampTz now)
 {
-	SchedlockLeaseKey	key;
+	SchedlockLeaseKey key;
 	LeaseEntry *entry;
 	bool		found;
 
@@ -564,7 +564,7 @@ schedlock_lease_shmem_end_xact(bool commit, int level)
 	LWLockAcquire(lease_lock, LW_EXCLUSIVE);
 	for (i = nundo - 1; i >= 0; i--)
 	{
-		SchedlockLeaseKey	key;
+		SchedlockLeaseKey key;
 		LeaseEntry *entry;
 		bool		found;
 
@@ -608,7 +608,7 @@ schedlock_lease_shmem_end_xact(bool commit, int level)
 		LWLockAcquire(lease_lock, LW_EXCLUSIVE);
 		for (i = 0; i < nundo; i++)
 		{
-			SchedlockLeaseKey	key;
+			SchedlockLeaseKey key;
 			LeaseEntry *entry;
 
 			schedlock_lease_key_set(&key, undo[i].name);

@@ -348,8 +348,8 @@ check_lease_role(const char *name, const SchedlockLease *lease, Relation rel,
 	char	   *rolename;
 
 	/*
-	 * In the table of 1.0 (library updated, extension not yet) no lease has
-	 * a role: the token alone identifies its holder, as in 1.0.
+	 * In the table of 1.0 (library updated, extension not yet) no lease has a
+	 * role: the token alone identifies its holder, as in 1.0.
 	 */
 	if ((rel != NULL && schedlock_lock_table_is_1_0(rel)) ||
 		schedlock_may_use_lease(lease->has_role, lease->holder_role))
@@ -806,7 +806,7 @@ Datum
 schedlock_session_alive(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_BOOL(schedlock_holder_session_alive(PG_GETARG_INT32(0),
-										PG_GETARG_TIMESTAMPTZ(1)));
+												  PG_GETARG_TIMESTAMPTZ(1)));
 }
 
 /*
@@ -820,7 +820,7 @@ Datum
 schedlock_lease_visible(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_BOOL(schedlock_may_use_lease(!PG_ARGISNULL(0),
-								 PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0)));
+										   PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0)));
 }
 
 /*

@@ -24,7 +24,8 @@
  * pg_advisory_lock() calls made by applications.  They show up in pg_locks
  * as locktype 'advisory' with these objsubid values.
  */
-#define SCHEDLOCK_LOCKTAG_MUTEX		0x534D	/* "SM": per-name transaction mutex */
+#define SCHEDLOCK_LOCKTAG_MUTEX		0x534D	/* "SM": per-name transaction
+											 * mutex */
 #define SCHEDLOCK_LOCKTAG_SESSION	0x5353	/* "SS": per-session identity lock */
 
 /* Longest holder description accepted, in characters. */

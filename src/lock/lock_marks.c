@@ -73,7 +73,7 @@
 /* A mark: the name's row may block until until, or carries a large token. */
 typedef struct MarkEntry
 {
-	SchedlockLeaseKey	key;			/* must be first */
+	SchedlockLeaseKey key;		/* must be first */
 	TimestampTz until;			/* DT_NOEND: the row's token may be large */
 } MarkEntry;
 
@@ -88,7 +88,8 @@ typedef struct MarkDatabase
 	TransactionId incarnation;	/* xmin of the database's pg_database row */
 	bool		loaded;			/* the marks cover every row */
 	bool		loading;		/* a session is loading them */
-	int			writers;		/* open transactions that wrote the table by SQL */
+	int			writers;		/* open transactions that wrote the table by
+								 * SQL */
 	uint64		gen;			/* moves on whenever loaded is reset */
 	TimestampTz next_load;		/* no load before it */
 } MarkDatabase;
@@ -302,7 +303,7 @@ mark_database(bool create, TransactionId incarnation)
 static bool
 add_mark(const char *name, TimestampTz until, TimestampTz now)
 {
-	SchedlockLeaseKey	key;
+	SchedlockLeaseKey key;
 	MarkEntry  *entry;
 	bool		found;
 
@@ -362,7 +363,7 @@ schedlock_marks_check(const char *name, TimestampTz now)
 		result = (d == NULL || now >= d->next_load) ? MARKS_LOAD : MARKS_PROBE;
 	else
 	{
-		SchedlockLeaseKey	key;
+		SchedlockLeaseKey key;
 		MarkEntry  *entry;
 
 		schedlock_lease_key_set(&key, name);
@@ -530,7 +531,7 @@ schedlock_marks_end_xact(bool commit, int level)
 		LWLockAcquire(mark_lock, LW_EXCLUSIVE);
 		for (i = 0; i < nunmarks; i++)
 		{
-			SchedlockLeaseKey	key;
+			SchedlockLeaseKey key;
 			MarkEntry  *entry;
 
 			if (unmarks[i].name == NULL || strlen(unmarks[i].name) >= sizeof(key.name))

@@ -365,7 +365,7 @@ schedlock_lock_table_open(Oid *indexid)
  */
 HeapTuple
 schedlock_lock_table_fetch(Relation rel, Oid indexid, const char *name,
-			   SchedlockLease *lease)
+						   SchedlockLease *lease)
 {
 	ScanKeyData key;
 	SysScanDesc scan;

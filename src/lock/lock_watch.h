@@ -17,7 +17,7 @@
 
 extern ExecutorStart_hook_type schedlock_prev_ExecutorStart;
 extern void schedlock_lock_watch_executor_start(QueryDesc *queryDesc,
-											   int eflags);
+												int eflags);
 extern void schedlock_lock_watch_init(void);
 extern void schedlock_lock_watch_copy(Node *parsetree);
 

@@ -203,6 +203,7 @@ schedlock_settle_plan(ClaimedJob *job, ClaimPlan *plan, TimestampTz horizon,
 		}
 	}
 	now = GetCurrentTimestamp();
+
 	/*
 	 * A skipped slot is no failure: not recorded when only those are (a
 	 * queued run_job() call it serves is forgotten instead).

@@ -181,9 +181,11 @@ schedlock_command_plan(const char *command, CommandTag *tag)
 	if (plan != NULL && SPI_keepplan(plan) != 0)
 		elog(ERROR, "could not keep the plan of a job command");
 	text = MemoryContextStrdup(TopMemoryContext, command);
+
 	e = hash_search(command_plans, &hash, HASH_ENTER, &found);
 	Assert(!found);
 	e->command = text;
+
 	e->plan = plan;
 	e->tag = *tag;
 	e->used = ++command_plan_uses;

@@ -123,8 +123,8 @@ look_at_home(bool at_start, Oid *datoid)
 	{
 		/*
 		 * Lock the row first: a restore still loading jobs holds it (the
-		 * trigger wrote it), and the jobs it loaded are seen only once it
-		 * has committed.
+		 * trigger wrote it), and the jobs it loaded are seen only once it has
+		 * committed.
 		 */
 		schedlock_home_lock();
 		if (!schedlock_foreign_jobs_exist(home_id))

@@ -129,17 +129,17 @@ typedef struct AheadRun
 SchedlockBackendSlot *schedlock_my_slot = NULL;
 
 /* The role a job backend runs jobs as (its session user). */
-Oid	schedlock_my_role = InvalidOid;
+Oid			schedlock_my_role = InvalidOid;
 
 /* The extension owner, as read at the start of the current pass. */
-Oid	schedlock_bookkeeper = InvalidOid;
+Oid			schedlock_bookkeeper = InvalidOid;
 
 /*
  * How much earlier than SCHEDLOCK_CLAIM_LEAD_MS the backend claims the NOTIFY
  * jobs of its role's next instant, so that they are ready by then
  * (schedlock_notify_lead_ms; set by next_due).
  */
-long schedlock_notify_lead = 0;
+long		schedlock_notify_lead = 0;
 
 /* Memory for one claim and run; reset after each pass. */
 MemoryContext schedlock_run_cxt = NULL;
@@ -454,9 +454,9 @@ run_atomic(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 	 * Claimed before its instant: the claim commits first, and the job runs
 	 * in a transaction that starts on the instant, so that its now() is not
 	 * before its slot.  Only the claim's commit is added, and it is made
-	 * while waiting for the instant.  A job due when the claim's
-	 * transaction started (every job of a burst but the first few) runs in
-	 * that transaction: one commit.
+	 * while waiting for the instant.  A job due when the claim's transaction
+	 * started (every job of a burst but the first few) runs in that
+	 * transaction: one commit.
 	 */
 	if (!plan->deferred && plan->due_at > GetCurrentTransactionStartTimestamp())
 	{
@@ -746,8 +746,8 @@ run_ahead(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 	schedlock_worker_begin_tx("schedlock: running jobs claimed ahead");
 
 	/*
-	 * The runs whose job was unscheduled or disabled since do not start
-	 * (one whose role check failed is recorded failed all the same).
+	 * The runs whose job was unscheduled or disabled since do not start (one
+	 * whose role check failed is recorded failed all the same).
 	 */
 	memset(skipped, 0, sizeof(skipped));
 	m = 0;
@@ -1085,8 +1085,8 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 		int			nahead = 0;
 
 		/*
-		 * Claimed before its instant: the role's further atomic jobs due
-		 * then are claimed now too, and run with it on the instant.
+		 * Claimed before its instant: the role's further atomic jobs due then
+		 * are claimed now too, and run with it on the instant.
 		 */
 		if (job.atomic && error == NULL && start_error == NULL &&
 			schedlock_runs_per_commit > 1 &&
@@ -1195,4 +1195,3 @@ schedlock_worker_recover_error(void)
 		schedlock_set_ahead(schedlock_my_slot, NULL, 0);
 	return sqlerrcode;
 }
-

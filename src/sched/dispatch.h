@@ -53,7 +53,7 @@ extern void schedlock_job_sigint(SIGNAL_ARGS);
 extern void schedlock_worker_begin_tx(const char *activity);
 extern void schedlock_worker_end_tx(void);
 extern int	schedlock_dispatch_due(Oid role, const char *start_error,
-								  bool *more);
+								   bool *more);
 extern int	schedlock_worker_recover_error(void);
 
 #endif							/* SCHEDLOCK_DISPATCH_H */

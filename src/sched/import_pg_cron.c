@@ -854,6 +854,7 @@ schedlock_import_pg_cron(PG_FUNCTION_ARGS)
 		ic.dialect = SCHEDLOCK_CRON_DIALECT_PG_CRON_1_6;
 	else
 		ic.dialect = SCHEDLOCK_CRON_DIALECT_PG_CRON_1_5;
+
 	/*
 	 * pg_cron 1.5 added cron.timezone (default GMT); before, it read every
 	 * schedule in GMT, whatever the configuration file says

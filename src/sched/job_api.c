@@ -179,7 +179,7 @@ next_slot_rule(FunctionCallInfo fcinfo, const char *job_name,
 	if (PG_NARGS() > ARG_NEXT_RUN_AT && !PG_ARGISNULL(ARG_NEXT_RUN_AT))
 	{
 		*slot = schedlock_check_instant(PG_GETARG_TIMESTAMPTZ(ARG_NEXT_RUN_AT), now,
-							  "next_run_at");
+										"next_run_at");
 		if (!def->enabled)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -254,7 +254,7 @@ args_into_def(FunctionCallInfo fcinfo, JobDef *def, Oid owner)
 		def->enabled = PG_GETARG_BOOL(ARG_ENABLED);
 	if (!PG_ARGISNULL(ARG_RUN_AS))
 		def->run_as = schedlock_resolve_run_as(NameStr(*PG_GETARG_NAME(ARG_RUN_AS)),
-									 owner);
+											   owner);
 }
 
 /*
@@ -296,6 +296,7 @@ upsert_job(const char *job_name, Oid caller, const JobDef *def, bool reboot,
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
 	job_id = schedlock_upsert_job(job_name, caller, def, reboot, has_slot,
 								  slot, &manual_pending);
+
 	/*
 	 * The upsert wrote the slot as next_run_at (none while disabled): right
 	 * unless run_job() calls of the job are queued
@@ -582,14 +583,14 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
 	job_id = schedlock_find_job(job_name, caller,
-					  schedlock_jobs_have_search_path() ?
-					  "schedule, command, notify_channel, payload, timezone, "
-					  "timeout, max_attempts, retry_delay, misfire, atomic, "
-					  "enabled, run_as::pg_catalog.oid, owner::pg_catalog.oid, "
-					  "search_path" :
-					  "schedule, command, notify_channel, payload, timezone, "
-					  "timeout, max_attempts, retry_delay, misfire, atomic, "
-					  "enabled, run_as::pg_catalog.oid, owner::pg_catalog.oid");
+								schedlock_jobs_have_search_path() ?
+								"schedule, command, notify_channel, payload, timezone, "
+								"timeout, max_attempts, retry_delay, misfire, atomic, "
+								"enabled, run_as::pg_catalog.oid, owner::pg_catalog.oid, "
+								"search_path" :
+								"schedule, command, notify_channel, payload, timezone, "
+								"timeout, max_attempts, retry_delay, misfire, atomic, "
+								"enabled, run_as::pg_catalog.oid, owner::pg_catalog.oid");
 
 	memset(&def, 0, sizeof(def));
 	def.schedule = column_text(2);
@@ -624,7 +625,7 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 			def.misfire = "run_once";
 	}
 	schedlock_settle_atomic(job_name, &def,
-				  !PG_ARGISNULL(ARG_ATOMIC) && PG_GETARG_BOOL(ARG_ATOMIC));
+							!PG_ARGISNULL(ARG_ATOMIC) && PG_GETARG_BOOL(ARG_ATOMIC));
 	check_run_as_change(job_name, owner, &old, &def,
 						search_path != NULL &&
 						!same_text(search_path, old_search_path));

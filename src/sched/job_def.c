@@ -434,7 +434,7 @@ schedlock_validate_job(const char *job_name, JobDef *def, SchedlockCronSchedule 
  */
 bool
 schedlock_first_slot(const SchedlockCronSchedule *sched, const char *timezone,
-		   TimestampTz now, TimestampTz *slot)
+					 TimestampTz now, TimestampTz *slot)
 {
 	if (schedlock_cron_is_reboot(sched))
 		return false;

@@ -610,7 +610,7 @@ check_drop_role(Oid roleid)
  */
 void
 schedlock_roles_object_access(ObjectAccessType access, Oid classId, Oid objectId,
-				 int subId, void *arg)
+							  int subId, void *arg)
 {
 	if (schedlock_prev_object_access_hook)
 		schedlock_prev_object_access_hook(access, classId, objectId, subId, arg);
@@ -662,7 +662,7 @@ schedlock_owned_jobs(Node *parsetree)
 		{
 			schedlock_reassign_jobs(roles,
 									get_rolespec_oid(((ReassignOwnedStmt *) parsetree)->newrole,
-										   false));
+													 false));
 			/* the jobs run as another role now: its queue learns at commit */
 			schedlock_wake_workers_at_commit();
 		}

@@ -376,9 +376,9 @@ reap_backends(TimestampTz now)
 
 		/*
 		 * A process that found no extension says so only when no probe came
-		 * after it was reserved: CREATE EXTENSION may have committed after
-		 * it looked, and that probe was taken first (this pass, or one
-		 * before it).  The probe has asked for a housekeeper again.
+		 * after it was reserved: CREATE EXTENSION may have committed after it
+		 * looked, and that probe was taken first (this pass, or one before
+		 * it).  The probe has asked for a housekeeper again.
 		 */
 		if (db != NULL && slot->no_extension &&
 			slot->probes_seen == db->probes)
@@ -593,10 +593,11 @@ serve_want(Want *w, TimestampTz now, int *used, int *keepers, int *waiting,
 		LWLockRelease(schedlock_shared->lock);
 		return false;
 	}
+
 	/*
 	 * Housekeepers have a budget of their own: one that waits for it never
-	 * has a job backend leave (they would take turns with every-second
-	 * jobs whenever a NOTIFY deadline expires).
+	 * has a job backend leave (they would take turns with every-second jobs
+	 * whenever a NOTIFY deadline expires).
 	 */
 	if (q == NULL && *keepers >= schedlock_max_housekeepers)
 	{
@@ -630,6 +631,7 @@ serve_want(Want *w, TimestampTz now, int *used, int *keepers, int *waiting,
 		LWLockRelease(schedlock_shared->lock);
 		return false;
 	}
+
 	/*
 	 * Starts are paced: at most SCHEDLOCK_MAX_STARTING job backends start at
 	 * once in the cluster.  The next is started when one is ready (it wakes
@@ -794,8 +796,8 @@ launcher_pass(TimestampTz *last_scan)
 
 		/*
 		 * schedlock.max_runs_per_role caps the role's backends in the whole
-		 * cluster: the queue's own count with what the role has in the
-		 * other databases (serve_want checks it again as it starts each).
+		 * cluster: the queue's own count with what the role has in the other
+		 * databases (serve_want checks it again as it starts each).
 		 */
 		if (schedlock_max_runs_per_role > 0)
 		{
@@ -803,6 +805,7 @@ launcher_pass(TimestampTz *last_scan)
 				(schedlock_budget_role_backends(q->role) - q->nbackends);
 			wanted = Min(wanted, Max(role_room, 0));
 		}
+
 		/*
 		 * Backends wanted for one instant start at most
 		 * SCHEDLOCK_MAX_STARTING at a time: the queue's lead has a start's
@@ -943,8 +946,8 @@ schedlock_launcher_main(Datum arg)
 	BackgroundWorkerUnblockSignals();
 
 	/*
-	 * A reload signalled while this process started, before its handler
-	 * was in place, was ignored: read the configuration files once now.
+	 * A reload signalled while this process started, before its handler was
+	 * in place, was ignored: read the configuration files once now.
 	 */
 	ProcessConfigFile(PGC_SIGHUP);
 

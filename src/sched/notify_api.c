@@ -178,7 +178,7 @@ schedlock_claim_run_payload(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type must be a row type");
 	tupdesc = BlessTupleDesc(tupdesc);
 	result[0] = BoolGetDatum(claim_run(fcinfo, "schedlock_claim_run_payload",
-									&payload, &nulls[1]));
+									   &payload, &nulls[1]));
 	result[1] = payload;
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, result, nulls)));
 }

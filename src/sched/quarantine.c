@@ -129,6 +129,7 @@ static void
 charge_job(int64 job_id, ErrorData *error)
 {
 	TimestampTz now = GetCurrentTimestamp();
+
 	/* unpack_sql_state returns a static buffer that ereport reuses */
 	const char *state = pstrdup(unpack_sql_state(error->sqlerrcode));
 	const char *message = error->message ? error->message : "unknown error";

@@ -171,9 +171,9 @@ schedlock_exec_atomic(const char *command, int timeout_ms, ErrorData **error,
 
 		/*
 		 * Through the plan this backend keeps for the command, if it is one
-		 * statement that has a plan; else from its text.  Either way the
-		 * tag of the last statement, as a simple query takes it from the
-		 * raw statement (SPI does not return it).
+		 * statement that has a plan; else from its text.  Either way the tag
+		 * of the last statement, as a simple query takes it from the raw
+		 * statement (SPI does not return it).
 		 */
 		plan = schedlock_command_plan(command, &tag);
 		if (plan != NULL)
@@ -201,8 +201,8 @@ schedlock_exec_atomic(const char *command, int timeout_ms, ErrorData **error,
 
 		/*
 		 * Undo every setting the command changed, SET and SET LOCAL alike:
-		 * committing the nest level would keep a SET for the session and
-		 * hand a SET LOCAL on to the run's bookkeeping.
+		 * committing the nest level would keep a SET for the session and hand
+		 * a SET LOCAL on to the run's bookkeeping.
 		 */
 		AtEOXact_GUC(false, nestlevel);
 		MemoryContextSwitchTo(oldcxt);

@@ -68,7 +68,7 @@ static struct
 	Size		cut_bytes;		/* bytes not kept */
 	int			cut_messages;	/* messages not, or not wholly, kept */
 	bool		cutting;		/* the current message lost bytes */
-} capture;
+}			capture;
 
 /* Memory of the capture buffer: kept across runs, reset each begin. */
 static MemoryContext capture_cxt = NULL;

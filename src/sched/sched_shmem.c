@@ -750,8 +750,8 @@ schedlock_backend_detach(SchedlockBackendSlot *slot)
 	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
 
 	/*
-	 * only the process that took the slot detaches, once: the launcher
-	 * frees or reuses an attached slot only after it has exited
+	 * only the process that took the slot detaches, once: the launcher frees
+	 * or reuses an attached slot only after it has exited
 	 */
 	Assert(slot->in_use && slot->attached && !slot->exited);
 	Assert(slot->pid == MyProcPid);
@@ -805,10 +805,11 @@ schedlock_set_running(SchedlockBackendSlot *slot, int64 job_id,
 			s->running_job == 0)
 			all_busy = false;
 	}
+
 	/*
-	 * Its queue may need one more backend soon (budget.c, all_busy),
-	 * unless the launcher already watches it: one wakeup, not one per run
-	 * of a burst.
+	 * Its queue may need one more backend soon (budget.c, all_busy), unless
+	 * the launcher already watches it: one wakeup, not one per run of a
+	 * burst.
 	 */
 	all_busy = all_busy && !slot->busy_watched;
 	LWLockRelease(schedlock_shared->lock);
@@ -974,7 +975,7 @@ int
 schedlock_starting_backends(TimestampTz now)
 {
 	TimestampTz since = TimestampTzPlusMilliseconds(now,
-													 -SCHEDLOCK_START_STUCK_MS);
+													-SCHEDLOCK_START_STUCK_MS);
 	int			n = 0;
 	int			i;
 
@@ -1119,9 +1120,9 @@ schedlock_take_died_run(Oid dboid, int64 job_id, TimestampTz slot,
 	bool		found = false;
 
 	/*
-	 * Almost always none: no lock then.  A note is written before the
-	 * dying backend's transaction ends, so before the caller could lock
-	 * the job's row (the lock manager's locks order the two).
+	 * Almost always none: no lock then.  A note is written before the dying
+	 * backend's transaction ends, so before the caller could lock the job's
+	 * row (the lock manager's locks order the two).
 	 */
 	if (schedlock_shared->ndied == 0)
 		return false;

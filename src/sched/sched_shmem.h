@@ -120,8 +120,8 @@ typedef enum SchedlockWait
 	SCHEDLOCK_WAIT_NONE,
 	SCHEDLOCK_WAIT_BUDGET,		/* schedlock.max_job_backends in use */
 	SCHEDLOCK_WAIT_DATABASE_CAP,	/* schedlock.max_workers of its database */
-	SCHEDLOCK_WAIT_ROLE_CAP,	/* schedlock.max_runs_per_role of its role,
-								 * in the whole cluster */
+	SCHEDLOCK_WAIT_ROLE_CAP,	/* schedlock.max_runs_per_role of its role, in
+								 * the whole cluster */
 	SCHEDLOCK_WAIT_PROCESSES,	/* no max_worker_processes slot was free */
 	SCHEDLOCK_WAIT_LOCKED,		/* its backend left: a lock it could not get
 								 * within schedlock.bookkeeping_lock_timeout */
@@ -161,8 +161,8 @@ typedef struct SchedlockBackendSlot
 	bool		busy_watched;	/* the launcher looks again, on its own, at
 								 * whether its queue's backends have all been
 								 * busy too long (budget.c, all_busy) */
-	TimestampTz running_since;	/* when running_job started (its instant,
-									 * when claimed ahead of it) */
+	TimestampTz running_since;	/* when running_job started (its instant, when
+								 * claimed ahead of it) */
 	TimestampTz running_slot;	/* the slot and attempt of running_job's */
 	int32		running_attempt;	/* run (0 when none) */
 	/* jobs whose runs it claimed before their instant, to run next */
@@ -233,8 +233,8 @@ typedef struct SchedlockDatabase
 	bool		housekeep;		/* housekeeping wanted now */
 	TimestampTz housekeep_at;	/* next housekeeping (deadlines, pruning) */
 	bool		seen;			/* found by the launcher's last scan */
-	TimestampTz counted_at;		/* when a housekeeper counted the jobs
-								 * below (0: never) */
+	TimestampTz counted_at;		/* when a housekeeper counted the jobs below
+								 * (0: never) */
 	int32		njobs;			/* jobs of the database then */
 	int32		nenabled;		/* ... of them enabled */
 	int32		nfailing;		/* ... whose last run failed */
@@ -257,23 +257,23 @@ typedef struct SchedlockShared
 	int			nprobes;		/* used entries of probe_db */
 	Oid			probe_db[SCHEDLOCK_MAX_PROBES]; /* databases to probe again */
 	int			ndropping;		/* used entries of dropping_db */
-	Oid			dropping_db[SCHEDLOCK_MAX_DROPPING];	/* backends step
-														 * aside for a
-														 * statement */
+	Oid			dropping_db[SCHEDLOCK_MAX_DROPPING];	/* backends step aside
+														 * for a statement */
 	pid_t		dropping_pid[SCHEDLOCK_MAX_DROPPING];	/* backend running it */
 	uint64		next_generation;	/* last slot reservation number */
-	uint64		reloads;		/* configuration reloads the launcher has
-								 * read (schedlock_note_reload) */
+	uint64		reloads;		/* configuration reloads the launcher has read
+								 * (schedlock_note_reload) */
 	bool		starts_paced;	/* the launcher waits for a starting job
-								 * backend to be ready (SCHEDLOCK_MAX_STARTING) */
+								 * backend to be ready
+								 * (SCHEDLOCK_MAX_STARTING) */
 	bool		room_wanted;	/* its last pass left due jobs waiting for a
-								 * backend to make room: a backend that
-								 * turns idle wakes it (schedlock_set_idle) */
+								 * backend to make room: a backend that turns
+								 * idle wakes it (schedlock_set_idle) */
 	int			start_ms;		/* slowest job backend start seen lately, in
 								 * ms (read unlocked: one int) */
-	int			notify_prep_us;	/* what making one NOTIFY run ready took
-								 * lately, in microseconds (a hint, read
-								 * and written unlocked: one int) */
+	int			notify_prep_us; /* what making one NOTIFY run ready took
+								 * lately, in microseconds (a hint, read and
+								 * written unlocked: one int) */
 	uint64		note_count;		/* commits that moved a due time earlier */
 	SchedlockDatabase dbs[SCHEDLOCK_MAX_DATABASES];
 	SchedlockQueue queues[SCHEDLOCK_MAX_QUEUES];

@@ -22,8 +22,8 @@
 typedef struct SchedlockStartWaves
 {
 	slock_t		mutex;			/* protects at and pending */
-	ConditionVariable started;	/* broadcast when an instant's last
-								 * backend has started */
+	ConditionVariable started;	/* broadcast when an instant's last backend
+								 * has started */
 	TimestampTz at[SCHEDLOCK_WAVE_INSTANTS];	/* 0: free */
 	int			pending[SCHEDLOCK_WAVE_INSTANTS];	/* backends not started */
 } SchedlockStartWaves;

@@ -245,10 +245,10 @@ next_due(void)
 
 		/*
 		 * A backend runs one SQL job at a time, or a set of up to
-		 * schedlock.runs_per_commit of them; the caps on the role's and
-		 * the database's backends bound the count (the launcher applies
-		 * them again, with the budget, the role's counting its backends
-		 * of every database).
+		 * schedlock.runs_per_commit of them; the caps on the role's and the
+		 * database's backends bound the count (the launcher applies them
+		 * again, with the budget, the role's counting its backends of every
+		 * database).
 		 */
 		if (schedlock_runs_per_commit > 1)
 			sql = (sql + schedlock_runs_per_commit - 1) /
@@ -429,10 +429,10 @@ job_backend_loop(void)
 		/*
 		 * A pass that ran jobs keeps the backend; that of a queue's extra
 		 * backend only when it had a backlog or the backends before it were
-		 * all busy.  Otherwise the first backend could have run them, and
-		 * an extra one that wins the race now and then (its wake is only
-		 * SCHEDLOCK_EXTRA_DELAY_MS later) would never be idle long enough
-		 * to leave.
+		 * all busy.  Otherwise the first backend could have run them, and an
+		 * extra one that wins the race now and then (its wake is only
+		 * SCHEDLOCK_EXTRA_DELAY_MS later) would never be idle long enough to
+		 * leave.
 		 */
 		rank = -1;
 		if (claims > 0 && !more)
@@ -449,8 +449,8 @@ job_backend_loop(void)
 		/*
 		 * Idle for long enough, and nothing due before the timeout ends.  A
 		 * pass that did not yet know the NOTIFY jobs of the next instant
-		 * (schedlock_notify_lead) counts as one that claimed: the next pass, with
-		 * them known, may be due now.
+		 * (schedlock_notify_lead) counts as one that claimed: the next pass,
+		 * with them known, may be due now.
 		 */
 		sleep_ms = sleep_ms_until(next, claims > 0 ||
 								  schedlock_notify_lead > lead_used);
@@ -468,9 +468,9 @@ job_backend_loop(void)
 				proc_exit(0);
 
 			/*
-			 * The queue's first backend takes the jobs when it is free;
-			 * when the next instant has SQL jobs for more backends, as many
-			 * wake on it.
+			 * The queue's first backend takes the jobs when it is free; when
+			 * the next instant has SQL jobs for more backends, as many wake
+			 * on it.
 			 */
 			if (rank < 0)
 				rank = schedlock_queue_rank(schedlock_my_slot, NULL);
@@ -524,11 +524,11 @@ schedlock_worker_start(Datum arg, MemoryContext *cxt)
 	before_shmem_exit(worker_detach, (Datum) 0);
 
 	/*
-	 * A reload signalled while this process started, before its handler
-	 * was in place, was ignored: read the configuration files now if the
-	 * launcher has seen one since the slot was reserved (reading them at
-	 * every start was 5 % of the cluster's CPU when backends take turns
-	 * between many databases).
+	 * A reload signalled while this process started, before its handler was
+	 * in place, was ignored: read the configuration files now if the launcher
+	 * has seen one since the slot was reserved (reading them at every start
+	 * was 5 % of the cluster's CPU when backends take turns between many
+	 * databases).
 	 */
 	if (reload)
 		ProcessConfigFile(PGC_SIGHUP);
@@ -553,7 +553,7 @@ schedlock_worker_start(Datum arg, MemoryContext *cxt)
 					PGC_USERSET, PGC_S_OVERRIDE);
 
 	schedlock_run_cxt = AllocSetContextCreate(TopMemoryContext, "schedlock job backend",
-									ALLOCSET_DEFAULT_SIZES);
+											  ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(schedlock_run_cxt);
 
 	/* the launcher starts only after recovery; make sure anyway */
@@ -606,8 +606,7 @@ schedlock_worker_main(Datum arg)
 
 		/*
 		 * Asked to make room meanwhile (a pass that fails again and again
-		 * never reaches the end of a pass, where a backend looks): leave
-		 * now.
+		 * never reaches the end of a pass, where a backend looks): leave now.
 		 */
 		if (schedlock_my_slot->yield)
 			proc_exit(0);

@@ -72,8 +72,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	SchedlockCronSchedule s;
 	SchedlockCronError err;
-	char		text[1200];
-	int64_t		after = 1704067200;	/* 2024-01-01 */
+	char text[	1200];
+	int64_t		after = 1704067200; /* 2024-01-01 */
 	int			i;
 
 	if (size >= 8)
@@ -89,7 +89,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size >= sizeof(text))
 		size = sizeof(text) - 1;
 	memcpy(text, data, size);
-	text[size] = '\0';
+	text[		size] = '\0';
 
 	if (!schedlock_cron_parse(text, &s, &err))
 	{

@@ -355,7 +355,11 @@ test_next(void)
 	check_next("0 0 28-3 * *", secs(2024, 2, 4, 0, 0, 0), secs(2024, 2, 28, 0, 0, 0), 0);
 	check_next("0 0 28-3 * *", secs(2024, 2, 29, 0, 0, 0), secs(2024, 3, 1, 0, 0, 0), 0);
 	check_next("0 0 1 nov-feb *", secs(2024, 2, 1, 0, 0, 0), secs(2024, 11, 1, 0, 0, 0), 0);
-	/* 2024-01-05 was a Friday; the next of fri-mon after Monday 8th is Fri 12th */
+
+	/*
+	 * 2024-01-05 was a Friday; the next of fri-mon after Monday 8th is Fri
+	 * 12th
+	 */
 	check_next("0 0 * * fri-mon", secs(2024, 1, 8, 0, 0, 0), secs(2024, 1, 12, 0, 0, 0), 0);
 	check_next("@reboot", jan1, 0, 1);
 	check_next("30 seconds", jan1, jan1 + 30, 0);

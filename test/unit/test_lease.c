@@ -112,7 +112,7 @@ static void
 test_blocks(void)
 {
 	SchedlockLease lease;
-	AliveProbe probe;
+	AliveProbe	probe;
 
 	/* a lease that is not session-bound: its lock_until alone decides */
 	lease = start(false);
@@ -159,7 +159,7 @@ static void
 test_release(void)
 {
 	SchedlockLease lease;
-	AliveProbe probe;
+	AliveProbe	probe;
 
 	/* wrong token: nothing changes */
 	lease = start(true);
@@ -210,7 +210,7 @@ static void
 test_extend(void)
 {
 	SchedlockLease lease;
-	AliveProbe probe = {true, 0};
+	AliveProbe	probe = {true, 0};
 
 	lease = start(true);
 	check(schedlock_lease_extend(&lease, 100, T + 30 * SEC, T + 90 * SEC,
@@ -243,7 +243,7 @@ static void
 test_check(void)
 {
 	SchedlockLease lease;
-	AliveProbe probe = {true, 0};
+	AliveProbe	probe = {true, 0};
 
 	check(schedlock_lease_check(NULL, 100, T, NULL, NULL) ==
 		  SCHEDLOCK_LEASE_NEVER_ACQUIRED, "check: no lease");

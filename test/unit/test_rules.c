@@ -170,18 +170,19 @@ test_slots(void)
 		SCHEDLOCK_SLOT_RUN, true, 1 * MIN, ""},
 		/* slots 0 .. 100 min due: 101; latest 100 are 1 .. 100, skip 0 */
 		{"run_all, one over the limit", MIN, 0, 100 * MIN, SCHEDLOCK_MISFIRE_RUN_ALL,
-		SCHEDLOCK_SLOT_SKIP, true, 1 * MIN,
+			SCHEDLOCK_SLOT_SKIP, true, 1 * MIN,
 		"misfire run_all: 101 missed slots, only the latest 100 are run"},
 		/* slots 0 .. 249 min due: latest 100 are 150 .. 249 */
 		{"run_all, 250 missed", MIN, 0, 249 * MIN + 59 * SEC, SCHEDLOCK_MISFIRE_RUN_ALL,
-		SCHEDLOCK_SLOT_SKIP, true, 150 * MIN,
+			SCHEDLOCK_SLOT_SKIP, true, 150 * MIN,
 		"misfire run_all: 250 missed slots, only the latest 100 are run"},
+
 		/*
 		 * a slot every microsecond, 2,000,001 due: counting stops at
 		 * 1,000,000 iterations, and the job goes on after now
 		 */
 		{"run_all, counting stops", 1, 0, 2000000, SCHEDLOCK_MISFIRE_RUN_ALL,
-		SCHEDLOCK_SLOT_SKIP, true, 2000001,
+			SCHEDLOCK_SLOT_SKIP, true, 2000001,
 		"misfire run_all: 1000000 missed slots, only the latest 100 are run"},
 		/* negative instants (before the epoch) work the same */
 		{"skip before the epoch", MIN, -10 * MIN, -7 * MIN - 1, SCHEDLOCK_MISFIRE_SKIP,
@@ -217,8 +218,8 @@ test_slot_lists(void)
 	/*
 	 * "30 2 * * *" in Europe/Berlin around 2024-03-31 (spring forward: 02:30
 	 * does not exist and the engine gives 03:00 CEST) and 2024-10-27 (fall
-	 * back), as UTC instants: 03-30 01:30, 03-31 01:00, 04-01 00:30; the
-	 * gaps are 23.5 h and 23.5 h.
+	 * back), as UTC instants: 03-30 01:30, 03-31 01:00, 04-01 00:30; the gaps
+	 * are 23.5 h and 23.5 h.
 	 */
 	SlotList	spring = {3, {25 * HOUR + 30 * MIN, 49 * HOUR, 72 * HOUR + 30 * MIN}};
 

@@ -33,7 +33,7 @@
  * scheduling rules' (rules.h).  Intervals are measured as EXTRACT(epoch
  * FROM ...).
  */
-#define SCHEDLOCK_MAX_TIMEOUT_SECS		2073600	/* 24 days */
+#define SCHEDLOCK_MAX_TIMEOUT_SECS		2073600 /* 24 days */
 
 /*
  * Overdue NOTIFY runs closed per call of schedlock_expire_runs, and rows
@@ -142,9 +142,9 @@ typedef enum SchedlockTables
 	SCHEDLOCK_TABLES_NONE = 0,	/* no schedlock.jobs */
 	SCHEDLOCK_TABLES_1_0,
 	SCHEDLOCK_TABLES_1_1,		/* run statistics, quarantine, run detail */
-	SCHEDLOCK_TABLES_1_2		/* jobs.search_path; job_runs.job_name and
-								 * no foreign key to jobs: the history
-								 * stays when a job is unscheduled */
+	SCHEDLOCK_TABLES_1_2		/* jobs.search_path; job_runs.job_name and no
+								 * foreign key to jobs: the history stays when
+								 * a job is unscheduled */
 } SchedlockTables;
 
 /* A claimed job, copied out of SPI memory into the worker's run memory. */
@@ -339,8 +339,8 @@ extern bool schedlock_record_ended_runs(SchedlockEndedRun *runs, int n);
 extern bool schedlock_record_outcomes(SchedlockEndedRun *runs,
 									  const int64 *run_ids, int n);
 extern int	schedlock_skip_unscheduled_runs(const int64 *job_ids,
-											 const int64 *run_ids, int n,
-											 bool *skipped);
+											const int64 *run_ids, int n,
+											bool *skipped);
 extern uint64 schedlock_close_lost_runs(void);
 extern uint64 schedlock_expire_runs(TimestampTz now);
 extern uint64 schedlock_prune_runs(TimestampTz now, int retention_mins,

@@ -164,6 +164,7 @@ schedlock_log_closed_run(SPITupleTable *tuptable, uint64 i, int first)
 	if (schedlock_log_runs == SCHEDLOCK_LOG_RUNS_NONE)
 		return;
 	text = SPI_getvalue(tup, desc, first + 2);
+
 	if (text == NULL || !schedlock_run_status_parse(text, strlen(text), &status))
 		elog(ERROR, "unknown status \"%s\" of run " INT64_FORMAT,
 			 text ? text : "", run_id);

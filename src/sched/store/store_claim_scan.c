@@ -489,7 +489,7 @@ claim_scan(ClaimScan *cs, ClaimedJob *jobs, int max, MemoryContext cxt,
 		{
 			case TM_Ok:
 				break;
-			case TM_WouldBlock:	/* another transaction holds it: skip */
+			case TM_WouldBlock: /* another transaction holds it: skip */
 			case TM_Deleted:	/* gone since the snapshot */
 			case TM_SelfModified:	/* changed by this transaction since */
 				continue;

@@ -317,7 +317,7 @@ schedlock_prepare_adoption(SPIPlanPtr *plans)
 		SCHEDLOCK_RUN_STATS_CTE "SELECT 1"
 	};
 	Oid			types[2][3] = {{INT8OID, UUIDOID, TIMESTAMPTZOID},
-							   {INT8OID, TIMESTAMPTZOID}};
+	{INT8OID, TIMESTAMPTZOID}};
 	int			i;
 
 	for (i = 0; i < 2; i++)

@@ -96,25 +96,25 @@ schedlock_upsert_job(const char *job_name, Oid owner, const JobDef *def,
 
 	/* the upsert releases a quarantine (on the tables of 1.1) */
 	if (SPI_execute_with_args(psprintf("INSERT INTO schedlock.jobs AS j (job_name, owner, "
-							  "  schedule, command, notify_channel, payload, timezone, "
-							  "  timeout, max_attempts, retry_delay, misfire, atomic, "
-							  "  enabled, run_as, reboot, next_slot, next_run_at) "
-							  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
-							  "  $12, $13, $14, $15, $16, CASE WHEN $13 THEN $16 END) "
-							  "ON CONFLICT (owner, job_name) DO UPDATE SET "
-							  "  schedule = EXCLUDED.schedule, command = EXCLUDED.command, "
-							  "  notify_channel = EXCLUDED.notify_channel, "
-							  "  payload = EXCLUDED.payload, timezone = EXCLUDED.timezone, "
-							  "  timeout = EXCLUDED.timeout, "
-							  "  max_attempts = EXCLUDED.max_attempts, "
-							  "  retry_delay = EXCLUDED.retry_delay, "
-							  "  misfire = EXCLUDED.misfire, atomic = EXCLUDED.atomic, "
-							  "  enabled = EXCLUDED.enabled, run_as = EXCLUDED.run_as, "
-							  "  reboot = EXCLUDED.reboot, next_slot = EXCLUDED.next_slot, "
-							  "  retry_slot = NULL, retry_attempt = NULL, retry_at = NULL, "
-							  "  %s"
-							  "  next_run_at = EXCLUDED.next_run_at "
-							  "RETURNING job_id, manual_pending",
+									   "  schedule, command, notify_channel, payload, timezone, "
+									   "  timeout, max_attempts, retry_delay, misfire, atomic, "
+									   "  enabled, run_as, reboot, next_slot, next_run_at) "
+									   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
+									   "  $12, $13, $14, $15, $16, CASE WHEN $13 THEN $16 END) "
+									   "ON CONFLICT (owner, job_name) DO UPDATE SET "
+									   "  schedule = EXCLUDED.schedule, command = EXCLUDED.command, "
+									   "  notify_channel = EXCLUDED.notify_channel, "
+									   "  payload = EXCLUDED.payload, timezone = EXCLUDED.timezone, "
+									   "  timeout = EXCLUDED.timeout, "
+									   "  max_attempts = EXCLUDED.max_attempts, "
+									   "  retry_delay = EXCLUDED.retry_delay, "
+									   "  misfire = EXCLUDED.misfire, atomic = EXCLUDED.atomic, "
+									   "  enabled = EXCLUDED.enabled, run_as = EXCLUDED.run_as, "
+									   "  reboot = EXCLUDED.reboot, next_slot = EXCLUDED.next_slot, "
+									   "  retry_slot = NULL, retry_attempt = NULL, retry_at = NULL, "
+									   "  %s"
+									   "  next_run_at = EXCLUDED.next_run_at "
+									   "RETURNING job_id, manual_pending",
 									   schedlock_jobs_have_quarantine() ?
 									   "dispatch_errors = 0, dispatch_error_at = NULL, "
 									   "quarantine_reason = NULL, " : ""),
@@ -187,9 +187,9 @@ schedlock_job_written(int64 job_id, const char *search_path, Oid approver)
 	(void) col(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
 
 	/*
-	 * The role's backend looks at its jobs at once: the transaction may
-	 * still change the row (a superuser's UPDATE of next_run_at), and a
-	 * backend that finds its next job beyond its idle time leaves at once.
+	 * The role's backend looks at its jobs at once: the transaction may still
+	 * change the row (a superuser's UPDATE of next_run_at), and a backend
+	 * that finds its next job beyond its idle time leaves at once.
 	 */
 	if (!isnull)
 		schedlock_note_due_at_commit(role, DT_NOBEGIN);
@@ -262,16 +262,16 @@ schedlock_update_job(int64 job_id, const char *job_name, const JobDef *def,
 		types[15] = BOOLOID;
 		/* enabling the job releases a quarantine (on the tables of 1.1) */
 		if (SPI_execute_with_args(psprintf("UPDATE schedlock.jobs SET "
-								  "  schedule = $3, command = $4, notify_channel = $5, "
-								  "  payload = $6, timezone = $7, timeout = $8, "
-								  "  max_attempts = $9, retry_delay = $10, misfire = $11, "
-								  "  atomic = $12, enabled = $13, run_as = $14, reboot = $15, "
-								  "  next_slot = CASE WHEN $16 THEN $2 ELSE next_slot END, "
-								  "  retry_slot = CASE WHEN $16 THEN NULL ELSE retry_slot END, "
-								  "  retry_attempt = CASE WHEN $16 THEN NULL ELSE retry_attempt END, "
-								  "  retry_at = CASE WHEN $16 THEN NULL ELSE retry_at END "
-								  "  %s"
-								  "WHERE job_id OPERATOR(pg_catalog.=) $1",
+										   "  schedule = $3, command = $4, notify_channel = $5, "
+										   "  payload = $6, timezone = $7, timeout = $8, "
+										   "  max_attempts = $9, retry_delay = $10, misfire = $11, "
+										   "  atomic = $12, enabled = $13, run_as = $14, reboot = $15, "
+										   "  next_slot = CASE WHEN $16 THEN $2 ELSE next_slot END, "
+										   "  retry_slot = CASE WHEN $16 THEN NULL ELSE retry_slot END, "
+										   "  retry_attempt = CASE WHEN $16 THEN NULL ELSE retry_attempt END, "
+										   "  retry_at = CASE WHEN $16 THEN NULL ELSE retry_at END "
+										   "  %s"
+										   "WHERE job_id OPERATOR(pg_catalog.=) $1",
 										   schedlock_jobs_have_quarantine() ?
 										   ", dispatch_errors = CASE WHEN $13 THEN 0 ELSE dispatch_errors END, "
 										   "  dispatch_error_at = CASE WHEN $13 THEN NULL ELSE dispatch_error_at END, "

@@ -188,6 +188,7 @@ schedlock_record_run(ClaimedJob *job, ClaimPlan *plan,
 		10, {INT8OID, REGROLEOID, TIMESTAMPTZOID, INT4OID, TEXTOID,
 		TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, TIMESTAMPTZOID}
 	};
+
 	/* the tables of 1.1 have no job_runs.job_name ($11 unused) */
 	static SchedlockQuery insert_1_1 = {
 		"INSERT INTO schedlock.job_runs (job_id, owner, "
@@ -381,6 +382,7 @@ schedlock_publish_notify_runs(ClaimedJob *jobs, ClaimPlan *plans,
 			TIMESTAMPTZARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
 		TIMESTAMPTZOID, INT4OID, INT4OID}
 	};
+
 	/* the columns of u, $1 to $15 */
 	enum
 	{
@@ -580,7 +582,7 @@ schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
 			TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID,
 			TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
 			TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID,
-			INT4OID, TIMESTAMPTZOID, TIDOID, INT8OID, BOOLOID}
+		INT4OID, TIMESTAMPTZOID, TIDOID, INT8OID, BOOLOID}
 	};
 	TimestampTz now = GetCurrentTimestamp();
 	Datum		values[25];
@@ -623,8 +625,8 @@ schedlock_record_ended_run(ClaimedJob *job, ClaimPlan *plan,
 	 * No row updated: the job is gone.  The backend holds the job's row lock
 	 * since the claim, so only the run's own command can have deleted it
 	 * (unschedule_job of itself); the run's row is written all the same (the
-	 * INSERT of r always runs to its end), and there is no job left to
-	 * count a failure or retry on.
+	 * INSERT of r always runs to its end), and there is no job left to count
+	 * a failure or retry on.
 	 */
 	if (error && SPI_processed > 0)
 		schedlock_run_failed(job->job_id, plan->scheduled_for,
@@ -709,6 +711,7 @@ schedlock_record_ended_runs(SchedlockEndedRun *runs, int n)
 			INT4ARRAYOID, TIMESTAMPTZARRAYOID, INT4ARRAYOID,
 		TIMESTAMPTZARRAYOID, BOOLARRAYOID, INT4OID, INT4OID}
 	};
+
 	/* the columns of u, $1 to $23 */
 	enum
 	{
@@ -837,8 +840,9 @@ schedlock_record_outcomes(SchedlockEndedRun *runs, const int64 *run_ids,
 		"SELECT e.i, e.duration FROM e",
 		10, {INT8ARRAYOID, TEXTARRAYOID, TIMESTAMPTZARRAYOID,
 			TIMESTAMPTZARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
-			TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID}
+		TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID}
 	};
+
 	/* the columns of u, $1 to $10 */
 	enum
 	{
