@@ -305,6 +305,11 @@ run_suites()
 		if [ $rc -eq 0 ]; then
 			tail -n 5 "$log"
 			record "suite $name" 1 0
+		elif [ $rc -eq 77 ]; then
+			# the suite cannot run here and says why (indent: no pgindent)
+			tail -n 1 "$log"
+			SUMMARY="$SUMMARY$(printf '  %-28s skipped (%s)' "suite $name" "$(tail -n 1 "$log")")
+"
 		else
 			tail -n 60 "$log"
 			record "suite $name" 0 1 "(exit $rc)"
