@@ -16,25 +16,18 @@ SELECT * FROM schedlock_import_pg_cron(deactivate => NULL);
 -- hint names cron.database_name when pg_cron is preloaded (make
 -- installcheck REGRESS_PRELOAD=schedlock,pg_cron), the database pg_cron is
 -- installed in otherwise.
-CREATE FUNCTION pg_temp.try(query text,
-							OUT state text, OUT message text,
-							OUT detail text, OUT hint_says_where boolean)
-LANGUAGE plpgsql AS $$
-DECLARE
-	hint text;
-BEGIN
-	EXECUTE query;
-	message := 'no error';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT,
-		detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
-	hint_says_where := hint IN (
+\i sql/include/try.sql
+-- whether a hint is one of the two above
+CREATE FUNCTION pg_temp.says_where(hint text) RETURNS boolean
+LANGUAGE sql AS $$
+	SELECT hint IN (
 		'Call schedlock_import_pg_cron() in the database pg_cron is installed in.',
 		format('Call schedlock_import_pg_cron() in database "%s" (cron.database_name).',
-			   current_setting('cron.database_name', true)));
-END;
+			   current_setting('cron.database_name', true)))
 $$;
 \x on
-SELECT * FROM pg_temp.try('SELECT * FROM schedlock_import_pg_cron()');
-SELECT * FROM pg_temp.try('SELECT * FROM schedlock_import_pg_cron(dry_run => false, deactivate => true)');
+SELECT state, message, detail, pg_temp.says_where(hint) AS hint_says_where
+  FROM pg_temp.try('SELECT * FROM schedlock_import_pg_cron()');
+SELECT state, message, detail, pg_temp.says_where(hint) AS hint_says_where
+  FROM pg_temp.try('SELECT * FROM schedlock_import_pg_cron(dry_run => false, deactivate => true)');
 \x off

@@ -9,18 +9,7 @@
 --
 
 -- errors are shown as rows: SQLSTATE, message, detail, hint
-CREATE FUNCTION pg_temp.try(query text,
-							OUT state text, OUT message text,
-							OUT detail text, OUT hint text)
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE query;
-	message := 'no error';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT,
-		detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
-END;
-$$;
+\i sql/include/try.sql
 
 -- the API functions, their schemas and their named arguments with defaults:
 -- the job functions live in schedlock, the run functions of the listeners in

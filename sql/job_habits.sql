@@ -10,18 +10,7 @@
 -- The jobs are disabled or far from due: nothing here waits for a worker.
 --
 
-CREATE FUNCTION pg_temp.try(query text,
-							OUT state text, OUT message text,
-							OUT detail text, OUT hint text)
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE query;
-	message := 'no error';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT,
-		detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
-END;
-$$;
+\i sql/include/try.sql
 
 -- pg_cron's two-argument order: the schedule lands in job_name
 SELECT * FROM pg_temp.try($$SELECT schedlock.schedule_job('*/5 * * * *', 'SELECT 1')$$);

@@ -8,15 +8,7 @@ SET client_min_messages = warning;
 SET TIME ZONE 'UTC';
 
 -- the SQLSTATE and message a statement fails with, or 'ok'
-CREATE FUNCTION pg_temp.try(stmt text, OUT state text, OUT message text)
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	state := 'ok';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
-END
-$$;
+\i sql/include/try.sql
 
 CREATE VIEW pg_temp.j AS
 SELECT job_name, schedule, misfire, enabled, next_slot, next_run_at, retry_at
@@ -32,7 +24,7 @@ SELECT job_name, schedule, next_run_at FROM schedlock.job_status
  WHERE job_name LIKE 'once%' ORDER BY job_name;
 
 -- refused inputs: a real SQLSTATE, nothing written
-SELECT s AS statement, (pg_temp.try(s)).*
+SELECT s AS statement, t.state, t.message
   FROM unnest(ARRAY[
 	$$SELECT schedlock.schedule_once('once_sql', NULL, command => 'SELECT 2')$$,
 	$$SELECT schedlock.schedule_once('once_sql', 'infinity', command => 'SELECT 2')$$,
@@ -53,7 +45,7 @@ SELECT s AS statement, (pg_temp.try(s)).*
 	$$SELECT schedlock.schedule_job('once_x', '@once', 'SELECT 2')$$,
 	$$SELECT schedlock.schedule_job('once_x', '@ONCE', 'SELECT 2')$$,
 	$$SELECT cron_next('@once', now())$$
-  ]) AS s;
+  ]) AS s, pg_temp.try(s) AS t;
 SELECT * FROM pg_temp.j;
 
 -- an instant in the past means now
@@ -100,7 +92,7 @@ ROLLBACK;
 
 -- refused: nothing changed
 SELECT schedlock.alter_job('once_upsert', enabled => false);
-SELECT s AS statement, (pg_temp.try(s)).*
+SELECT s AS statement, t.state, t.message
   FROM unnest(ARRAY[
 	$$SELECT schedlock.alter_job('once_upsert', next_run_at => 'infinity')$$,
 	$$SELECT schedlock.alter_job('once_sql', next_run_at => '-infinity')$$,
@@ -110,7 +102,7 @@ SELECT s AS statement, (pg_temp.try(s)).*
 	$$SELECT schedlock.alter_job('once_upsert', schedule => '@once')$$,
 	$$SELECT schedlock.alter_job('once_sql', misfire => 'skip')$$,
 	$$SELECT schedlock.alter_job('once_nope', next_run_at => '2030-03-01 00:00+00')$$
-  ]) AS s;
+  ]) AS s, pg_temp.try(s) AS t;
 SELECT * FROM pg_temp.j;
 -- a disabled job: enabled => true in the same call
 SELECT schedlock.alter_job('once_upsert', enabled => true, next_run_at => '2030-03-01 00:00+00');
@@ -151,7 +143,7 @@ ROLLBACK;
 -- is left of the alter_job of 1.0
 CREATE ROLE regress_once_role;
 SET ROLE regress_once_role;
-SELECT (pg_temp.try($$SELECT schedlock.schedule_once('once_r', now(), 'SELECT 1')$$)).*;
+SELECT state, message FROM pg_temp.try($$SELECT schedlock.schedule_once('once_r', now(), 'SELECT 1')$$);
 RESET ROLE;
 DROP ROLE regress_once_role;
 SELECT p.oid::regprocedure FROM pg_proc p
