@@ -4,50 +4,8 @@
  *	  Prepared statements of the scheduler: planned once per backend,
  *	  kept across transactions, and always executed with a generic plan.
  *
- * The workers run the same handful of statements for every job they
- * claim.  Parsing and planning each of them again for every run costs more
- * than executing it, so each statement is prepared the first time it is
- * used and the plan is kept (SPI_keepplan).  The plan is forced generic:
- * a custom plan for "next_run_at <= $1" is costed from the column
- * statistics, and statistics taken while every job was due days ahead make
- * the planner expect one due row, pick a sequential scan and sort all due
- * jobs for every claim when thousands fall due at once.  The generic plan
- * follows the index whatever the statistics say.  The plan cache re-plans
- * a kept statement by itself when the tables behind it change.
- *
- * Every statement here finds its rows through an index, but a generic plan
- * made while job_runs was empty (relpages 0, as after CREATE EXTENSION)
- * costs a sequential scan as cheap as the index, and then scans the whole
- * history for every run once it has grown: a burst of 50,000 jobs slowed
- * from 2,500 to 280 a second.  So the statements are planned and run with
- * enable_seqscan off, which leaves the planner a sequential scan only where
- * no index serves.  That makes such a scan cost more than any JIT threshold
- * (jit_above_cost, jit_optimize_above_cost): a count over a few hundred
- * jobs was compiled, inlined and optimised for 200 ms at each run.  These
- * statements each touch a few rows, so they run with jit off.
- *
- * The workers run as the bootstrap superuser, in databases whose owner,
- * roles and jobs may set any search_path.  So every statement here is
- * prepared and run with search_path pinned to "pg_catalog, pg_temp"
- * (schedlock_trusted_path_begin): its functions, operators and types
- * resolve only to pg_catalog and to what it names with its schema, and its
- * kept plan, made for that path, is never re-planned for another.  The
- * statements also qualify their operators, as a second line of defence.
- *
- * A statement that writes, run by a transaction (not a subtransaction)
- * after a subtransaction of it was rolled back, runs in a subtransaction
- * of its own.  The run's transaction locks the job rows it claims; when a
- * subtransaction updated such a row and rolled back (a job's command that
- * changed its own job and failed, a set's record undone), an UPDATE of the
- * row by the transaction itself makes PostgreSQL (seen on 15) build the
- * temporary lock of heap_update, taken when the new version goes to another
- * page or has TOASTed values, from a multixact that still names the
- * rolled-back update (the transaction is a member already, with the same
- * lock, so the multixact is kept as it is): a wrong tuple lock for a
- * moment, and a failed assertion in a server built with them.  From a
- * subtransaction the multixact is built anew, without the rolled-back
- * member.  It costs one subtransaction per such statement, in transactions
- * that already rolled one back.
+ * How it works, at length: docs/internals.md, section
+ * "The bookkeeping's statements".
  *
  * IDENTIFICATION
  *	  src/base/kept_query.c

@@ -4,48 +4,8 @@
  *	  Claiming and running a role's due jobs, in a job backend (worker.c)
  *	  or, for a role whose backend could not start, in a housekeeper.
  *
- * A pass (schedlock_dispatch_due) claims the role's due jobs one at a time
- * (NOTIFY jobs, and atomic jobs under schedlock.runs_per_commit, in sets)
- * until none is left.  The claims follow an index on (role, next_run_at),
- * so their cost does not grow with other roles' jobs.
- *
- * Claiming a job: in one transaction, lock the earliest due row of the
- * role's jobs that no other backend holds, decide what to do (a queued
- * run_job() call, a due retry, or the next slot under the misfire policy),
- * advance the job, insert the run, and then:
- *	- atomic SQL job: run the command in a subtransaction (run_command.c), record
- *	  the outcome, and commit everything together;
- *	- NOTIFY job: pg_notify() the run, marked pending with a deadline, and
- *	  the same for the role's NOTIFY jobs due with it, then commit:
- *	  listeners hear them only if the claims committed;
- *	- non-atomic SQL job: commit the claim, run the command at top level in
- *	  this backend, then record the outcome in a new transaction.
- * A job whose previous run is still pending or running gets its slot
- * recorded as skipped instead (overlap).  The row lock keeps two backends
- * from claiming the same job, and the unique key (job_id, scheduled_for,
- * attempt) of job_runs keeps any slot's attempt from committing twice.
- *
- * The bookkeeping runs as the extension owner, which owns the scheduler's
- * tables, in a security-restricted operation (SetUserIdAndSecContext with
- * SECURITY_RESTRICTED_OPERATION), only around the backend's own statements
- * (begin_bookkeeping / end_bookkeeping): each of them pins search_path to
- * pg_catalog (kept_query.c) and names every table, operator and cast with its
- * schema.  The job's command, and everything its transaction does at
- * commit, runs as the role.
- *
- * The housekeeper uses the transactions and the dispatch of this file.
- *
- * A cancel (pg_cancel_backend, or the job's timeout) cancels the job's
- * statement while one runs, and is ignored otherwise: the backend's own
- * statements are not the user's to cancel (see schedlock_job_sigint).
- *
- * An error in the loop (the backend's own bookkeeping, not a job's
- * command) does not end the backend: it is logged, the transaction is
- * aborted, the job being handled is charged with it, and the loop goes on;
- * see quarantine.c.
- *
- * The backend asks the scheduling rules (rules.c) what to do and runs the
- * statements of src/sched/store on the scheduler's tables; it holds neither.
+ * How it works, at length: docs/internals.md, section
+ * "A job backend's pass".
  *
  * IDENTIFICATION
  *	  src/sched/dispatch.c

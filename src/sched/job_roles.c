@@ -6,51 +6,8 @@
  *	  REASSIGN OWNED hands over), and a job whose role cannot log in does
  *	  not run.
  *
- * Jobs live in a table of their own database, but DROP ROLE may run in any
- * database of the cluster.  So a job's roles are recorded where PostgreSQL
- * itself records what ties a role to the objects of every database: the
- * shared catalog pg_shdepend.  Each job has one row for its owner and, when
- * it runs as another role, one for its run_as role:
- *
- *	dbid				the job's database
- *	classid/objid		owner: pg_extension / the schedlock extension;
- *						run_as: pg_class / the table schedlock.jobs
- *	objsubid			0
- *	refclassid/refobjid	pg_authid / the role
- *	deptype				SCHEDLOCK_JOB_DEPTYPE ('t')
- *
- * Rows of the same database, kind and role are interchangeable: what counts
- * is how many there are.  A trigger on schedlock.jobs keeps them in step
- * with the table, in the writing transaction, whoever writes (the job
- * functions, a restore by pg_restore, a superuser's own UPDATE); DROP OWNED
- * and REASSIGN OWNED below adjust them in bulk; schedlock_sync_job_roles
- * rebuilds them from the table where they drifted (a release 1.0 database
- * when it is updated, pg_upgrade, a restore with triggers disabled), and
- * worker 0 runs it whenever dispatch starts.  Pinned roles (the bootstrap
- * superuser) get no rows, as everywhere in pg_shdepend.
- *
- * What PostgreSQL itself does with these rows:
- *	- DROP ROLE refuses while a row references the role, from whichever
- *	  database it runs; schedlock's object access hook raises the same error
- *	  first, with a detail that counts the jobs per database.  Recording a
- *	  row takes a share lock on the role and DROP ROLE takes an exclusive
- *	  one, so a job written concurrently is never missed.
- *	- DROP EXTENSION and DROP DATABASE remove the rows with the objects they
- *	  name; CREATE DATABASE copies them with the template's tables.
- *	- DROP OWNED and REASSIGN OWNED act on rows of deptype 'o' (they would
- *	  drop the object or give it away), 'a' (revoke privileges on it) and
- *	  'r' (rewrite a policy); rows of deptype 't' they leave alone, which is
- *	  why that deptype is used.  PostgreSQL writes 't' rows only for
- *	  relations without storage, referencing a tablespace: never for an
- *	  extension or a plain table, never referencing a role.  schedlock does
- *	  its part of DROP OWNED and REASSIGN OWNED in the utility hook, after
- *	  PostgreSQL has checked the caller's rights and done its own.
- *	- objsubid is 0 because PostgreSQL describes (when DROP ROLE lists the
- *	  objects of the current database) a sub-object only of a relation, as
- *	  a column; a row naming anything else refers to the whole object.
- * Were the hook ever missing (schedlock not preloaded), DROP ROLE would
- * still refuse, describing the rows as "tablespace for extension schedlock"
- * or "N objects in database d"; no statement fails on them otherwise.
+ * How it works, at length: docs/internals.md, section
+ * "The rows in pg_shdepend".
  *
  * IDENTIFICATION
  *	  src/sched/job_roles.c

@@ -7,75 +7,8 @@
  *	  database, housekeepers under one of their own
  *	  (schedlock.max_housekeepers).
  *
- * The launcher connects to no database; it reads pg_database to learn
- * which databases exist.  It knows each database's queues from shared
- * memory (sched_shmem.c): a queue is a role with jobs in a database, and its due
- * time is the earliest next run of those jobs.  A database's housekeeper
- * (housekeeper.c) publishes every queue's due time; after that, each job
- * backend publishes its own queue's, and the SQL API moves a queue's due
- * time earlier at the commit of schedule_job, alter_job or run_job.
- *
- * A database first gets a housekeeper, which looks for the extension:
- * when it is missing the database is left alone until CREATE EXTENSION
- * (or CREATE DATABASE) asks the launcher to probe it again.  Otherwise the
- * housekeeper closes runs lost by an earlier life of the server, fires the
- * @reboot jobs (once per server life, recorded in shared memory), and
- * publishes the queues.  An idle database holds no process.
- *
- * When a queue falls due (schedlock_start_lead_ms() ahead, so that the
- * backend is connected by the instant) and has no backend, the launcher
- * starts one, connected as the queue's role.  A backend that finds more
- * than one job due says so (backlog), and the launcher adds one, up to
- * schedlock.max_runs_per_role per role in the whole cluster (a role is
- * the cluster's: its queues of every database count together) and
- * schedlock.max_workers per database.  A backend also counts the SQL jobs
- * due at its queue's next instant (wanted): the launcher starts that many
- * backends for the queue before the instant, all at once, rather than one
- * after another as each finds a backlog once the jobs are due.  A backend
- * stays while its role has jobs coming, and leaves after
- * schedlock.job_backend_idle_timeout without any.
- *
- * At most SCHEDLOCK_MAX_STARTING job backends start at once in the whole
- * cluster: the launcher starts the next when one of them is ready for its
- * first claim (see sched_shmem.h).
- *
- * Housekeepers have a budget of their own, schedlock.max_housekeepers at
- * once, apart from the job backends': they are served first, and one
- * waiting for that budget never has a job backend leave.
- *
- * The budget is shared fairly.  Queues waiting for a backend are served in the
- * order of their due time.  When the budget is spent and a queue waits, the
- * launcher asks a backend to leave: an idle one at once, else a busy one after
- * its current job, taken from the queue with the most backends and, among
- * equals, the one that has had its turn longest (at least SCHEDLOCK_TURN_MS; a
- * backend started ahead of its queue's instant has its turn from that
- * instant).  A backend that turns idle while due jobs wait for room wakes the
- * launcher (room_wanted).  So one role's or one database's burst delays
- * another's job by about one job's run time per backend, not by the whole
- * burst.  A role at its schedlock.max_runs_per_role in the cluster gets no
- * backend more, in any database, and no other role's backend leaves for it:
- * its own backends make room for its queue of another database, in the same
- * way.  Whatever leaves jobs waiting -- the budget, a database's cap, a role's
- * cap, max_worker_processes, a role that cannot log in -- is recorded in the
- * queue (schedlock.job_status shows it) and logged once per
- * SCHEDLOCK_WAIT_WARN_EVERY_MS with the setting to raise.
- *
- * The launcher sleeps on its latch; it is woken by the postmaster when one
- * of its backends starts or stops (bgw_notify_pid), by probe requests and
- * due times moved earlier, by DROP DATABASE, and by SIGHUP, after which
- * every database is housekept (its queues published anew: a superuser who
- * changed schedlock.jobs by hand reloads to have that seen); it looks at
- * pg_database at least once a minute.  (A reload that changes
- * schedlock.history_retention needs it too: each database's next pruning
- * was planned under the old value.)
- *
- * Everything the launcher must know survives it in shared memory: a
- * launcher started again after it was terminated adopts the backends it
- * finds in the slots.  It has no handle for them, so it learns that one
- * stopped from the slot (exited, set by the backend).  A slot reserved by
- * the previous launcher whose backend never took it is given up after
- * LAUNCHER_ADOPT_GRACE_MS; should that backend start later, it finds its
- * generation gone and exits.
+ * How it works, at length: docs/internals.md, section
+ * "The launcher and its budget".
  *
  * IDENTIFICATION
  *	  src/sched/launcher.c
