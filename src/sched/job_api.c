@@ -448,26 +448,6 @@ schedlock_schedule_once(PG_FUNCTION_ARGS)
 }
 
 /*
- * column_text
- *		Column n of the first row of SPI_tuptable as a string, or NULL.
- */
-static char *
-column_text(int n)
-{
-	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, n);
-}
-
-/*
- * column_datum
- *		Column n of the first row of SPI_tuptable; *isnull says if NULL.
- */
-static Datum
-column_datum(int n, bool *isnull)
-{
-	return SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, n, isnull);
-}
-
-/*
  * same_text
  *		Whether two optional strings are equal (both NULL counts as equal).
  */
@@ -541,6 +521,7 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 	char	   *job_name = schedlock_name_arg(fcinfo, ARG_NAME, "job_name");
 	JobDef		def;
 	JobDef		old;
+	StoredJob	stored;
 	SchedlockCronSchedule sched;
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz slot = 0;
@@ -551,9 +532,7 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 	Oid			save_uid;
 	int			save_sec;
 	int			save_nestlevel;
-	bool		isnull;
 	int64		job_id;
-	Datum		d;
 	char	   *search_path = NULL;
 	char	   *old_search_path;
 	char	   *record_runs = NULL;
@@ -582,34 +561,10 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 	}
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
-	job_id = schedlock_find_job(job_name, caller,
-								schedlock_jobs_have_search_path() ?
-								"schedule, command, notify_channel, payload, timezone, "
-								"timeout, max_attempts, retry_delay, misfire, atomic, "
-								"enabled, run_as::pg_catalog.oid, owner::pg_catalog.oid, "
-								"search_path" :
-								"schedule, command, notify_channel, payload, timezone, "
-								"timeout, max_attempts, retry_delay, misfire, atomic, "
-								"enabled, run_as::pg_catalog.oid, owner::pg_catalog.oid");
-
-	memset(&def, 0, sizeof(def));
-	def.schedule = column_text(2);
-	def.command = column_text(3);
-	def.channel = column_text(4);
-	def.payload = column_datum(5, &isnull);
-	def.has_payload = !isnull;
-	def.timezone = column_text(6);
-	d = column_datum(7, &isnull);
-	def.timeout = isnull ? NULL : DatumGetIntervalP(d);
-	def.max_attempts = DatumGetInt32(column_datum(8, &isnull));
-	def.retry_delay = DatumGetIntervalP(column_datum(9, &isnull));
-	def.misfire = column_text(10);
-	def.atomic = DatumGetBool(column_datum(11, &isnull));
-	def.enabled = DatumGetBool(column_datum(12, &isnull));
-	d = column_datum(13, &isnull);
-	def.run_as = isnull ? InvalidOid : DatumGetObjectId(d);
-	owner = DatumGetObjectId(column_datum(14, &isnull));
-	old_search_path = schedlock_jobs_have_search_path() ? column_text(15) : NULL;
+	job_id = schedlock_lock_job(job_name, caller, &stored);
+	def = stored.def;
+	owner = stored.owner;
+	old_search_path = stored.search_path;
 	old = def;
 
 	/* run_as is checked against the caller, not the extension owner */
@@ -692,7 +647,8 @@ schedlock_unschedule_job(PG_FUNCTION_ARGS)
 
 		PG_TRY();
 		{
-			int64		job_id = schedlock_find_job(job_name, caller, "1");
+			StoredJob	stored;
+			int64		job_id = schedlock_lock_job(job_name, caller, &stored);
 
 			schedlock_delete_job_id(job_id, job_name);
 			deleted = true;
@@ -783,14 +739,14 @@ schedlock_run_job(PG_FUNCTION_ARGS)
 	TimestampTz now = GetCurrentTimestamp();
 	int64		job_id;
 	int64		run_id;
-	bool		isnull;
+	StoredJob	stored;
 
 	schedlock_check_job_api("schedlock.run_job");
 	schedlock_require_writable("schedlock.run_job");
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
-	job_id = schedlock_find_job(job_name, caller, "enabled");
-	if (!DatumGetBool(column_datum(2, &isnull)))
+	job_id = schedlock_lock_job(job_name, caller, &stored);
+	if (!stored.def.enabled)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("job \"%s\" is disabled", job_name),

@@ -253,6 +253,15 @@ typedef struct JobDef
 	Oid			run_as;			/* InvalidOid: the owner */
 } JobDef;
 
+/* A job's row as the job API reads it before it changes it. */
+typedef struct StoredJob
+{
+	int64		job_id;
+	Oid			owner;
+	JobDef		def;
+	char	   *search_path;	/* NULL: none, or the tables of 1.1 */
+} StoredJob;
+
 /* Which of the claim statements of claim_sql.h a claim runs. */
 typedef enum SchedlockClaimKind
 {
@@ -421,8 +430,8 @@ extern void schedlock_set_record_runs(int64 job_id, const char *record_runs);
 extern void schedlock_update_job(int64 job_id, const char *job_name,
 								 const JobDef *def, bool reboot, bool reslot,
 								 bool has_slot, TimestampTz slot);
-extern int64 schedlock_find_job(const char *job_name, Oid caller,
-								const char *columns);
+extern int64 schedlock_lock_job(const char *job_name, Oid caller,
+								StoredJob *job);
 extern int64 schedlock_queue_run(int64 job_id, const char *job_name,
 								 TimestampTz now);
 extern bool schedlock_delete_job(const char *job_name, Oid owner);

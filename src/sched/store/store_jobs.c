@@ -21,6 +21,7 @@
 #include "storage/proc.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -282,31 +283,66 @@ schedlock_update_job(int64 job_id, const char *job_name, const JobDef *def,
 }
 
 /*
- * schedlock_find_job
- *		Look up the caller's job by name and lock its row; a superuser may
- *		also name another role's job when only one role has a job of that
- *		name.  Raises 42704 when there is none.  Caller is connected to SPI
- *		and runs as the extension owner; caller is the calling role.
- *		Leaves the row in SPI_tuptable: job_id, then the given columns.
+ * The columns schedlock_lock_job reads, in the order of LockedColumn; the
+ * tables of 1.1 have no search_path (the last).
+ */
+#define LOCK_JOB_COLUMNS \
+	"job_id, owner::pg_catalog.oid, schedule, command, notify_channel, " \
+	"payload, timezone, timeout, max_attempts, retry_delay, misfire, " \
+	"atomic, enabled, run_as::pg_catalog.oid"
+#define LOCK_JOB_COLUMNS_1_2	LOCK_JOB_COLUMNS ", search_path"
+
+typedef enum LockedColumn
+{
+	LJ_JOB_ID = 1,
+	LJ_OWNER,
+	LJ_SCHEDULE,
+	LJ_COMMAND,
+	LJ_CHANNEL,
+	LJ_PAYLOAD,
+	LJ_TIMEZONE,
+	LJ_TIMEOUT,
+	LJ_MAX_ATTEMPTS,
+	LJ_RETRY_DELAY,
+	LJ_MISFIRE,
+	LJ_ATOMIC,
+	LJ_ENABLED,
+	LJ_RUN_AS,
+	LJ_SEARCH_PATH				/* tables of 1.2 */
+} LockedColumn;
+
+/*
+ * schedlock_lock_job
+ *		Look up the caller's job by name, lock its row and read it into
+ *		*job (in the caller's memory context); a superuser may also name
+ *		another role's job when only one role has a job of that name.
+ *		Raises 42704 when there is none.  Caller is connected to SPI and
+ *		runs as the extension owner; caller is the calling role.  Returns
+ *		the job's id.
  */
 int64
-schedlock_find_job(const char *job_name, Oid caller, const char *columns)
+schedlock_lock_job(const char *job_name, Oid caller, StoredJob *job)
 {
 	Oid			types[2] = {TEXTOID, REGROLEOID};
 	Datum		values[2];
+	const char *columns = schedlock_jobs_have_search_path() ?
+		LOCK_JOB_COLUMNS_1_2 : LOCK_JOB_COLUMNS;
 	char	   *query;
+	HeapTuple	tup;
+	TupleDesc	desc;
 	bool		isnull;
+	Datum		d;
 
 	values[0] = CStringGetTextDatum(job_name);
 	values[1] = ObjectIdGetDatum(caller);
-	query = psprintf("SELECT job_id, %s FROM schedlock.jobs "
+	query = psprintf("SELECT %s FROM schedlock.jobs "
 					 "WHERE job_name OPERATOR(pg_catalog.=) $1 "
 					 "  AND owner OPERATOR(pg_catalog.=) $2 FOR UPDATE", columns);
 	if (SPI_execute_with_args(query, 2, types, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read job \"%s\"", job_name);
 	if (SPI_processed == 0 && superuser_arg(caller))
 	{
-		query = psprintf("SELECT job_id, %s FROM schedlock.jobs "
+		query = psprintf("SELECT %s FROM schedlock.jobs "
 						 "WHERE job_name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
 						 columns);
 		if (SPI_execute_with_args(query, 1, types, values, NULL, false, 0) != SPI_OK_SELECT)
@@ -323,8 +359,38 @@ schedlock_find_job(const char *job_name, Oid caller, const char *columns)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("job \"%s\" does not exist", job_name),
 				 errhint("Jobs are visible only to the role that scheduled them.")));
-	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-									   SPI_tuptable->tupdesc, 1, &isnull));
+
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	/* copies, in the current memory context: the tuple is freed below */
+	memset(job, 0, sizeof(*job));
+	job->job_id = DatumGetInt64(SPI_getbinval(tup, desc, LJ_JOB_ID, &isnull));
+	job->owner = DatumGetObjectId(SPI_getbinval(tup, desc, LJ_OWNER, &isnull));
+	job->def.schedule = SPI_getvalue(tup, desc, LJ_SCHEDULE);
+	job->def.command = SPI_getvalue(tup, desc, LJ_COMMAND);
+	job->def.channel = SPI_getvalue(tup, desc, LJ_CHANNEL);
+	d = SPI_getbinval(tup, desc, LJ_PAYLOAD, &isnull);
+	job->def.has_payload = !isnull;
+	job->def.payload = isnull ? (Datum) 0 : datumCopy(d, false, -1);
+	job->def.timezone = SPI_getvalue(tup, desc, LJ_TIMEZONE);
+	d = SPI_getbinval(tup, desc, LJ_TIMEOUT, &isnull);
+	job->def.timeout = isnull ? NULL :
+		DatumGetIntervalP(datumCopy(d, false, sizeof(Interval)));
+	job->def.max_attempts = DatumGetInt32(SPI_getbinval(tup, desc,
+														LJ_MAX_ATTEMPTS,
+														&isnull));
+	d = SPI_getbinval(tup, desc, LJ_RETRY_DELAY, &isnull);
+	job->def.retry_delay = isnull ? NULL :
+		DatumGetIntervalP(datumCopy(d, false, sizeof(Interval)));
+	job->def.misfire = SPI_getvalue(tup, desc, LJ_MISFIRE);
+	job->def.atomic = DatumGetBool(SPI_getbinval(tup, desc, LJ_ATOMIC, &isnull));
+	job->def.enabled = DatumGetBool(SPI_getbinval(tup, desc, LJ_ENABLED, &isnull));
+	d = SPI_getbinval(tup, desc, LJ_RUN_AS, &isnull);
+	job->def.run_as = isnull ? InvalidOid : DatumGetObjectId(d);
+	job->search_path = schedlock_jobs_have_search_path() ?
+		SPI_getvalue(tup, desc, LJ_SEARCH_PATH) : NULL;
+	SPI_freetuptable(SPI_tuptable);
+	return job->job_id;
 }
 
 /*
