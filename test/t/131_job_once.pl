@@ -5,12 +5,15 @@
 # run it, and adopting the copy after the instant does not either.
 # schedlock.alter_job(..., next_run_at) moves a real run, after which the schedule
 # goes on.  ALTER EXTENSION UPDATE from 1.0 keeps the grants of alter_job.
+# A check that something did not happen waits for a canary job to have run
+# since (no fixed sleeps), so that a slow machine cannot pass it early.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use SchedlockNode;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(time sleep);
 
 my $node = schedlock_node('job_once',
 	conf => [
@@ -18,6 +21,36 @@ my $node = schedlock_node('job_once',
 		"schedlock.timezone = 'UTC'" ],
 	app => 'extension');
 $node->safe_psql('app', 'CREATE TABLE ticks (job text, at timestamptz)');
+
+# A check that a job did not run waits until the scheduler has certainly
+# had its chance: until an every-second canary job of the same role has run
+# twice after the instant given (an SQL expression), in the database given.
+$node->safe_psql('app', q{
+	SELECT schedlock.schedule_job('canary', '1 second',
+								  $$INSERT INTO ticks VALUES ('canary', clock_timestamp())$$)});
+
+sub canary_after
+{
+	my ($db, $since) = @_;
+	$node->poll_query_until($db, qq{
+		SELECT count(*) >= 2 FROM ticks WHERE job = 'canary' AND at > ($since)})
+	  or die "the canary job of $db did not run after $since";
+}
+
+# An instant (a timestamptz the server gave) as seconds since the epoch, and
+# a wait until the clock has passed such seconds.
+sub epoch_of
+{
+	my ($instant) = @_;
+	return $node->safe_psql('postgres',
+		qq{SELECT extract(epoch FROM timestamptz '$instant')});
+}
+
+sub wait_past
+{
+	my ($epoch) = @_;
+	sleep 0.1 while time() < $epoch + 0.5;
+}
 
 # --- a one-off SQL job runs once, at its instant
 my $at = $node->safe_psql('app', q{
@@ -49,7 +82,7 @@ is($node->safe_psql('app', q{
 
 # --- not again after a restart
 $node->restart;
-sleep 4;
+canary_after('app', 'pg_postmaster_start_time()');
 is($node->safe_psql('app', q{SELECT count(*) FROM ticks WHERE job = 'once'}),
 	'1', 'not run again after a restart');
 is($node->safe_psql('app', q{
@@ -63,8 +96,9 @@ $at = $node->safe_psql('app', q{
 $node->safe_psql('app', qq{
 	SELECT schedlock.schedule_once('missed', '$at',
 						 \$\$INSERT INTO ticks VALUES ('missed', clock_timestamp())\$\$)});
+my $missed_epoch = epoch_of($at);
 $node->stop;
-sleep 5;
+wait_past($missed_epoch);
 $node->start;
 $node->poll_query_until('app', q{SELECT count(*) = 1 FROM ticks WHERE job = 'missed'})
   or die 'the missed one-off job did not run after the start';
@@ -73,7 +107,7 @@ is($node->safe_psql('app', qq{
 		   r.started_at >= pg_postmaster_start_time()
 	  FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id) WHERE j.job_name = 'missed'}),
 	't|t|t', 'an instant missed while the server was down runs once after the start');
-sleep 2;
+canary_after('app', q{(SELECT max(at) FROM ticks WHERE job = 'missed')});
 is($node->safe_psql('app', q{SELECT count(*) FROM ticks WHERE job = 'missed'}),
 	'1', 'and only once');
 
@@ -85,7 +119,10 @@ $node->poll_query_until('app', q{
 	SELECT count(*) = 2 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 	 WHERE j.job_name = 'failing' AND r.status = 'failed'})
   or die 'the failing one-off job was not retried';
-sleep 3;
+# a third attempt would be due a second after the second ended
+canary_after('app', q{(SELECT max(r.finished_at) + interval '1 second'
+	  FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+	 WHERE j.job_name = 'failing')});
 is($node->safe_psql('app', q{
 	SELECT string_agg(r.attempt || ':' || r.status || ':' || r.sqlstate, ',' ORDER BY r.attempt)
 	  FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id) WHERE j.job_name = 'failing'}),
@@ -102,7 +139,9 @@ $node->poll_query_until('app', q{
 	SELECT count(*) = 1 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 	 WHERE j.job_name = 'remind' AND r.status = 'pending'})
   or die 'the one-off NOTIFY job was not notified';
-sleep 2;
+canary_after('app', q{(SELECT max(r.started_at)
+	  FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+	 WHERE j.job_name = 'remind')});
 is($node->safe_psql('app', q{
 	SELECT count(*), bool_and(j.next_run_at IS NULL)
 	  FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id) WHERE j.job_name = 'remind'}),
@@ -148,14 +187,18 @@ $node->safe_psql('app', qq{
 $node->safe_psql('postgres', 'CREATE DATABASE app_copy TEMPLATE app');
 $node->poll_query_until('app', q{SELECT count(*) = 1 FROM ticks WHERE job = 'copied'})
   or die 'the one-off job did not run in the original';
-sleep 3;
+# the copy runs nothing, its canary neither, until it is adopted: wait until
+# its housekeeper has said so
+$node->wait_for_log(qr/database "app_copy".*are paused|are paused.*app_copy/, 0);
+wait_past(epoch_of($at));
 is($node->safe_psql('app_copy', q{
 	SELECT (SELECT count(*) FROM ticks WHERE job = 'copied'),
 		   (SELECT count(*) FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
 			 WHERE j.job_name = 'copied')}),
 	'0|0', 'the copy did not run the one-off job');
+my $adopted_at = $node->safe_psql('app_copy', 'SELECT now()');
 $node->safe_psql('app_copy', 'SELECT schedlock_adopt_jobs()');
-sleep 3;
+canary_after('app_copy', "timestamptz '$adopted_at'");
 is($node->safe_psql('app_copy', q{
 	SELECT (SELECT count(*) FROM ticks WHERE job = 'copied'),
 		   (SELECT next_run_at IS NULL FROM schedlock.jobs WHERE job_name = 'copied')}),
