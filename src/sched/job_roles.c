@@ -255,33 +255,28 @@ remove_all_job_roles(Relation sdep, const JobRowTargets *targets)
 
 /*
  * apply_job_role_deltas
- *		Add or delete job rows as the last SPI result says: one row (kind,
- *		role, n) per kind and role, n rows to add (n > 0) or delete (n < 0).
- *		Roles to add that do not exist (any more) are skipped: their jobs
- *		fail when they run.  Returns how many rows changed.
+ *		Add or delete job rows as the n deltas say (one per kind and role:
+ *		n rows to add or delete).  Roles to add that do not exist (any
+ *		more) are skipped: their jobs fail when they run.  Returns how many
+ *		rows changed.
  */
 static int64
-apply_job_role_deltas(const JobRowTargets *targets)
+apply_job_role_deltas(const JobRowTargets *targets, const JobRoleDelta *deltas,
+					  int n)
 {
-	SPITupleTable *tuptable = SPI_tuptable;
-	uint64		n = SPI_processed;
-	uint64		i;
 	Relation	sdep;
 	int64		changed = 0;
 
 	if (n == 0)
 		return 0;
 	sdep = table_open(SharedDependRelationId, RowExclusiveLock);
-	for (i = 0; i < n; i++)
+	for (int i = 0; i < n; i++)
 	{
-		HeapTuple	tup = tuptable->vals[i];
-		TupleDesc	desc = tuptable->tupdesc;
-		bool		isnull;
-		int			kind = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
-		Oid			role = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
-		int64		count = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+		int			kind = deltas[i].kind;
+		Oid			role = deltas[i].role;
+		int64		count = deltas[i].n;
 
-		if (isnull || !OidIsValid(role))
+		if (!OidIsValid(role))
 			continue;
 		if (count < 0)
 			changed += remove_job_role(sdep, targets, kind, role, -count);
@@ -352,8 +347,11 @@ schedlock_job_roles_trigger(PG_FUNCTION_ARGS)
 
 	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
 	{
-		schedlock_removed_jobs_deltas(trigdata);
-		(void) apply_job_role_deltas(&targets);
+		JobRoleDelta *deltas;
+		int			n;
+
+		deltas = schedlock_removed_jobs_deltas(trigdata, &n);
+		(void) apply_job_role_deltas(&targets, deltas, n);
 		SPI_finish();
 		return PointerGetDatum(NULL);
 	}
@@ -410,16 +408,19 @@ schedlock_sync_job_roles(void)
 	int			save_sec;
 	int			nestlevel;
 	int64		changed = 0;
+	JobRoleDelta *deltas;
+	int			n;
 
 	if (!job_row_targets(&targets))
 		return 0;
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &nestlevel);
-	if (schedlock_job_roles_diff(targets.extoid, targets.jobsoid) > 0)
+	(void) schedlock_job_roles_diff(targets.extoid, targets.jobsoid, &n);
+	if (n > 0)
 	{
 		LockRelationOid(targets.jobsoid, ShareRowExclusiveLock);
-		(void) schedlock_job_roles_diff(targets.extoid, targets.jobsoid);
-		changed = apply_job_role_deltas(&targets);
+		deltas = schedlock_job_roles_diff(targets.extoid, targets.jobsoid, &n);
+		changed = apply_job_role_deltas(&targets, deltas, n);
 	}
 	schedlock_end_as_owner(save_uid, save_sec, nestlevel);
 	SPI_finish();
@@ -595,6 +596,8 @@ schedlock_owned_jobs(Node *parsetree)
 	Oid			save_uid;
 	int			save_sec;
 	int			nestlevel;
+	JobRoleDelta *taken = NULL;
+	int			ntaken = 0;
 
 	if (!job_row_targets(&targets))
 		return;
@@ -614,12 +617,13 @@ schedlock_owned_jobs(Node *parsetree)
 	PG_TRY();
 	{
 		if (IsA(parsetree, DropOwnedStmt))
-			schedlock_drop_jobs(roles);
+			taken = schedlock_drop_jobs(roles, &ntaken);
 		else
 		{
-			schedlock_reassign_jobs(roles,
-									get_rolespec_oid(((ReassignOwnedStmt *) parsetree)->newrole,
-													 false));
+			taken = schedlock_reassign_jobs(roles,
+											get_rolespec_oid(((ReassignOwnedStmt *) parsetree)->newrole,
+															 false),
+											&ntaken);
 			/* the jobs run as another role now: its queue learns at commit */
 			schedlock_wake_workers_at_commit();
 		}
@@ -629,7 +633,7 @@ schedlock_owned_jobs(Node *parsetree)
 		job_roles_trigger_off = false;
 	}
 	PG_END_TRY();
-	(void) apply_job_role_deltas(&targets);
+	(void) apply_job_role_deltas(&targets, taken, ntaken);
 	schedlock_end_as_owner(save_uid, save_sec, nestlevel);
 	SPI_finish();
 }

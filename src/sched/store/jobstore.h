@@ -460,12 +460,24 @@ extern void schedlock_adopt_job(SPIPlanPtr *plans, int64 job_id,
 								Datum home_id, bool has_slot,
 								TimestampTz slot, TimestampTz now);
 
-/* the roles of jobs (job_roles.c), as the extension owner */
+/*
+ * the roles of jobs (job_roles.c), as the extension owner: each function
+ * returns the changes its statement makes to the database's job rows in
+ * pg_shdepend, one JobRoleDelta per kind and role (*n of them, palloc'd)
+ */
+typedef struct JobRoleDelta
+{
+	int			kind;			/* 1: owner rows, 2: run_as rows */
+	Oid			role;
+	int64		n;				/* rows to add (> 0) or delete (< 0) */
+} JobRoleDelta;
+
 struct TriggerData;
-extern void schedlock_removed_jobs_deltas(struct TriggerData *trigdata);
-extern uint64 schedlock_job_roles_diff(Oid extoid, Oid jobsoid);
-extern void schedlock_reassign_jobs(Datum roles, Oid newrole);
-extern void schedlock_drop_jobs(Datum roles);
+extern JobRoleDelta *schedlock_removed_jobs_deltas(struct TriggerData *trigdata,
+												   int *n);
+extern JobRoleDelta *schedlock_job_roles_diff(Oid extoid, Oid jobsoid, int *n);
+extern JobRoleDelta *schedlock_reassign_jobs(Datum roles, Oid newrole, int *n);
+extern JobRoleDelta *schedlock_drop_jobs(Datum roles, int *n);
 
 /* the pg_cron import (import_pg_cron.c) */
 extern int64 schedlock_find_job_like(Oid owner, const char *job_name,

@@ -28,17 +28,54 @@
 #include "jobstore.h"
 #include "store_int.h"
 
+/* The columns of the statements below that give JobRoleDeltas. */
+typedef enum DeltaColumn
+{
+	DELTA_KIND = 1,
+	DELTA_ROLE,
+	DELTA_N
+} DeltaColumn;
+
+/*
+ * take_deltas
+ *		The rows of the last SPI result, (kind, role, n) in the columns of
+ *		DeltaColumn, as JobRoleDeltas; the result is freed.
+ */
+static JobRoleDelta *
+take_deltas(int *n)
+{
+	JobRoleDelta *deltas = palloc(sizeof(JobRoleDelta) * Max(SPI_processed, 1));
+
+	*n = 0;
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		role_null;
+		bool		isnull;
+		JobRoleDelta *d = &deltas[*n];
+
+		d->kind = DatumGetInt32(SPI_getbinval(tup, desc, DELTA_KIND, &isnull));
+		d->role = DatumGetObjectId(SPI_getbinval(tup, desc, DELTA_ROLE, &role_null));
+		d->n = DatumGetInt64(SPI_getbinval(tup, desc, DELTA_N, &isnull));
+		if (!role_null && !isnull)
+			(*n)++;
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return deltas;
+}
+
 /*
  * schedlock_removed_jobs_deltas
  *		For the AFTER DELETE statement trigger: the rows to delete, grouped
- *		by kind and role, from the transition table old_jobs, into
- *		SPI_tuptable (see apply_job_role_deltas).  One scan per role rather
+ *		by kind and role, from the transition table old_jobs.  Connects to
+ *		SPI; the caller finishes it after using the deltas.  One scan per role rather
  *		than one per job: a role's rows deleted earlier in the transaction
  *		stay in the index until vacuum, and each later scan would step over
  *		them all.
  */
-void
-schedlock_removed_jobs_deltas(TriggerData *trigdata)
+JobRoleDelta *
+schedlock_removed_jobs_deltas(TriggerData *trigdata, int *n)
 {
 	int			nestlevel;
 
@@ -58,6 +95,7 @@ schedlock_removed_jobs_deltas(TriggerData *trigdata)
 					" GROUP BY 2", true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the deleted jobs");
 	schedlock_trusted_path_end(nestlevel);
+	return take_deltas(n);
 }
 
 /*
@@ -68,11 +106,10 @@ schedlock_removed_jobs_deltas(TriggerData *trigdata)
  *		one result row (kind, role, n) for each kind and role with rows to
  *		add (n > 0) or delete (n < 0).  Rows are only wanted for existing,
  *		unpinned roles.  Caller is connected to SPI and runs as the
- *		extension owner with a trusted search_path.  Returns the number of
- *		result rows.
+ *		extension owner with a trusted search_path.
  */
-uint64
-schedlock_job_roles_diff(Oid extoid, Oid jobsoid)
+JobRoleDelta *
+schedlock_job_roles_diff(Oid extoid, Oid jobsoid, int *n)
 {
 	Oid			types[7] = {OIDOID, OIDOID, OIDOID, OIDOID, OIDOID, OIDOID, OIDOID};
 	Datum		values[7];
@@ -114,7 +151,7 @@ schedlock_job_roles_diff(Oid extoid, Oid jobsoid)
 							  "                    WHERE r.oid OPERATOR(pg_catalog.=) s.role))",
 							  7, types, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not compare the job roles with the jobs");
-	return SPI_processed;
+	return take_deltas(n);
 }
 
 /*
@@ -122,11 +159,10 @@ schedlock_job_roles_diff(Oid extoid, Oid jobsoid)
  *		REASSIGN OWNED BY roles TO newrole, for the jobs: owner, run_as and
  *		the owner of their runs.  A job name that newrole would then have
  *		twice is an error and changes nothing.  Connected to SPI, as the
- *		extension owner, with the trigger off; leaves the changes of the
- *		job rows in SPI_tuptable (see apply_job_role_deltas).
+ *		extension owner, with the trigger off.
  */
-void
-schedlock_reassign_jobs(Datum roles, Oid newrole)
+JobRoleDelta *
+schedlock_reassign_jobs(Datum roles, Oid newrole, int *n)
 {
 	Oid			types[2] = {OIDARRAYOID, OIDOID};
 	Datum		values[2] = {roles, ObjectIdGetDatum(newrole)};
@@ -193,6 +229,7 @@ schedlock_reassign_jobs(Datum roles, Oid newrole)
 							  "HAVING pg_catalog.sum(x.n) OPERATOR(pg_catalog.<>) 0",
 							  2, types, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not reassign jobs");
+	return take_deltas(n);
 }
 
 /*
@@ -201,12 +238,10 @@ schedlock_reassign_jobs(Datum roles, Oid newrole)
  *		jobs that run as one of them, with their runs, and the runs the
  *		roles own of jobs unscheduled before (release 1.2 keeps a job's
  *		runs when it is unscheduled; before, ON DELETE CASCADE took them).
- *		Connected to SPI, as the extension owner, with the trigger off;
- *		leaves the changes of the job rows in SPI_tuptable (see
- *		apply_job_role_deltas).
+ *		Connected to SPI, as the extension owner, with the trigger off.
  */
-void
-schedlock_drop_jobs(Datum roles)
+JobRoleDelta *
+schedlock_drop_jobs(Datum roles, int *n)
 {
 	Oid			types[1] = {OIDARRAYOID};
 	Datum		values[1] = {roles};
@@ -234,4 +269,5 @@ schedlock_drop_jobs(Datum roles)
 							  " GROUP BY d.run_as",
 							  1, types, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not drop jobs");
+	return take_deltas(n);
 }
