@@ -467,6 +467,26 @@ burst_pg_cron()
 	put "burst.pg_cron.$mode.failed" "$(cq postgres -c "SELECT count(*) FROM cron.job_run_details WHERE status <> 'succeeded'")"
 }
 
+# pgbench_tps DB CLIENTS SCRIPT OPTION... : the tps pgbench gives running
+# SCRIPT in CLIENTS clients at once against DB, for as long as the options
+# say (-t N transactions per client, -T seconds); the floors of this file,
+# each measured in the same run as what it is beside
+pgbench_tps()
+{
+	local db=$1 c=$2 script=$3
+	shift 3
+	chmod a+r "$script"
+	sl_as_server "$PG_BINDIR/pgbench" -n "$@" -h "$S_HOST" -p "$S_PORT" -U postgres \
+		-c "$c" -j "$c" -f "$script" "$db" 2>&1 |
+		awk '/^tps = /{print $3}'
+}
+
+# ms_of N TPS : how long N transactions take at TPS, in ms
+ms_of()
+{
+	awk -v n="$1" -v t="$2" 'BEGIN {printf "%.1f", n / t * 1000}'
+}
+
 # burst_floor CLIENTS : pgbench running the burst's INSERT N_BURST times
 burst_floor()
 {
@@ -474,12 +494,9 @@ burst_floor()
 	sl_log "burst: pgbench floor, $c clients"
 	sq postgres -c "DROP TABLE IF EXISTS b" -c "CREATE TABLE b (job int, started timestamptz)"
 	echo "INSERT INTO b VALUES (1, clock_timestamp());" >"$B/floor.sql"
-	chmod a+r "$B/floor.sql"
-	tps=$(sl_as_server "$PG_BINDIR/pgbench" -n -M prepared -h "$S_HOST" -p "$S_PORT" -U postgres \
-		-c "$c" -j "$c" -t $((N_BURST / c)) -f "$B/floor.sql" postgres 2>&1 |
-		awk '/^tps = /{print $3}')
+	tps=$(pgbench_tps postgres "$c" "$B/floor.sql" -t $((N_BURST / c)) -M prepared)
 	put "burst.floor.c$c.tps" "$(printf '%.0f' "$tps")"
-	put "burst.floor.c$c.ms" "$(awk -v t="$tps" -v n=$N_BURST 'BEGIN {printf "%.1f", n / t * 1000}')"
+	put "burst.floor.c$c.ms" "$(ms_of $N_BURST "$tps")"
 	sq postgres -c "DROP TABLE b"
 }
 
@@ -583,11 +600,8 @@ tenants_floor()
 	for j in $(seq 1 $N_TENANT_JOBS); do
 		echo "INSERT INTO tb VALUES ('floor', $j, clock_timestamp());"
 	done >"$B/tenants-floor.sql"
-	chmod a+r "$B/tenants-floor.sql"
-	tps=$(sl_as_server "$PG_BINDIR/pgbench" -n -C -h "$S_HOST" -p "$S_PORT" -U postgres \
-		-c 4 -j 4 -t $((N_TENANTS / 4)) -f "$B/tenants-floor.sql" tenants_floor 2>&1 |
-		awk '/^tps = /{print $3}')
-	put tenants.floor.ms "$(awk -v t="$tps" -v n=$N_TENANTS 'BEGIN {printf "%.1f", n / t * 1000}')"
+	tps=$(pgbench_tps tenants_floor 4 "$B/tenants-floor.sql" -t $((N_TENANTS / 4)) -C)
+	put tenants.floor.ms "$(ms_of $N_TENANTS "$tps")"
 	drop_db tenants_floor
 }
 
@@ -686,11 +700,8 @@ dbs_floor()
 	fresh_db dbs_floor >/dev/null || return 1
 	sq dbs_floor -c "CREATE TABLE lag (started timestamptz)" >/dev/null
 	echo "INSERT INTO lag VALUES (clock_timestamp());" >"$B/dbs-floor.sql"
-	chmod a+r "$B/dbs-floor.sql"
-	tps=$(sl_as_server "$PG_BINDIR/pgbench" -n -C -h "$S_HOST" -p "$S_PORT" -U postgres \
-		-c "$c" -j "$c" -t $(((N_DBS + c - 1) / c)) -f "$B/dbs-floor.sql" dbs_floor 2>&1 |
-		awk '/^tps = /{print $3}')
-	put "dbs.floor.c$c.ms" "$(awk -v t="$tps" -v n=$N_DBS 'BEGIN {printf "%.1f", n / t * 1000}')"
+	tps=$(pgbench_tps dbs_floor "$c" "$B/dbs-floor.sql" -t $(((N_DBS + c - 1) / c)) -C)
+	put "dbs.floor.c$c.ms" "$(ms_of $N_DBS "$tps")"
 	drop_db dbs_floor
 }
 
@@ -1115,10 +1126,8 @@ bench_claim()
 	# the floor: one commit of a one-row INSERT per transaction
 	sq postgres -c "DROP TABLE IF EXISTS floor_t" -c "CREATE TABLE floor_t (x int)"
 	echo "INSERT INTO floor_t VALUES (1);" >"$B/claim_floor.sql"
-	chmod a+r "$B/claim_floor.sql"
 	for c in 1 2 4; do
-		tps=$(sl_as_server "$PG_BINDIR/pgbench" -n -M prepared -h "$S_HOST" -p "$S_PORT" -U postgres \
-			-c "$c" -j "$c" -T 10 -f "$B/claim_floor.sql" postgres 2>&1 | awk '/^tps = /{print $3}')
+		tps=$(pgbench_tps postgres "$c" "$B/claim_floor.sql" -T 10 -M prepared)
 		put "claim.floor.c$c.tps" "$(printf '%.0f' "$tps")"
 	done
 	sq postgres -c "DROP TABLE floor_t"
