@@ -41,6 +41,17 @@ my $pids_q = q{SELECT string_agg(pid::text, ',' ORDER BY pid) FROM pg_stat_activ
 	WHERE backend_type = 'schedlock job' AND datname = 'app'};
 my $launcher_q = q{SELECT pid FROM pg_stat_activity
 	WHERE backend_type = 'schedlock launcher'};
+# the every-second job's runs that started after an instant (an SQL
+# expression): a check that something did not happen waits for a few of
+# them, so that the scheduler has certainly had its chance
+sub ticks_after
+{
+	my ($since, $n) = @_;
+	$node->poll_query_until('app', qq{
+		SELECT count(*) >= $n FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+		 WHERE j.job_name = 'tick' AND r.started_at > ($since)})
+	  or die "the every-second job did not run $n times after $since";
+}
 my $boot_runs_q = q{SELECT count(*) FROM schedlock.job_runs r
 	JOIN schedlock.jobs j USING (job_id)
 	WHERE j.job_name = 'boot' AND r.started_at >= pg_postmaster_start_time()};
@@ -63,8 +74,10 @@ for (1 .. 300)
 	select(undef, undef, undef, 0.1);
 }
 isnt($new_launcher, $launcher, "a new launcher runs (pid $new_launcher)");
-# give the new launcher time to (wrongly) start backends and fire @reboot
-sleep 8;
+# give the new launcher time to (wrongly) start backends and fire @reboot:
+# until it has adopted the backend and several slots have run since
+$node->wait_for_log(qr/schedlock launcher adopted 1 running job backends/, 0);
+ticks_after(qq{SELECT backend_start FROM pg_stat_activity WHERE pid = $new_launcher}, 5);
 is($node->safe_psql('app', $workers_q), '1',
 	'still exactly one job backend for database app after the launcher restart');
 is($node->safe_psql('app', $pids_q), $pids,
@@ -109,7 +122,8 @@ $node->safe_psql('app', q{ROLLBACK PREPARED 'hold_jobs'});
 is(wait_for('app', $boot_runs_q, '1', 30), '1',
 	'@reboot ran once although the housekeeper failed during its start-up');
 is(wait_for('app', $workers_q, '1', 30), '1', 'a job backend serves database app again');
-sleep 3;
+ticks_after(q{SELECT max(r.started_at) FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+	 WHERE j.job_name = 'boot'}, 3);
 is($node->safe_psql('app', $boot_runs_q), '1', '@reboot ran exactly once');
 is($node->safe_psql('app', 'SELECT count(*) FROM boots'), '2',
 	'two @reboot effects in all: one per server start');
