@@ -49,17 +49,17 @@ admin(qq{
 		date_trunc('second', now()) + interval '4 seconds',
 		format(\$f\$$record\$f\$, 'j' || lpad(i::text, 2, '0'))
 		|| CASE i
-			WHEN 5 THEN '; SELECT pg_sleep(0.1) FROM public.gate, generate_series(1, 600) WHERE hold'
+			WHEN 5 THEN '; DO \$g\$BEGIN FOR i IN 1 .. 600 LOOP EXIT WHEN NOT (SELECT hold FROM public.gate); PERFORM pg_sleep(0.1); END LOOP; END\$g\$'
 			WHEN 3 THEN '; DO \$d\$BEGIN RAISE NOTICE ''j03 says hello''; END\$d\$'
 			WHEN 7 THEN '; SELECT 1/0'
 			ELSE '' END))
 	  FROM generate_series(1, 40) i});
 
 ok( wait_for(q{SELECT count(*) = 1 FROM pg_stat_activity
-			   WHERE backend_type = 'schedlock job' AND query LIKE '%j05%WHERE hold'}, 30),
+			   WHERE backend_type = 'schedlock job' AND query LIKE '%j05%public.gate%'}, 30),
 	'the job held by the gate runs');
 my $pid = admin(q{SELECT pid FROM pg_stat_activity
-				   WHERE backend_type = 'schedlock job' AND query LIKE '%j05%WHERE hold'});
+				   WHERE backend_type = 'schedlock job' AND query LIKE '%j05%public.gate%'});
 
 # its batch: claimed ahead, committed as running, and in progress
 is( admin(qq{SELECT count(*) FROM schedlock.job_runs
@@ -75,8 +75,13 @@ is( admin(q{SELECT count(*) FROM schedlock.job_status
 
 # the database's housekeeping (a new database has every database probed)
 # does not close them as lost
+my $counted = admin(q{SELECT jobs_counted_at FROM schedlock.cluster_status()
+	WHERE datname = 'app'});
 $node->safe_psql('postgres', 'CREATE DATABASE probe');
-sleep(3);
+# until that housekeeping has counted the database's jobs anew
+ok( wait_for(qq{SELECT jobs_counted_at > '$counted' FROM schedlock.cluster_status()
+				WHERE datname = 'app'}, 60),
+	'the database was housekept again');
 is( admin(qq{SELECT count(*) FROM schedlock.job_runs
 			  WHERE status = 'running' AND worker_pid = $pid}),
 	'10', 'after a housekeeping of the database, the ten are still running');
