@@ -75,8 +75,8 @@ is( admin(q{SELECT count(*) FROM schedlock.job_status
 
 # the database's housekeeping (a new database has every database probed)
 # does not close them as lost
-my $counted = admin(q{SELECT jobs_counted_at FROM schedlock.cluster_status()
-	WHERE datname = 'app'});
+my $counted = admin(q{SELECT coalesce(jobs_counted_at, '-infinity')
+	FROM schedlock.cluster_status() WHERE datname = 'app'});
 $node->safe_psql('postgres', 'CREATE DATABASE probe');
 # until that housekeeping has counted the database's jobs anew
 ok( wait_for(qq{SELECT jobs_counted_at > '$counted' FROM schedlock.cluster_status()
