@@ -57,6 +57,7 @@ my $victim = $node->safe_psql('app',
 );
 my $logstart = -s $node->logfile;
 kill 'KILL', $victim;
+wait_crash_restart($node, $logstart);
 $node->poll_query_until('app', 'SELECT 1', '1')
   or die 'server did not come back after the crash';
 ok( $node->log_contains(

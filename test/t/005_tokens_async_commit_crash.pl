@@ -27,6 +27,7 @@ like($t1, qr/^\d+$/, 'a token is handed out under synchronous_commit = off');
 
 my $logstart = -s $node->logfile;
 kill 'KILL', $pid;
+wait_crash_restart($node, $logstart);
 $node->poll_query_until('app', 'SELECT 1', '1')
   or die 'server did not come back after the crash';
 ok($node->log_contains('automatic recovery in progress', $logstart),

@@ -69,7 +69,9 @@ my ($rc, $out, $err) = $node->psql('app',
 like($err, qr/25006/, 'a read-only transaction refuses a session-bound acquire with 25006');
 
 # --- the holder crashes: the server restarts and every lease is free
+my $logstart = -s $node->logfile;
 kill 'KILL', $pid;
+wait_crash_restart($node, $logstart);
 $node->poll_query_until('app', 'SELECT 1', '1')
   or die 'the server did not come back after the backend crash';
 eval { $h->quit };

@@ -34,7 +34,7 @@ ok($pid, "run $run_id is running in worker $pid");
 
 my $logstart = -s $node->logfile;
 kill 'KILL', $pid;
-usleep(500_000);
+wait_crash_restart($node, $logstart);
 $node->poll_query_until('app', 'SELECT 1', '1')
   or die 'server did not come back after the crash';
 ok($node->log_contains('terminating any other active server processes', $logstart),

@@ -29,7 +29,8 @@
 #                         at most SECONDS (default 60); true when it did
 #
 # and, handed on from SchedlockNode.pm, the one way the tests wait for a
-# condition: wait_true(NODE, DB, SQL, SECONDS).
+# condition: wait_true(NODE, DB, SQL, SECONDS), and for a server to be back
+# after a crash: wait_crash_restart(NODE, LOGSTART).
 package SchedlockJobNode;
 
 use strict;
@@ -40,7 +41,7 @@ use SchedlockNode;
 use Time::HiRes qw(time usleep);
 
 our @EXPORT = qw(job_node job_node_conf admin as_role run_and_wait wait_run
-	wait_job_run wait_for wait_true);
+	wait_job_run wait_for wait_true wait_crash_restart);
 
 my $node;
 

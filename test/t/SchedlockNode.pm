@@ -18,6 +18,10 @@
 #                         poll SQL in DB of NODE every 100 ms until it
 #                         returns "t", at most SECONDS (default 60): the
 #                         seconds it took (a true value), or undef
+#   wait_crash_restart(NODE, LOGSTART)
+#                         after a backend of NODE was killed: wait until its
+#                         log, from byte LOGSTART on, says the server is
+#                         ready again after the crash
 package SchedlockNode;
 
 use strict;
@@ -27,7 +31,7 @@ use PostgreSQL::Test::Cluster;
 use Test::More ();
 use Time::HiRes qw(time usleep);
 
-our @EXPORT = qw(schedlock_node wait_true);
+our @EXPORT = qw(schedlock_node wait_true wait_crash_restart);
 
 sub schedlock_node
 {
@@ -68,6 +72,16 @@ sub wait_true
 		return undef if $took > ($seconds // 60);
 		usleep(100_000);
 	}
+}
+
+sub wait_crash_restart
+{
+	my ($node, $logstart) = @_;
+	# the log, not psql: a psql that finds the server in recovery can exit
+	# before the harness has written its query to it, and the EPIPE of that
+	# write kills the test
+	$node->wait_for_log(qr/database system is ready to accept connections/,
+		$logstart);
 }
 
 1;
