@@ -72,6 +72,16 @@
 #endif
 
 /*
+ * MAX_BACKENDS, the most processes a server can have: postmaster.h
+ * declared it until PostgreSQL 18 moved it to storage/procnumber.h.
+ */
+#if PG_VERSION_NUM >= 180000
+#include "storage/procnumber.h"
+#else
+#include "postmaster/postmaster.h"
+#endif
+
+/*
  * schedlock_portal_run(portal, count, isTopLevel, dest, altdest, qc)
  *		PortalRun for a portal that is run once, to completion.  PostgreSQL
  *		18 dropped the run_once argument (it was always true in practice).

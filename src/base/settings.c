@@ -15,9 +15,9 @@
 
 #include <limits.h>
 
-#include "postmaster/postmaster.h"
 #include "utils/guc.h"
 
+#include "compat.h"
 #include "settings.h"
 
 /* Default time zone for cron schedules (schedlock.timezone). */
