@@ -69,26 +69,3 @@ schedlock_run_status_in_progress(SchedlockRunStatus status)
 {
 	return status == SCHEDLOCK_RUN_PENDING || status == SCHEDLOCK_RUN_RUNNING;
 }
-
-/*
- * schedlock_run_status_open
- *		Not ended: in progress, or queued.
- */
-bool
-schedlock_run_status_open(SchedlockRunStatus status)
-{
-	return status == SCHEDLOCK_RUN_QUEUED ||
-		schedlock_run_status_in_progress(status);
-}
-
-/*
- * schedlock_run_status_failure
- *		Ended without succeeding: what record_runs = failures keeps.
- */
-bool
-schedlock_run_status_failure(SchedlockRunStatus status)
-{
-	return status == SCHEDLOCK_RUN_FAILED ||
-		status == SCHEDLOCK_RUN_TIMED_OUT ||
-		status == SCHEDLOCK_RUN_LOST;
-}

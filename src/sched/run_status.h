@@ -66,7 +66,5 @@ extern const char *schedlock_run_status_name(SchedlockRunStatus status);
 extern bool schedlock_run_status_parse(const char *text, size_t len,
 									   SchedlockRunStatus *status);
 extern bool schedlock_run_status_in_progress(SchedlockRunStatus status);
-extern bool schedlock_run_status_open(SchedlockRunStatus status);
-extern bool schedlock_run_status_failure(SchedlockRunStatus status);
 
 #endif							/* SCHEDLOCK_RUN_STATUS_H */
