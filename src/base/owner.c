@@ -27,13 +27,13 @@
 #include "settings.h"
 
 /*
- * schedlock_extension_owner
- *		The role that owns the extension (and so the scheduler's tables),
- *		read from pg_extension through its name index: no SQL, so nothing
- *		the caller's search_path or rights could change.
+ * owner_by_key
+ *		The owner of the extension that index indexid finds with key
+ *		(attnum, proc, value) in pg_extension, or InvalidOid: no SQL, so
+ *		nothing the caller's search_path or rights could change.
  */
-Oid
-schedlock_extension_owner(void)
+static Oid
+owner_by_key(Oid indexid, AttrNumber attnum, RegProcedure proc, Datum value)
 {
 	Relation	rel;
 	ScanKeyData key;
@@ -42,19 +42,45 @@ schedlock_extension_owner(void)
 	Oid			owner = InvalidOid;
 
 	rel = table_open(ExtensionRelationId, AccessShareLock);
-	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber,
-				F_NAMEEQ, CStringGetDatum("schedlock"));
-	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	ScanKeyInit(&key, attnum, BTEqualStrategyNumber, proc, value);
+	scan = systable_beginscan(rel, indexid, true, NULL, 1, &key);
 	tup = systable_getnext(scan);
 	if (HeapTupleIsValid(tup))
 		owner = ((Form_pg_extension) GETSTRUCT(tup))->extowner;
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
+	return owner;
+}
+
+/*
+ * schedlock_extension_owner
+ *		The role that owns the extension (and so the scheduler's tables),
+ *		read from pg_extension through its name index.
+ */
+Oid
+schedlock_extension_owner(void)
+{
+	Oid			owner = owner_by_key(ExtensionNameIndexId,
+									 Anum_pg_extension_extname, F_NAMEEQ,
+									 CStringGetDatum("schedlock"));
+
 	if (!OidIsValid(owner))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("extension \"schedlock\" is not installed in this database")));
 	return owner;
+}
+
+/*
+ * schedlock_extension_owner_of
+ *		The owner of the extension with OID extoid, or InvalidOid when
+ *		there is none.
+ */
+Oid
+schedlock_extension_owner_of(Oid extoid)
+{
+	return owner_by_key(ExtensionOidIndexId, Anum_pg_extension_oid, F_OIDEQ,
+						ObjectIdGetDatum(extoid));
 }
 
 /*

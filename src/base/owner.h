@@ -12,6 +12,7 @@
 #define SCHEDLOCK_OWNER_H
 
 extern Oid	schedlock_extension_owner(void);
+extern Oid	schedlock_extension_owner_of(Oid extoid);
 
 /*
  * Switch to the extension owner, with search_path pinned to "pg_catalog,

@@ -41,6 +41,7 @@
 #include "utils/syscache.h"
 
 #include "base/compat.h"
+#include "base/owner.h"
 #include "database_ddl.h"
 
 /*
@@ -84,32 +85,6 @@ is_template_database(Oid dboid)
 }
 
 /*
- * extension_owner
- *		The owner of the extension with this OID, or InvalidOid when there
- *		is none.
- */
-static Oid
-extension_owner(Oid extoid)
-{
-	Relation	rel;
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tup;
-	Oid			owner = InvalidOid;
-
-	rel = table_open(ExtensionRelationId, AccessShareLock);
-	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(extoid));
-	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
-	tup = systable_getnext(scan);
-	if (HeapTupleIsValid(tup))
-		owner = ((Form_pg_extension) GETSTRUCT(tup))->extowner;
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return owner;
-}
-
-/*
  * may_drop_extension
  *		Whether the current user may drop the extension: a superuser, or a
  *		role with the privileges of its owner (PostgreSQL's ownership rule
@@ -122,7 +97,7 @@ may_drop_extension(Oid extoid)
 
 	if (superuser())
 		return true;
-	owner = extension_owner(extoid);
+	owner = schedlock_extension_owner_of(extoid);
 	return OidIsValid(owner) && has_privs_of_role(GetUserId(), owner);
 }
 
