@@ -43,13 +43,7 @@ ok($pid, "run $run_id is in progress in job backend $pid");
 # the run of a live backend is not lost, however long it takes: not after
 # a housekeeping of the database either (CREATE DATABASE has every database
 # housekept; it counts the jobs when it is through)
-my $counted = $node->safe_psql('app', q{
-	SELECT coalesce(jobs_counted_at, '-infinity') FROM schedlock.cluster_status()
-	 WHERE datname = 'app'});
-$node->safe_psql('postgres', 'CREATE DATABASE housekeep_me');
-$node->poll_query_until('app', qq{
-	SELECT jobs_counted_at > '$counted' FROM schedlock.cluster_status()
-	 WHERE datname = 'app'})
+housekeep_all($node, 'app', 'housekeep_me')
   or die 'the database was not housekept';
 is($node->safe_psql('app', "SELECT status FROM schedlock.job_runs WHERE run_id = $run_id"),
 	'running', 'the run of a live job backend stays running');

@@ -75,13 +75,7 @@ is( admin(q{SELECT count(*) FROM schedlock.job_status
 
 # the database's housekeeping (a new database has every database probed)
 # does not close them as lost
-my $counted = admin(q{SELECT coalesce(jobs_counted_at, '-infinity')
-	FROM schedlock.cluster_status() WHERE datname = 'app'});
-$node->safe_psql('postgres', 'CREATE DATABASE probe');
-# until that housekeeping has counted the database's jobs anew
-ok( wait_for(qq{SELECT jobs_counted_at > '$counted' FROM schedlock.cluster_status()
-				WHERE datname = 'app'}, 60),
-	'the database was housekept again');
+ok(housekeep_all($node, 'app', 'probe'), 'the database was housekept again');
 is( admin(qq{SELECT count(*) FROM schedlock.job_runs
 			  WHERE status = 'running' AND worker_pid = $pid}),
 	'10', 'after a housekeeping of the database, the ten are still running');

@@ -41,7 +41,7 @@ use SchedlockNode;
 use Time::HiRes qw(time usleep);
 
 our @EXPORT = qw(job_node job_node_conf admin as_role run_and_wait wait_run
-	wait_job_run wait_for wait_true wait_crash_restart);
+	wait_job_run wait_for wait_true wait_crash_restart housekeep_all);
 
 my $node;
 

@@ -18,6 +18,12 @@
 #                         poll SQL in DB of NODE every 100 ms until it
 #                         returns "t", at most SECONDS (default 60): the
 #                         seconds it took (a true value), or undef
+#   housekeep_all(NODE, DB, NEWDB)
+#                         CREATE DATABASE NEWDB, which has every database
+#                         housekept, and wait until the housekeeping of DB
+#                         has counted its jobs anew (jobs_counted_at of
+#                         schedlock.cluster_status()), at most 60 s: true
+#                         when it did
 #   wait_crash_restart(NODE, LOGSTART)
 #                         after a backend of NODE was killed: wait until its
 #                         log, from byte LOGSTART on, says the server is
@@ -31,7 +37,7 @@ use PostgreSQL::Test::Cluster;
 use Test::More ();
 use Time::HiRes qw(time usleep);
 
-our @EXPORT = qw(schedlock_node wait_true wait_crash_restart);
+our @EXPORT = qw(schedlock_node wait_true wait_crash_restart housekeep_all);
 
 sub schedlock_node
 {
@@ -72,6 +78,18 @@ sub wait_true
 		return undef if $took > ($seconds // 60);
 		usleep(100_000);
 	}
+}
+
+sub housekeep_all
+{
+	my ($node, $db, $newdb) = @_;
+	my $counted = $node->safe_psql($db, qq{
+		SELECT coalesce(jobs_counted_at, '-infinity')
+		  FROM schedlock.cluster_status() WHERE datname = '$db'});
+	$node->safe_psql('postgres', "CREATE DATABASE $newdb");
+	return wait_true($node, $db, qq{
+		SELECT jobs_counted_at > '$counted'
+		  FROM schedlock.cluster_status() WHERE datname = '$db'}, 60);
 }
 
 sub wait_crash_restart
