@@ -195,8 +195,12 @@ sl_process_utility(PlannedStmt *pstmt, const char *queryString,
 	if (IsA(parsetree, CopyStmt))
 		schedlock_lock_watch_copy(parsetree);
 
+	/* the tables may be new, or newer: the launcher looks again */
 	if (IsA(parsetree, CreateExtensionStmt) &&
 		strcmp(((CreateExtensionStmt *) parsetree)->extname, "schedlock") == 0)
+		schedlock_probe_database_at_commit();
+	else if (IsA(parsetree, AlterExtensionStmt) &&
+			 strcmp(((AlterExtensionStmt *) parsetree)->extname, "schedlock") == 0)
 		schedlock_probe_database_at_commit();
 	else if (IsA(parsetree, CreatedbStmt))
 		schedlock_probe_all_at_commit();

@@ -153,7 +153,7 @@ schedlock_plan_may_defer(ClaimedJob *job, ClaimPlan *plan)
 	return plan->kind == PLAN_RUN && plan->manual_run_id == 0 &&
 		plan->due_at <= GetCurrentTransactionStartTimestamp() &&
 		job->command != NULL && job->atomic &&
-		schedlock_runs_have_job_name();
+		schedlock_store_caps()->run_sets;
 }
 
 /*

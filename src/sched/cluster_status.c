@@ -54,6 +54,7 @@ typedef struct ClusterRow
 	bool		no_extension;
 	bool		known;
 	bool		paused;
+	bool		old_tables;
 	TimestampTz counted_at;
 	int32		njobs;
 	int32		nenabled;
@@ -109,7 +110,8 @@ schedlock_cluster_status(PG_FUNCTION_ARGS)
 		r->dbname = db->dbname;
 		r->no_extension = db->no_extension;
 		r->known = db->known;
-		r->paused = db->paused;
+		r->paused = db->paused || db->old_tables;
+		r->old_tables = db->old_tables;
 		r->counted_at = db->counted_at;
 		r->njobs = db->njobs;
 		r->nenabled = db->nenabled;
@@ -157,7 +159,7 @@ schedlock_cluster_status(PG_FUNCTION_ARGS)
 		memset(nulls, 0, sizeof(nulls));
 		values[0] = NameGetDatum(&r->dbname);
 		/* has_extension: unknown until a housekeeper has looked */
-		values[1] = BoolGetDatum(!r->no_extension);
+		values[1] = BoolGetDatum(!r->no_extension || r->old_tables);
 		nulls[1] = !r->known && !r->no_extension;
 		values[2] = BoolGetDatum(r->paused);
 		values[3] = Int32GetDatum(r->njobs);

@@ -636,7 +636,7 @@ claim_ahead(Oid role, ClaimPosition *pos, TimestampTz start,
 	int			k;
 	int			n = 0;
 
-	if (want <= 0 || !schedlock_jobs_have_search_path())
+	if (want <= 0 || !schedlock_store_caps()->run_sets)
 		return 0;
 	jobs = MemoryContextAlloc(schedlock_run_cxt, sizeof(ClaimedJob) * want);
 	schedlock_dispatch_blame(0);
@@ -768,11 +768,10 @@ run_ahead(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 		return;
 
 	/*
-	 * Their outcomes, in one statement where the tables allow; when that
-	 * fails, one at a time, each charged to its job.
+	 * Their outcomes, in one statement; when that fails, one at a time, each
+	 * charged to its job.
 	 */
-	if (schedlock_jobs_have_stats() &&
-		record_set(schedlock_record_outcomes, ended, run_ids, m))
+	if (record_set(schedlock_record_outcomes, ended, run_ids, m))
 		return;
 	for (int i = 0; i < m; i++)
 	{
@@ -842,7 +841,7 @@ dispatch_batch(Oid role, ClaimPosition *pos, const char *start_error, int n)
 	TimestampTz began = GetCurrentTransactionStartTimestamp();
 	bool		general = false;
 
-	if (!schedlock_jobs_have_search_path())
+	if (!schedlock_store_caps()->run_sets)
 		return;
 	while (!general && n < schedlock_runs_per_commit &&
 		   !TimestampDifferenceExceeds(began, GetCurrentTimestamp(),

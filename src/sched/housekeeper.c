@@ -326,6 +326,7 @@ housekeep(SchedlockBackendSlot *slot, MemoryContext cxt)
 	{
 		db->known = true;
 		db->paused = paused;
+		db->old_tables = false;
 		db->housekeep_at = Min(db->housekeep_at, next);
 	}
 	slot->finished = true;

@@ -118,8 +118,8 @@ enum
  *		INSERT on schedlock.jobs, the one grant of the job API (release
  *		1.2; the functions are executable by PUBLIC, and a direct INSERT is
  *		refused by row-level security and schedlock.jobs_api_only).  On
- *		the tables of 1.1 and 1.0, before ALTER EXTENSION UPDATE, EXECUTE on
- *		each function was the grant, and PostgreSQL has checked it.  In a
+ *		the tables of 1.1, before ALTER EXTENSION UPDATE, EXECUTE on each
+ *		function was the grant, and PostgreSQL has checked it.  In a
  *		transaction.
  */
 bool
@@ -127,7 +127,7 @@ schedlock_job_api_allowed(Oid role)
 {
 	Oid			relid;
 
-	if (superuser_arg(role) || !schedlock_runs_have_job_name())
+	if (superuser_arg(role) || !schedlock_store_caps()->api_grant)
 		return true;
 	relid = schedlock_table_oid("jobs");
 	return OidIsValid(relid) &&
@@ -137,7 +137,8 @@ schedlock_job_api_allowed(Oid role)
 /*
  * schedlock_check_job_api
  *		Refuse the caller the job function fname (42501) unless it has been
- *		granted the job API; the hint is the statement that grants it.
+ *		granted the job API; the hint is the statement that grants it.  On
+ *		tables older than the library serves, refuse everyone (55000).
  */
 void
 schedlock_check_job_api(const char *fname)
@@ -145,6 +146,7 @@ schedlock_check_job_api(const char *fname)
 	Oid			role = GetUserId();
 	const char *rolename;
 
+	schedlock_require_served_tables(fname);
 	if (schedlock_job_api_allowed(role))
 		return;
 	rolename = GetUserNameFromId(role, false);
@@ -175,7 +177,7 @@ next_slot_rule(FunctionCallInfo fcinfo, const char *job_name,
 			   const JobDef *def, const JobDef *old, TimestampTz now,
 			   bool *reslot, TimestampTz *slot)
 {
-	/* alter_job of release 1.0 (before ALTER EXTENSION UPDATE) has 13 */
+	/* every alter_job the library serves (1.1 on) has next_run_at */
 	if (PG_NARGS() > ARG_NEXT_RUN_AT && !PG_ARGISNULL(ARG_NEXT_RUN_AT))
 	{
 		*slot = schedlock_check_instant(PG_GETARG_TIMESTAMPTZ(ARG_NEXT_RUN_AT), now,
@@ -588,8 +590,9 @@ schedlock_alter_job(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(ARG_TIMEZONE))
 		schedlock_cron_warn_numeric_timezone(def.timezone);
 
+	/* a row written by hand may have no time zone (the setting's then) */
 	reslot = strcmp(def.schedule, old.schedule) != 0 ||
-		strcmp(def.timezone, old.timezone) != 0 ||
+		!same_text(def.timezone, old.timezone) ||
 		(def.enabled && !old.enabled);
 	has_slot = next_slot_rule(fcinfo, job_name, &def, &old, now, &reslot, &slot);
 	if (reslot && !has_slot)

@@ -734,7 +734,7 @@ schedlock_check_job_approval(int64 job_id, const char *job_name, Oid owner,
 	ErrorData  *error;
 
 	if (!OidIsValid(run_as) || run_as == owner ||
-		!schedlock_jobs_have_search_path() ||
+		!schedlock_store_caps()->approvals ||
 		schedlock_approval_holds(job_id, &approver))
 		return NULL;
 	run_as_name = GetUserNameFromId(run_as, true);

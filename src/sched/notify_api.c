@@ -127,6 +127,7 @@ claim_run(FunctionCallInfo fcinfo, const char *funcname, Datum *payload,
 	bool		claimed;
 
 	schedlock_require_writable(funcname);
+	schedlock_require_served_tables(funcname);
 
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
@@ -211,6 +212,7 @@ schedlock_finish_run(PG_FUNCTION_ARGS)
 				 errmsg("succeeded must not be null")));
 	succeeded = PG_GETARG_BOOL(1);
 	schedlock_require_writable("schedlock_finish_run");
+	schedlock_require_served_tables("schedlock_finish_run");
 
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);

@@ -294,7 +294,7 @@ schedlock_dispatch_notify(Oid role, ClaimPosition *pos, ClaimedJob *job,
 	 * notifications all go out at commit, and none may go out early.
 	 */
 	notify_job(job, plan, start, error, cxt);
-	if (error == NULL && schedlock_jobs_have_search_path() &&
+	if (error == NULL && schedlock_store_caps()->run_sets &&
 		!notify_sets_failed)
 		dispatch_notify_batch(role, &batch, start, WORKER_NOTIFY_BATCH - n,
 							  cxt);

@@ -26,9 +26,8 @@
  *	- its count of dispatch errors in a row (jobs.dispatch_errors) goes up,
  *	  or starts again at 1 when a run of the job was recorded since its
  *	  last one (jobs.dispatch_error_at; schedlock_rule_dispatch_breaks,
- *	  rules.c): a dispatch that commits always
- *	  records a run, so the claim needs no column of its own and
- *	  works unchanged on the tables of release 1.0;
+ *	  rules.c): a dispatch that commits always records a run, so the
+ *	  claim needs no column of its own;
  *	- the job is held back (next_run_at) for 1 s, then 2 s, so that the
  *	  loop goes on with the other jobs instead of taking it again at once
  *	  (schedlock_rule_dispatch_hold, rules.c);
@@ -145,7 +144,7 @@ charge_job(int64 job_id, ErrorData *error)
 	schedlock_fail_dispatch_runs(now, state,
 								 psprintf("the worker could not record this run: %s", message));
 
-	if (job_id != 0 && schedlock_jobs_have_quarantine())
+	if (job_id != 0)
 	{
 		int			breaks;
 		bool		held;

@@ -229,6 +229,9 @@ typedef struct SchedlockDatabase
 								 * reserved before the last one cannot tell
 								 * that the extension is missing */
 	bool		paused;			/* a copy: its jobs wait for adoption */
+	bool		old_tables;		/* tables older than the library serves:
+								 * nothing runs until ALTER EXTENSION UPDATE
+								 * (said once, by the first process to see) */
 	bool		reboot_fired;	/* its @reboot jobs fired this server life */
 	bool		housekeep;		/* housekeeping wanted now */
 	TimestampTz housekeep_at;	/* next housekeeping (deadlines, pruning) */

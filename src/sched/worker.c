@@ -169,16 +169,19 @@ report_start_error(ErrorData *edata)
 		prev_emit_log_hook(edata);
 }
 
+static void leave_old_tables(const char *release);
+
 /*
  * look_at_extension
- *		Whether the extension exists in this database; if so, read its
- *		owner and whether its tables have the columns of release 1.2 (own
- *		transaction).
+ *		Whether the extension exists in this database with tables the
+ *		library serves; if so, read its owner (own transaction).  Tables
+ *		older than that are said once (leave_old_tables).
  */
 static bool
 look_at_extension(void)
 {
 	bool		present;
+	const char *old = NULL;
 
 	StartTransactionCommand();
 	if (my_dbname[0] == '\0')
@@ -192,10 +195,52 @@ look_at_extension(void)
 	schedlock_runlog_where();
 	present = OidIsValid(get_extension_oid("schedlock", true));
 	if (present)
+	{
+		const SchedlockStoreCaps *caps = schedlock_store_caps();
+
 		schedlock_bookkeeper = schedlock_extension_owner();
+		if (caps->too_old)
+			old = caps->release_name;
+	}
 	CommitTransactionCommand();
 	MemoryContextSwitchTo(schedlock_run_cxt);
+	if (old != NULL)
+		leave_old_tables(old);
 	return present;
+}
+
+/*
+ * leave_old_tables
+ *		The database's tables are older than the library serves: run
+ *		nothing there.  The first process to find them says so in one
+ *		WARNING; then, as without the extension, the launcher leaves the
+ *		database alone until ALTER EXTENSION (or CREATE DATABASE) asks it to
+ *		look again, and the housekeeper that finds served tables clears the
+ *		mark.  Exits.
+ */
+static void
+leave_old_tables(const char *release)
+{
+	SchedlockDatabase *db;
+	bool		warn;
+
+	LWLockAcquire(schedlock_shared->lock, LW_EXCLUSIVE);
+	db = schedlock_find_database(MyDatabaseId, false);
+	warn = db == NULL || !db->old_tables;
+	if (db != NULL)
+		db->old_tables = true;
+	schedlock_my_slot->no_extension = true;
+	LWLockRelease(schedlock_shared->lock);
+	if (warn)
+		ereport(WARNING,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("no job of database \"%s\" runs: its schedlock tables are of release %s",
+						my_dbname, release),
+				 errdetail("This version of the library serves the tables of schedlock "
+						   SCHEDLOCK_TABLES_OLDEST_SERVED_NAME " and later."),
+				 errhint("Run ALTER EXTENSION schedlock UPDATE in database \"%s\".",
+						 my_dbname)));
+	proc_exit(0);
 }
 
 /*
@@ -233,7 +278,7 @@ next_due(void)
 		next = DT_NOEND;
 	else if (next > TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 												SCHEDLOCK_CLAIM_LEAD_MS) &&
-			 schedlock_jobs_have_search_path())
+			 schedlock_store_caps()->run_sets)
 	{
 		int			notify;
 		int			sql;

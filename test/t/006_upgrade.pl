@@ -5,9 +5,11 @@
 # scripts after it, when there are).
 #
 # Database "upgraded": CREATE EXTENSION schedlock VERSION '1.0', a lease
-# lock, an every-second SQL job running, a claimed NOTIFY run, a disabled
-# job; then ALTER EXTENSION schedlock UPDATE TO '1.1' and UPDATE with the
-# workers busy.  Database "from11": VERSION '1.1', then UPDATE.  Database
+# lock, an every-second SQL job, a claimed NOTIFY run, a disabled job, as
+# the library of 1.0 left them (the library serves the tables of 1.1 and
+# later: on 1.0's it runs nothing, says so once, and refuses the job
+# functions); then ALTER EXTENSION schedlock UPDATE TO '1.1', where the job
+# runs, and UPDATE with the workers busy.  Database "from11": VERSION '1.1', then UPDATE.  Database
 # "fresh": CREATE EXTENSION schedlock (the default version).  Database
 # "crowded": the application already has functions named like the job
 # functions in public; CREATE EXTENSION leaves them alone.
@@ -22,7 +24,6 @@
 # scripts it compares.
 use strict;
 use warnings;
-use Time::HiRes qw(usleep);
 use PostgreSQL::Test::Cluster;
 use SchedlockNode;
 use PostgreSQL::Test::Utils;
@@ -64,34 +65,78 @@ my $token = $node->safe_psql('upgraded', q{
 	RETURNING token});
 like($token, qr/^\d+$/, "1.0: a lease lock with token $token");
 
+# The library serves the tables of the release before its own and later
+# ones: on 1.0's it runs nothing.  The jobs, the runs and the claimed NOTIFY
+# run are written here the way the library of 1.0 wrote them.
 $node->safe_psql('upgraded', q{
-	SELECT schedule_job('tick', '1 second',
-						'INSERT INTO app.ticks VALUES (clock_timestamp())',
-						misfire => 'run_all');
-	SELECT schedule_job('yearly_mail', '0 6 1 1 *', notify_channel => 'mail',
-						payload => '{"to": "ops@example.com"}',
-						timeout => '1 hour', timezone => 'Europe/Prague');
-	SELECT schedule_job('disabled', '*/5 * * * *', 'SELECT 1', enabled => false,
-						max_attempts => 3, retry_delay => '10 seconds');
+	INSERT INTO schedlock.jobs (job_name, owner, schedule, command, misfire,
+								next_slot, next_run_at)
+	VALUES ('tick', current_user::regrole, '1 second',
+			'INSERT INTO app.ticks VALUES (clock_timestamp())', 'run_all',
+			date_trunc('second', now()) - interval '1 second',
+			date_trunc('second', now()) - interval '1 second');
+	INSERT INTO schedlock.jobs (job_name, owner, schedule, notify_channel,
+								payload, timeout, timezone, next_slot,
+								next_run_at)
+	VALUES ('yearly_mail', current_user::regrole, '0 6 1 1 *', 'mail',
+			'{"to": "ops@example.com"}', '1 hour', 'Europe/Prague',
+			cron_next('0 6 1 1 *', now(), 'Europe/Prague'),
+			cron_next('0 6 1 1 *', now(), 'Europe/Prague'));
+	INSERT INTO schedlock.jobs (job_name, owner, schedule, command, enabled,
+								max_attempts, retry_delay, next_slot)
+	VALUES ('disabled', current_user::regrole, '*/5 * * * *', 'SELECT 1',
+			false, 3, '10 seconds', cron_next('*/5 * * * *', now()));
+	INSERT INTO schedlock.job_runs (job_id, owner, scheduled_for, status,
+									started_at, finished_at, worker_pid,
+									timeline, message)
+	SELECT job_id, owner, now() - interval '1 second' * i, 'succeeded',
+		   now() - interval '1 second' * i, now() - interval '1 second' * i,
+		   4242, 1, 'INSERT 0 1'
+	  FROM schedlock.jobs, generate_series(3, 5) i WHERE job_name = 'tick';
 });
+my $notify_run = $node->safe_psql('upgraded', q{
+	INSERT INTO schedlock.job_runs (job_id, owner, scheduled_for, manual,
+									status, started_at, deadline, claimed_by,
+									claimed_at)
+	SELECT job_id, owner, now(), true, 'running', now(),
+		   now() + interval '1 hour', 'app-server-1', now()
+	  FROM schedlock.jobs WHERE job_name = 'yearly_mail'
+	RETURNING run_id});
+like($notify_run, qr/^\d+$/, "1.0: a NOTIFY run $notify_run claimed");
 
-# a NOTIFY run claimed under 1.0, to be finished under the new version
-my $notify_run = $node->safe_psql('upgraded', q{SELECT run_job('yearly_mail')});
-my $claimed;
-foreach my $i (1 .. 100)
+# the database's first look finds 1.0's tables: one WARNING, and no job runs
+my $warning = qr/WARNING:  no job of database "upgraded" runs: its schedlock tables are of release 1\.0/;
+$node->wait_for_log($warning, 0);
+pass('1.0: a WARNING says that no job of the database runs');
+like(slurp_file($node->logfile),
+	qr/$warning\n.*DETAIL:  This version of the library serves the tables of schedlock 1\.1 and later\.\n.*HINT:  Run ALTER EXTENSION schedlock UPDATE in database "upgraded"\./,
+	'1.0: with what the library serves, and the update as its hint');
+is($node->safe_psql('upgraded', q{
+	SELECT (SELECT count(*) FROM app.ticks),
+		   (SELECT count(*) FROM schedlock.job_runs),
+		   (SELECT count(*) FROM pg_stat_activity
+			 WHERE backend_type = 'schedlock job' AND datname = 'upgraded')}),
+	'0|4|0', '1.0: nothing ran, no run was recorded, no job backend started');
+foreach my $call (
+	q{schedule_job('t2', '1 second', 'SELECT 1')},
+	q{alter_job('tick', enabled => false)},
+	q{run_job('tick')},
+	q{unschedule_job('tick')},
+	qq{schedlock_claim_run($notify_run, 'app-server-2')},
+	qq{schedlock_finish_run($notify_run, true)})
 {
-	$claimed = $node->safe_psql('upgraded',
-		"SELECT schedlock_claim_run($notify_run, 'app-server-1')");
-	last if $claimed eq 't';
-	usleep(100_000);
+	my ($rc, $out, $err) = $node->psql('upgraded', "SELECT $call");
+	(my $fname = $call) =~ s/\(.*//s;
+	like($err, qr/ERROR:  cannot execute (schedlock\.)?$fname\(\) on the tables of schedlock 1\.0/,
+		"1.0: $fname() is refused");
 }
-is($claimed, 't', "1.0: the NOTIFY run $notify_run was claimed");
-
-# let the scheduler run the every-second job a few times
-my $ok = $node->poll_query_until('upgraded', q{
-	SELECT count(*) >= 3 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
-	 WHERE j.job_name = 'tick' AND r.status = 'succeeded'});
-ok($ok, '1.0: the scheduler runs the every-second job');
+is($node->safe_psql('upgraded', q{
+	SELECT string_agg(job_name || ':' || enabled, ',' ORDER BY job_id),
+		   (SELECT count(*) FROM schedlock.job_runs),
+		   (SELECT status FROM schedlock.job_runs WHERE claimed_by IS NOT NULL)
+	  FROM schedlock.jobs}),
+	'tick:true,yearly_mail:true,disabled:false|4|running',
+	'1.0: the refused calls changed nothing');
 
 # what must survive, in 1.0's own columns
 sub columns_of
@@ -126,16 +171,15 @@ my $runs_before = $node->safe_psql('upgraded', $runs_sql);
 
 # --- the upgrade, with the workers running jobs -----------------------------
 
+$node->safe_psql('upgraded', q{ALTER EXTENSION schedlock UPDATE TO '1.1'});
+my $at_1_1 = $node->safe_psql('upgraded', 'SELECT clock_timestamp()');
+my $ok = $node->poll_query_until('upgraded', qq{
+	SELECT count(*) >= 2 FROM app.ticks WHERE at > '$at_1_1'});
+ok($ok, '1.1: after the update the scheduler runs the job');
 my $busy = $node->safe_psql('upgraded', q{
 	SELECT count(*) FROM pg_stat_activity
 	 WHERE backend_type = 'schedlock job' AND datname = 'upgraded'});
 cmp_ok($busy, '>=', 1, "$busy job backends of the database are running");
-
-$node->safe_psql('upgraded', q{ALTER EXTENSION schedlock UPDATE TO '1.1'});
-my $at_1_1 = $node->safe_psql('upgraded', 'SELECT clock_timestamp()');
-$ok = $node->poll_query_until('upgraded', qq{
-	SELECT count(*) >= 2 FROM app.ticks WHERE at > '$at_1_1'});
-ok($ok, '1.1: the scheduler runs the job');
 $node->safe_psql('upgraded', 'ALTER EXTENSION schedlock UPDATE');
 my $upgraded_at = $node->safe_psql('upgraded', 'SELECT clock_timestamp()');
 is($node->safe_psql('upgraded',
@@ -175,7 +219,10 @@ $ok = $node->poll_query_until('upgraded', qq{
 	SELECT count(*) >= 3 FROM app.ticks WHERE at > '$upgraded_at'});
 ok($ok, 'the scheduler goes on running the job after the upgrade');
 $node->safe_psql('upgraded', q{SELECT schedlock.alter_job('tick', enabled => false)});
-sleep 1;
+ok($node->poll_query_until('upgraded', q{
+	SELECT count(*) = 0 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+	 WHERE j.job_name = 'tick' AND r.finished_at IS NULL}),
+	'disabled, the job has no run in progress');
 is($node->safe_psql('upgraded', q{
 	SELECT string_agg(DISTINCT status, ',') FROM schedlock.job_runs r
 	  JOIN schedlock.jobs j USING (job_id) WHERE j.job_name = 'tick'}),

@@ -11,7 +11,8 @@
 # 1.1, which are never edited, nor the dated benchmark results).  The C
 # files include a header of their own folder by its bare name and one of
 # another folder by its path from src/, and none includes a part above its
-# own (src/base is included by all, includes only itself).  No server is
+# own (src/base is included by all, includes only itself).  Only the files
+# of src/sched/store tell the releases of the tables apart.  No server is
 # needed.
 use strict;
 use warnings;
@@ -254,5 +255,32 @@ find(
 cmp_ok($project_includes // 0, '>', 100, "the C files include the project's headers ($project_includes)");
 is(join("\n", @bad_includes), '',
 	'every include of a project header names its folder unless it is of the same folder, and none runs back up');
+
+# the window of table layouts is asked in one place: only the files of
+# src/sched/store tell the tables' releases apart (SCHEDLOCK_TABLES_*, a
+# capability struct's release, store_tables_current); the others read
+# what the store can do
+my (@layout_reads, $store_reads);
+find(
+	{
+		no_chdir => 1,
+		wanted => sub {
+			return unless /\.[ch]$/;
+			my $rel = substr($File::Find::name, length("$src/src") + 1);
+			open(my $fh, '<', $_) or return;
+			my $in_store = $rel =~ m{^sched/store/};
+			while (my $line = <$fh>)
+			{
+				next unless $line =~ /\b(SCHEDLOCK_TABLES_1_\d+|SCHEDLOCK_TABLES_NONE|store_tables_current|->release\b)/;
+				if ($in_store) { $store_reads++; next; }
+				push @layout_reads, "$rel:$.: $1";
+			}
+			close $fh;
+		}
+	},
+	"$src/src");
+cmp_ok($store_reads // 0, '>', 5, "the store's files choose their statements by the tables' release ($store_reads places)");
+is(join("\n", @layout_reads), '',
+	'no file outside src/sched/store reads the release of the tables');
 
 done_testing();

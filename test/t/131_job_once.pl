@@ -205,8 +205,9 @@ is($node->safe_psql('app_copy', q{
 	'0|t', 'adopted after its instant, the one-off job has ended without running');
 
 # --- ALTER EXTENSION UPDATE from 1.0: alter_job gains next_run_at and
-# keeps the EXECUTE privileges a DBA granted on it; 1.0's alter_job works
-# with the library of 1.1 until the update
+# keeps the EXECUTE privileges a DBA granted on it.  The library refuses
+# 1.0's alter_job until the update (it serves the tables of 1.1 on): the
+# job is written as the library of 1.0 left it.
 $node->safe_psql('postgres', 'CREATE DATABASE old10');
 $node->safe_psql('old10', q{
 	CREATE EXTENSION schedlock VERSION '1.0';
@@ -214,10 +215,14 @@ $node->safe_psql('old10', q{
 	GRANT EXECUTE ON FUNCTION alter_job(text, text, text, text, jsonb, text, interval, integer,
 										interval, text, boolean, boolean, name)
 	  TO app_role WITH GRANT OPTION;
-	SELECT schedule_job('old_job', '0 3 * * *', 'SELECT 1', timezone => 'UTC');
-	SELECT alter_job('old_job', enabled => false);});
+	INSERT INTO schedlock.jobs (job_name, owner, schedule, command, timezone, enabled, next_slot)
+	VALUES ('old_job', current_user::regrole, '0 3 * * *', 'SELECT 1', 'UTC', false,
+			cron_next('0 3 * * *', now(), 'UTC'));});
+my ($rc10, $out10, $err10) = $node->psql('old10', q{SELECT alter_job('old_job', enabled => true)});
+like($err10, qr/ERROR:  cannot execute schedlock\.alter_job\(\) on the tables of schedlock 1\.0\n.*HINT:  Run ALTER EXTENSION schedlock UPDATE\./s,
+	'alter_job of 1.0 is refused (55000) until the update');
 is($node->safe_psql('old10', q{SELECT enabled FROM schedlock.jobs WHERE job_name = 'old_job'}),
-	'f', 'alter_job of 1.0 works with the library of 1.1');
+	'f', 'and changes nothing');
 $node->safe_psql('old10', 'ALTER EXTENSION schedlock UPDATE');
 is($node->safe_psql('old10', q{
 	SELECT has_table_privilege('app_role', 'schedlock.jobs', 'INSERT WITH GRANT OPTION'),

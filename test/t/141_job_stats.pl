@@ -139,20 +139,35 @@ ok(wait_true($node, 'app', q{
 	SELECT stopped_reason IS NULL FROM schedlock.job_status WHERE job_name = 'lost'}, 30),
 	'and on again: no stopped_reason');
 
-# --- the tables of 1.0: runs are recorded without statistics; the update
-# starts the counts at 0 and clears next_run_at of disabled jobs
+# --- the tables of 1.0: the library runs nothing there, says so once, and
+# shows the database as paused; the update starts the counts at 0 and
+# clears next_run_at of disabled jobs.  The jobs are written as the library
+# of 1.0 left them (its schedule_job is refused now).
 $node->safe_psql('postgres', 'CREATE DATABASE old');
 $node->safe_psql('old', q{CREATE EXTENSION schedlock VERSION '1.0'});
 $node->safe_psql('old', q{
-	SELECT schedule_job('tick', '0 3 1 1 *', 'SELECT 1');
-	SELECT schedule_job('off', '0 3 1 1 *', 'SELECT 1', enabled => false);
+	INSERT INTO schedlock.jobs (job_name, owner, schedule, command, timezone,
+								next_slot, next_run_at)
+	VALUES ('tick', current_user::regrole, '0 3 1 1 *', 'SELECT 1', 'UTC',
+			cron_next('0 3 1 1 *', now(), 'UTC'), cron_next('0 3 1 1 *', now(), 'UTC'));
 	-- as 1.0's library left a disabled job
-	UPDATE schedlock.jobs SET next_run_at = next_slot WHERE job_name = 'off';
-	SELECT run_job('tick');
+	INSERT INTO schedlock.jobs (job_name, owner, schedule, command, timezone,
+								enabled, next_slot, next_run_at)
+	VALUES ('off', current_user::regrole, '0 3 1 1 *', 'SELECT 1', 'UTC', false,
+			cron_next('0 3 1 1 *', now(), 'UTC'), cron_next('0 3 1 1 *', now(), 'UTC'));
 });
-ok(wait_true($node, 'old', q{
-	SELECT count(*) = 1 FROM schedlock.job_runs WHERE status = 'succeeded'}, 30),
-	'on the tables of 1.0 a run is recorded');
+my $old_warning = qr/WARNING:  no job of database "old" runs: its schedlock tables are of release 1\.0/;
+$node->wait_for_log($old_warning, 0);
+pass('on the tables of 1.0 a WARNING says that no job of the database runs');
+ok(wait_true($node, 'app', q{
+	SELECT has_extension AND paused AND jobs IS NULL
+	  FROM schedlock.cluster_status() WHERE datname = 'old'}, 30),
+	'cluster_status: the database has the extension and is paused, its jobs uncounted');
+my ($rc_old, $out_old, $err_old) = $node->psql('old', q{SELECT run_job('tick')});
+like($err_old, qr/ERROR:  cannot execute schedlock\.run_job\(\) on the tables of schedlock 1\.0/,
+	'run_job() on the tables of 1.0 is refused');
+is($node->safe_psql('old', q{SELECT count(*) FROM schedlock.job_runs}), '0',
+	'and queued no run');
 $node->safe_psql('old', 'ALTER EXTENSION schedlock UPDATE');
 is($node->safe_psql('old', q{
 	SELECT job_name, next_run_at IS NULL, total_runs, stopped_reason IS NULL
@@ -165,6 +180,9 @@ ok(wait_true($node, 'old', q{
 	'a run after the update counts');
 
 $node->stop;
-unlike(slurp_file($node->logfile), qr/could not (record|close|finish)/,
+my $log = slurp_file($node->logfile);
+unlike($log, qr/could not (record|close|finish)/,
 	'no bookkeeping statement failed');
+is(scalar(() = $log =~ /$old_warning/g), 1,
+	'the WARNING on the tables of 1.0 was logged once');
 done_testing();

@@ -75,8 +75,7 @@
  * counts and the sum of the durations grow by the runs that ended, and the
  * "last" columns take the values of the run that ended last (finished_at,
  * then run_id); a success resets consecutive_failures (a failure counts
- * there through schedlock_run_failed).  Only on tables that have the
- * columns (schedlock_jobs_have_stats).
+ * there through schedlock_run_failed).
  */
 #define SCHEDLOCK_RUN_STATS_LAST(x) \
 	"(pg_catalog.array_agg(" x " ORDER BY e.finished_at DESC, e.run_id DESC))[1]"
@@ -132,10 +131,11 @@
 	"  FROM e WHERE j.job_id OPERATOR(pg_catalog.=) e.job_id) "
 
 /*
- * Which release's tables the extension has in a database
- * (schedlock_tables_release); the library works on the tables of every
- * release until ALTER EXTENSION schedlock UPDATE, each statement in the
- * form those tables take.
+ * Which release's tables the extension has in a database.  The library
+ * serves those of its own release and of the one before until ALTER
+ * EXTENSION schedlock UPDATE, each statement of the store in the form those
+ * tables take; older ones it refuses, with a hint to update (and no job of
+ * the database runs).
  */
 typedef enum SchedlockTables
 {
@@ -146,6 +146,33 @@ typedef enum SchedlockTables
 								 * foreign key to jobs: the history stays when
 								 * a job is unscheduled */
 } SchedlockTables;
+
+/* the oldest tables the library serves */
+#define SCHEDLOCK_TABLES_OLDEST_SERVED SCHEDLOCK_TABLES_1_1
+#define SCHEDLOCK_TABLES_OLDEST_SERVED_NAME "1.1"
+
+/*
+ * What the store can do on a database's tables (schedlock_store_caps, filled
+ * once per transaction, kept while schedlock.jobs is unchanged).  Callers
+ * outside src/sched/store read the capabilities; only the store's files read
+ * the release (store_tables_current in store_int.h).
+ */
+typedef struct SchedlockStoreCaps
+{
+	SchedlockTables release;	/* the store's files only */
+	const char *release_name;	/* "1.1", for messages; NULL: no tables */
+	bool		served;			/* in the window: jobs run, the API works */
+	bool		too_old;		/* before the window: refused, nothing runs */
+	bool		run_sets;		/* sets of runs claimed and recorded in one
+								 * statement, records deferred until a run has
+								 * ended, claims ahead of an instant */
+	bool		approvals;		/* run_as runs what a superuser approved */
+	bool		api_grant;		/* the job API is granted by INSERT on
+								 * schedlock.jobs (before: EXECUTE) */
+} SchedlockStoreCaps;
+
+extern const SchedlockStoreCaps *schedlock_store_caps(void);
+extern void schedlock_require_served_tables(const char *fname);
 
 /* A claimed job, copied out of SPI memory into the worker's run memory. */
 typedef struct ClaimedJob
@@ -358,37 +385,8 @@ extern uint64 schedlock_prune_runs(TimestampTz now, int retention_mins,
 /* failures, retries and next_run_at (the workers and the SQL API) */
 extern void schedlock_run_failed(int64 job_id, TimestampTz scheduled_for,
 								 int32 attempt, TimestampTz now);
-extern void schedlock_run_succeeded(int64 job_id);
 extern Oid	schedlock_table_oid(const char *relname);
-extern SchedlockTables schedlock_tables_release(void);
 
-/* the run statistics and what job_runs says of a run (release 1.1) */
-static inline bool
-schedlock_jobs_have_stats(void)
-{
-	return schedlock_tables_release() >= SCHEDLOCK_TABLES_1_1;
-}
-
-/* the quarantine columns of schedlock.jobs (release 1.1) */
-static inline bool
-schedlock_jobs_have_quarantine(void)
-{
-	return schedlock_tables_release() >= SCHEDLOCK_TABLES_1_1;
-}
-
-/* a job's search_path, fixed when it is scheduled (release 1.2) */
-static inline bool
-schedlock_jobs_have_search_path(void)
-{
-	return schedlock_tables_release() >= SCHEDLOCK_TABLES_1_2;
-}
-
-/* job_runs.job_name: the history stays without its job (release 1.2) */
-static inline bool
-schedlock_runs_have_job_name(void)
-{
-	return schedlock_tables_release() >= SCHEDLOCK_TABLES_1_2;
-}
 extern void schedlock_recompute_next_run(int64 job_id, TimestampTz now);
 
 /* the notification of a NOTIFY run, sent at commit (notify_dispatch.c) */

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * store.c
- *	  The scheduler's data-access layer: which release's tables a database
- *	  has, and what the other store files share (a run's end in the log,
- *	  a job's next_run_at after a failure or a success).
+ *	  The scheduler's data-access layer: what it can do on the tables a
+ *	  database has, and what the other store files share (a run's end in
+ *	  the log, a job's next_run_at after a failure).
  *
  * Every statement the library runs on the scheduler's tables
  * (schedlock.jobs, job_runs, home) is in this folder, one file per kind of
@@ -23,9 +23,16 @@
  * jobstore.h declares them all; store_int.h holds what only these files
  * share.
  *
+ * The library serves the tables of its own release and of the one before
+ * (SCHEDLOCK_TABLES_OLDEST_SERVED): schedlock_store_caps says what the
+ * store can do on them, and only the files of this folder choose a
+ * statement's variant by their release.  Older tables are refused at the
+ * doors (schedlock_require_served_tables, and the job backends' look at
+ * the extension), so no statement here has a form for them.
+ *
  * Every statement that ends runs also counts them in their jobs' run
- * statistics (release 1.1: SCHEDLOCK_RUN_STATS_CTE in jobstore.h), in the
- * same statement; on the tables of 1.0 it runs without.
+ * statistics (SCHEDLOCK_RUN_STATS_CTE in jobstore.h), in the same
+ * statement.
  *
  * The callers decide; these files only read and write.  What a job does
  * next (its next slot, retry, next_run_at) is worked out by the scheduling
@@ -85,64 +92,127 @@ schedlock_table_oid(const char *relname)
 }
 
 /*
- * The release of the tables, once found; tables_jobs is the OID of
- * schedlock.jobs it was read from.  tables_relcache_callback forgets it
- * whenever that table's relcache entry (or every entry) is invalidated, as
- * ALTER EXTENSION schedlock UPDATE's ALTER TABLE and DROP EXTENSION do, in
- * the transaction that changes the table as in every other.
+ * What the store can do on this database's tables (schedlock_store_caps),
+ * once found; caps_jobs is the OID of schedlock.jobs it was read from.
+ * tables_relcache_callback forgets it whenever that table's relcache entry
+ * (or every entry) is invalidated, as ALTER EXTENSION schedlock UPDATE's
+ * ALTER TABLE and DROP EXTENSION do, in the transaction that changes the
+ * table as in every other.
  */
-static SchedlockTables tables_release = SCHEDLOCK_TABLES_NONE;
-static Oid	tables_jobs = InvalidOid;
-static bool tables_callback_registered = false;
+static SchedlockStoreCaps caps;
+static Oid	caps_jobs = InvalidOid;
+static bool caps_callback_registered = false;
 
 /*
  * tables_relcache_callback
- *		Forget the tables' release when schedlock.jobs may have changed.
+ *		Forget the tables' capabilities when schedlock.jobs may have changed.
  */
 static void
 tables_relcache_callback(Datum arg, Oid relid)
 {
-	if (relid == InvalidOid || relid == tables_jobs)
-	{
-		tables_release = SCHEDLOCK_TABLES_NONE;
-		tables_jobs = InvalidOid;
-	}
+	if (relid == InvalidOid || relid == caps_jobs)
+		caps_jobs = InvalidOid;
 }
 
 /*
- * schedlock_tables_release
- *		Which release's tables the extension has in this database: the one
- *		place where the library, which may be newer than the tables until
- *		ALTER EXTENSION schedlock UPDATE, tells them apart.  Every update
- *		adds its columns in one transaction, so one column of schedlock.jobs
- *		tells each release: search_path (1.2, with job_runs.job_name),
- *		last_start_lag (1.1, with the run statistics, the quarantine and
- *		what job_runs says of a run).  NONE when there is no
- *		schedlock.jobs (which is not remembered).  In a transaction.
+ * tables_release
+ *		Which release's tables the extension has in this database.  Every
+ *		update adds its columns in one transaction, so one column of
+ *		schedlock.jobs tells each release: search_path (1.2, with
+ *		job_runs.job_name), last_start_lag (1.1, with the run statistics,
+ *		the quarantine and what job_runs says of a run).
  */
-SchedlockTables
-schedlock_tables_release(void)
+static SchedlockTables
+tables_release(Oid jobs)
+{
+	if (get_attnum(jobs, "search_path") != InvalidAttrNumber)
+		return SCHEDLOCK_TABLES_1_2;
+	if (get_attnum(jobs, "last_start_lag") != InvalidAttrNumber)
+		return SCHEDLOCK_TABLES_1_1;
+	return SCHEDLOCK_TABLES_1_0;
+}
+
+/*
+ * tables_release_name
+ *		The release of tables, as its users know it.
+ */
+static const char *
+tables_release_name(SchedlockTables release)
+{
+	switch (release)
+	{
+		case SCHEDLOCK_TABLES_NONE:
+			break;
+		case SCHEDLOCK_TABLES_1_0:
+			return "1.0";
+		case SCHEDLOCK_TABLES_1_1:
+			return "1.1";
+		case SCHEDLOCK_TABLES_1_2:
+			return "1.2";
+	}
+	return NULL;
+}
+
+/*
+ * schedlock_store_caps
+ *		What the store can do on this database's tables: the one place
+ *		where the library, which may be newer than the tables until ALTER
+ *		EXTENSION schedlock UPDATE, tells their releases apart.  Filled at
+ *		the first call of a transaction after schedlock.jobs changed (and
+ *		kept while it does not); release NONE, and nothing served, when
+ *		there is no schedlock.jobs (which is not remembered).  The callers
+ *		outside this folder read the capabilities, never the release; the
+ *		store's files choose their statements' variants from it.  In a
+ *		transaction.
+ */
+const SchedlockStoreCaps *
+schedlock_store_caps(void)
 {
 	Oid			relid;
+	bool		current;
 
-	if (tables_release != SCHEDLOCK_TABLES_NONE)
-		return tables_release;
-	if (!tables_callback_registered)
+	if (OidIsValid(caps_jobs))
+		return &caps;
+	if (!caps_callback_registered)
 	{
 		CacheRegisterRelcacheCallback(tables_relcache_callback, (Datum) 0);
-		tables_callback_registered = true;
+		caps_callback_registered = true;
 	}
+	memset(&caps, 0, sizeof(caps));
 	relid = schedlock_table_oid("jobs");
 	if (!OidIsValid(relid))
-		return SCHEDLOCK_TABLES_NONE;
-	if (get_attnum(relid, "search_path") != InvalidAttrNumber)
-		tables_release = SCHEDLOCK_TABLES_1_2;
-	else if (get_attnum(relid, "last_start_lag") != InvalidAttrNumber)
-		tables_release = SCHEDLOCK_TABLES_1_1;
-	else
-		tables_release = SCHEDLOCK_TABLES_1_0;
-	tables_jobs = relid;
-	return tables_release;
+		return &caps;
+	caps.release = tables_release(relid);
+	caps.release_name = tables_release_name(caps.release);
+	caps.served = caps.release >= SCHEDLOCK_TABLES_OLDEST_SERVED;
+	caps.too_old = !caps.served;
+	current = caps.release >= SCHEDLOCK_TABLES_1_2;
+	caps.run_sets = current;
+	caps.approvals = current;
+	caps.api_grant = current;
+	caps_jobs = relid;
+	return &caps;
+}
+
+/*
+ * schedlock_require_served_tables
+ *		Refuse fname (55000) on tables older than the library serves: their
+ *		jobs wait, untouched, for ALTER EXTENSION schedlock UPDATE.  In a
+ *		transaction.
+ */
+void
+schedlock_require_served_tables(const char *fname)
+{
+	const SchedlockStoreCaps *c = schedlock_store_caps();
+
+	if (c->too_old)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot execute %s() on the tables of schedlock %s",
+						fname, c->release_name),
+				 errdetail("This version of the library serves the tables of schedlock "
+						   SCHEDLOCK_TABLES_OLDEST_SERVED_NAME " and later; no job of this database runs until the extension is updated."),
+				 errhint("Run ALTER EXTENSION schedlock UPDATE.")));
 }
 
 /*
@@ -325,24 +395,4 @@ schedlock_run_failed(int64 job_id, TimestampTz scheduled_for, int32 attempt,
 	values[5] = TimestampTzGetDatum(next_run_at);
 	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record a failure of job " INT64_FORMAT, job_id);
-}
-
-/*
- * schedlock_run_succeeded
- *		Reset the job's count of consecutive failures.  Caller is connected
- *		to SPI.
- */
-void
-schedlock_run_succeeded(int64 job_id)
-{
-	static SchedlockQuery q = {
-		"UPDATE schedlock.jobs SET consecutive_failures = 0 "
-		"WHERE job_id OPERATOR(pg_catalog.=) $1 "
-		"  AND consecutive_failures OPERATOR(pg_catalog.<>) 0",
-		1, {INT8OID}
-	};
-	Datum		values[1] = {Int64GetDatum(job_id)};
-
-	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not record a success of job " INT64_FORMAT, job_id);
 }

@@ -148,7 +148,7 @@ schedlock_claim_job(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
 	Datum		values[4];
 	bool		isnull;
 
-	if (schedlock_jobs_have_search_path())
+	if (store_tables_current())
 	{
 		/* taken before the claim's own: see claimed_runs there */
 		Snapshot	before = ActiveSnapshotSet() ? GetActiveSnapshot() : NULL;
@@ -188,7 +188,7 @@ schedlock_claim_jobs(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
 					 TimestampTz now, ClaimedJob *jobs, int max,
 					 MemoryContext cxt)
 {
-	Assert(max > 0 && schedlock_jobs_have_search_path());
+	Assert(max > 0 && store_tables_current());
 	Assert(kind == SCHEDLOCK_CLAIM_NOTIFY || kind == SCHEDLOCK_CLAIM_ATOMIC);
 	return schedlock_claim_scan(kind, role, pos, now, jobs, max, cxt, NULL);
 }

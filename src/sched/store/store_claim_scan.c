@@ -747,7 +747,7 @@ schedlock_claim_probe(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown claim kind \"%s\"", kindname),
 				 errhint("Use any, notify or atomic.")));
-	if (!schedlock_jobs_have_search_path())
+	if (!store_tables_current())
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the claim without SQL needs the tables of release 1.2"),

@@ -168,9 +168,9 @@ run_lost_slot_again(int64 job_id, TimestampTz slot, int32 attempt,
  *		RUNNER_GONE), and retry them per policy.  Returns how many it
  *		closed.  In a transaction, connected to SPI.
  */
-#define LOST_RUNS_SQL(set_duration) \
+#define LOST_RUNS_SQL \
 	"UPDATE schedlock.job_runs r SET status = " SCHEDLOCK_RUN_SQL(LOST) ", " \
-	"  finished_at = $1, " set_duration \
+	"  finished_at = $1, duration = $1 OPERATOR(pg_catalog.-) r.started_at, " \
 	"  message = 'the job backend running it ended before the run finished " \
 	"(it was stopped or terminated, or the server crashed, restarted or failed over)' " \
 	"WHERE r.run_id OPERATOR(pg_catalog.=) ANY (" \
@@ -184,13 +184,8 @@ uint64
 schedlock_close_lost_runs(void)
 {
 	static SchedlockQuery q = {
-		"WITH e AS ("
-		LOST_RUNS_SQL("duration = $1 OPERATOR(pg_catalog.-) r.started_at, ")
-		"), " SCHEDLOCK_RUN_STATS_CTE ENDED_RUNS_SELECT,
-		4, {TIMESTAMPTZOID, OIDOID, TEXTOID, INT4OID}
-	};
-	static SchedlockQuery q_1_0 = {
-		"WITH e AS (" LOST_RUNS_SQL("") ") " ENDED_RUNS_SELECT,
+		"WITH e AS (" LOST_RUNS_SQL "), "
+		SCHEDLOCK_RUN_STATS_CTE ENDED_RUNS_SELECT,
 		4, {TIMESTAMPTZOID, OIDOID, TEXTOID, INT4OID}
 	};
 	TimestampTz now = GetCurrentTimestamp();
@@ -199,8 +194,7 @@ schedlock_close_lost_runs(void)
 
 	values[0] = TimestampTzGetDatum(now);
 	runner_args(values);
-	if (schedlock_query_run(schedlock_jobs_have_stats() ? &q : &q_1_0,
-							values, NULL, false, 0) != SPI_OK_SELECT)
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not close lost runs");
 	closed = SPI_processed;
 	/* one line per lost run, by schedlock.log_runs */
@@ -237,9 +231,10 @@ schedlock_fire_reboot_jobs(TimestampTz now)
  *		EXPIRE_BATCH_ROWS.  Returns how many it closed.  In a transaction,
  *		connected to SPI.
  */
-#define EXPIRE_RUNS_SQL(set_duration) \
+#define EXPIRE_RUNS_SQL \
 	"UPDATE schedlock.job_runs r SET status = " SCHEDLOCK_RUN_SQL(TIMED_OUT) ", " \
-	"  finished_at = $1, deadline = NULL, " set_duration \
+	"  finished_at = $1, deadline = NULL, " \
+	"  duration = $1 OPERATOR(pg_catalog.-) r.started_at, " \
 	"  message = CASE WHEN r.status OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(PENDING) " " \
 	"    THEN '" SCHEDLOCK_UNCLAIMED_MESSAGE "' " \
 	"    ELSE 'not finished within the timeout' END " \
@@ -256,20 +251,14 @@ schedlock_expire_runs(TimestampTz now)
 {
 	/* a run that was never claimed has no start, and no duration */
 	static SchedlockQuery q = {
-		"WITH e AS ("
-		EXPIRE_RUNS_SQL("duration = $1 OPERATOR(pg_catalog.-) r.started_at, ")
-		"), " SCHEDLOCK_RUN_STATS_CTE ENDED_RUNS_SELECT,
-		1, {TIMESTAMPTZOID}
-	};
-	static SchedlockQuery q_1_0 = {
-		"WITH e AS (" EXPIRE_RUNS_SQL("") ") " ENDED_RUNS_SELECT,
+		"WITH e AS (" EXPIRE_RUNS_SQL "), "
+		SCHEDLOCK_RUN_STATS_CTE ENDED_RUNS_SELECT,
 		1, {TIMESTAMPTZOID}
 	};
 	Datum		values[1] = {TimestampTzGetDatum(now)};
 	uint64		closed;
 
-	if (schedlock_query_run(schedlock_jobs_have_stats() ? &q : &q_1_0,
-							values, NULL, false, 0) != SPI_OK_SELECT)
+	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not close overdue runs");
 	closed = SPI_processed;
 	close_runs_failed(now, false);

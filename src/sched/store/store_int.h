@@ -25,6 +25,17 @@
 
 #include "jobstore.h"
 
+/*
+ * Whether the tables are those of the library's own release (jobs.search_path,
+ * job_runs.job_name, jobs_role_due_idx), not the one before: the choice of a
+ * statement's variant, made only in this folder.
+ */
+static inline bool
+store_tables_current(void)
+{
+	return schedlock_store_caps()->release >= SCHEDLOCK_TABLES_1_2;
+}
+
 /* walks of jobs_role_due_idx, tables of release 1.2 (store_claim_scan.c) */
 extern int	schedlock_claim_scan(SchedlockClaimKind kind, Oid role,
 								 ClaimPosition *pos, TimestampTz horizon,

@@ -95,30 +95,28 @@ schedlock_upsert_job(const char *job_name, Oid owner, const JobDef *def,
 	values[15] = TimestampTzGetDatum(slot);
 	nulls[15] = has_slot ? ' ' : 'n';
 
-	/* the upsert releases a quarantine (on the tables of 1.1) */
-	if (SPI_execute_with_args(psprintf("INSERT INTO schedlock.jobs AS j (job_name, owner, "
-									   "  schedule, command, notify_channel, payload, timezone, "
-									   "  timeout, max_attempts, retry_delay, misfire, atomic, "
-									   "  enabled, run_as, reboot, next_slot, next_run_at) "
-									   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
-									   "  $12, $13, $14, $15, $16, CASE WHEN $13 THEN $16 END) "
-									   "ON CONFLICT (owner, job_name) DO UPDATE SET "
-									   "  schedule = EXCLUDED.schedule, command = EXCLUDED.command, "
-									   "  notify_channel = EXCLUDED.notify_channel, "
-									   "  payload = EXCLUDED.payload, timezone = EXCLUDED.timezone, "
-									   "  timeout = EXCLUDED.timeout, "
-									   "  max_attempts = EXCLUDED.max_attempts, "
-									   "  retry_delay = EXCLUDED.retry_delay, "
-									   "  misfire = EXCLUDED.misfire, atomic = EXCLUDED.atomic, "
-									   "  enabled = EXCLUDED.enabled, run_as = EXCLUDED.run_as, "
-									   "  reboot = EXCLUDED.reboot, next_slot = EXCLUDED.next_slot, "
-									   "  retry_slot = NULL, retry_attempt = NULL, retry_at = NULL, "
-									   "  %s"
-									   "  next_run_at = EXCLUDED.next_run_at "
-									   "RETURNING job_id, manual_pending",
-									   schedlock_jobs_have_quarantine() ?
-									   "dispatch_errors = 0, dispatch_error_at = NULL, "
-									   "quarantine_reason = NULL, " : ""),
+	/* the upsert releases a quarantine */
+	if (SPI_execute_with_args("INSERT INTO schedlock.jobs AS j (job_name, owner, "
+							  "  schedule, command, notify_channel, payload, timezone, "
+							  "  timeout, max_attempts, retry_delay, misfire, atomic, "
+							  "  enabled, run_as, reboot, next_slot, next_run_at) "
+							  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
+							  "  $12, $13, $14, $15, $16, CASE WHEN $13 THEN $16 END) "
+							  "ON CONFLICT (owner, job_name) DO UPDATE SET "
+							  "  schedule = EXCLUDED.schedule, command = EXCLUDED.command, "
+							  "  notify_channel = EXCLUDED.notify_channel, "
+							  "  payload = EXCLUDED.payload, timezone = EXCLUDED.timezone, "
+							  "  timeout = EXCLUDED.timeout, "
+							  "  max_attempts = EXCLUDED.max_attempts, "
+							  "  retry_delay = EXCLUDED.retry_delay, "
+							  "  misfire = EXCLUDED.misfire, atomic = EXCLUDED.atomic, "
+							  "  enabled = EXCLUDED.enabled, run_as = EXCLUDED.run_as, "
+							  "  reboot = EXCLUDED.reboot, next_slot = EXCLUDED.next_slot, "
+							  "  retry_slot = NULL, retry_attempt = NULL, retry_at = NULL, "
+							  "  dispatch_errors = 0, dispatch_error_at = NULL, "
+							  "quarantine_reason = NULL, "
+							  "  next_run_at = EXCLUDED.next_run_at "
+							  "RETURNING job_id, manual_pending",
 							  16, write_types, values, nulls, false, 0) != SPI_OK_INSERT_RETURNING ||
 		SPI_processed != 1)
 		elog(ERROR, "could not write job \"%s\"", job_name);
@@ -173,7 +171,7 @@ schedlock_job_written(int64 job_id, const char *search_path, Oid approver)
 	nulls[1] = search_path ? ' ' : 'n';
 	values[2] = ObjectIdGetDatum(approver);
 	nulls[2] = OidIsValid(approver) ? ' ' : 'n';
-	if (schedlock_jobs_have_search_path())
+	if (store_tables_current())
 	{
 		if (schedlock_query_run(&set_q, values, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
 			elog(ERROR, "could not write the search_path of job " INT64_FORMAT, job_id);
@@ -214,7 +212,7 @@ schedlock_set_record_runs(int64 job_id, const char *record_runs)
 	Datum		values[2];
 	char		nulls[2] = {' ', ' '};
 
-	if (!schedlock_jobs_have_search_path())
+	if (!store_tables_current())
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("record_runs needs the tables of schedlock 1.2"),
@@ -261,22 +259,20 @@ schedlock_update_job(int64 job_id, const char *job_name, const JobDef *def,
 		types[0] = INT8OID;
 		types[1] = TIMESTAMPTZOID;
 		types[15] = BOOLOID;
-		/* enabling the job releases a quarantine (on the tables of 1.1) */
-		if (SPI_execute_with_args(psprintf("UPDATE schedlock.jobs SET "
-										   "  schedule = $3, command = $4, notify_channel = $5, "
-										   "  payload = $6, timezone = $7, timeout = $8, "
-										   "  max_attempts = $9, retry_delay = $10, misfire = $11, "
-										   "  atomic = $12, enabled = $13, run_as = $14, reboot = $15, "
-										   "  next_slot = CASE WHEN $16 THEN $2 ELSE next_slot END, "
-										   "  retry_slot = CASE WHEN $16 THEN NULL ELSE retry_slot END, "
-										   "  retry_attempt = CASE WHEN $16 THEN NULL ELSE retry_attempt END, "
-										   "  retry_at = CASE WHEN $16 THEN NULL ELSE retry_at END "
-										   "  %s"
-										   "WHERE job_id OPERATOR(pg_catalog.=) $1",
-										   schedlock_jobs_have_quarantine() ?
-										   ", dispatch_errors = CASE WHEN $13 THEN 0 ELSE dispatch_errors END, "
-										   "  dispatch_error_at = CASE WHEN $13 THEN NULL ELSE dispatch_error_at END, "
-										   "  quarantine_reason = CASE WHEN $13 THEN NULL ELSE quarantine_reason END " : ""),
+		/* enabling the job releases a quarantine */
+		if (SPI_execute_with_args("UPDATE schedlock.jobs SET "
+								  "  schedule = $3, command = $4, notify_channel = $5, "
+								  "  payload = $6, timezone = $7, timeout = $8, "
+								  "  max_attempts = $9, retry_delay = $10, misfire = $11, "
+								  "  atomic = $12, enabled = $13, run_as = $14, reboot = $15, "
+								  "  next_slot = CASE WHEN $16 THEN $2 ELSE next_slot END, "
+								  "  retry_slot = CASE WHEN $16 THEN NULL ELSE retry_slot END, "
+								  "  retry_attempt = CASE WHEN $16 THEN NULL ELSE retry_attempt END, "
+								  "  retry_at = CASE WHEN $16 THEN NULL ELSE retry_at END "
+								  "  , dispatch_errors = CASE WHEN $13 THEN 0 ELSE dispatch_errors END, "
+								  "  dispatch_error_at = CASE WHEN $13 THEN NULL ELSE dispatch_error_at END, "
+								  "  quarantine_reason = CASE WHEN $13 THEN NULL ELSE quarantine_reason END "
+								  "WHERE job_id OPERATOR(pg_catalog.=) $1",
 								  16, types, values, nulls, false, 0) != SPI_OK_UPDATE)
 			elog(ERROR, "could not update job \"%s\"", job_name);
 	}
@@ -325,7 +321,7 @@ schedlock_lock_job(const char *job_name, Oid caller, StoredJob *job)
 {
 	Oid			types[2] = {TEXTOID, REGROLEOID};
 	Datum		values[2];
-	const char *columns = schedlock_jobs_have_search_path() ?
+	const char *columns = store_tables_current() ?
 		LOCK_JOB_COLUMNS_1_2 : LOCK_JOB_COLUMNS;
 	char	   *query;
 	HeapTuple	tup;
@@ -387,7 +383,7 @@ schedlock_lock_job(const char *job_name, Oid caller, StoredJob *job)
 	job->def.enabled = DatumGetBool(SPI_getbinval(tup, desc, LJ_ENABLED, &isnull));
 	d = SPI_getbinval(tup, desc, LJ_RUN_AS, &isnull);
 	job->def.run_as = isnull ? InvalidOid : DatumGetObjectId(d);
-	job->search_path = schedlock_jobs_have_search_path() ?
+	job->search_path = store_tables_current() ?
 		SPI_getvalue(tup, desc, LJ_SEARCH_PATH) : NULL;
 	SPI_freetuptable(SPI_tuptable);
 	return job->job_id;
@@ -409,7 +405,7 @@ schedlock_queue_run(int64 job_id, const char *job_name, TimestampTz now)
 
 	values[0] = Int64GetDatum(job_id);
 	values[1] = TimestampTzGetDatum(now);
-	if (SPI_execute_with_args(schedlock_runs_have_job_name() ?
+	if (SPI_execute_with_args(store_tables_current() ?
 							  "INSERT INTO schedlock.job_runs (job_id, owner, "
 							  "  scheduled_for, attempt, manual, status, job_name) "
 							  "SELECT job_id, owner, $2, 1, true, " SCHEDLOCK_RUN_SQL(QUEUED) ", job_name "
@@ -447,7 +443,7 @@ delete_jobs(const char *where, int nargs, Oid *types, Datum *values)
 	char	   *sql;
 	bool		isnull;
 
-	if (!schedlock_runs_have_job_name())
+	if (!store_tables_current())
 	{
 		sql = psprintf("DELETE FROM schedlock.jobs WHERE %s", where);
 		if (SPI_execute_with_args(sql, nargs, types, values, NULL, false, 0) != SPI_OK_DELETE)

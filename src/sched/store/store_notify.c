@@ -137,7 +137,7 @@ job_failures_only(int64 job_id)
 	Datum		values[1] = {Int64GetDatum(job_id)};
 	char	   *value = NULL;
 
-	if (!schedlock_jobs_have_search_path())
+	if (!store_tables_current())
 		return schedlock_failures_only(NULL);
 	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read job " INT64_FORMAT, job_id);
@@ -157,10 +157,11 @@ bool
 schedlock_finish_running_run(int64 run_id, bool succeeded,
 							 const char *message, TimestampTz now)
 {
-#define FINISH_RUN_SQL(set_duration) \
+#define FINISH_RUN_SQL \
 	"UPDATE schedlock.job_runs r SET " \
 	"  status = CASE WHEN $2 THEN " SCHEDLOCK_RUN_SQL(SUCCEEDED) " ELSE " SCHEDLOCK_RUN_SQL(FAILED) " END, " \
-	"  finished_at = $4, deadline = NULL, message = $3 " set_duration \
+	"  finished_at = $4, deadline = NULL, message = $3 " \
+	"  , duration = $4 OPERATOR(pg_catalog.-) r.started_at " \
 	"WHERE r.run_id OPERATOR(pg_catalog.=) $1 " \
 	"  AND r.status OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(RUNNING) " " \
 	"RETURNING " ENDED_RUN_COLUMNS("r", "$4")
@@ -168,7 +169,6 @@ schedlock_finish_running_run(int64 run_id, bool succeeded,
 	Datum		values[4];
 	char		nulls[4] = {' ', ' ', ' ', ' '};
 	bool		finished;
-	bool		stats = schedlock_jobs_have_stats();
 
 	values[0] = Int64GetDatum(run_id);
 	values[1] = BoolGetDatum(succeeded);
@@ -176,12 +176,8 @@ schedlock_finish_running_run(int64 run_id, bool succeeded,
 	if (message == NULL)
 		nulls[2] = 'n';
 	values[3] = TimestampTzGetDatum(now);
-	if (SPI_execute_with_args(stats ?
-							  "WITH e AS ("
-							  FINISH_RUN_SQL(", duration = $4 OPERATOR(pg_catalog.-) r.started_at ")
-							  "), " SCHEDLOCK_RUN_STATS_CTE ENDED_RUNS_SELECT :
-							  "WITH e AS (" FINISH_RUN_SQL("") ") " ENDED_RUNS_SELECT,
-							  4, types, values, nulls, false, 0) != SPI_OK_SELECT)
+	if (SPI_execute_with_args("WITH e AS (" FINISH_RUN_SQL "), "
+							  SCHEDLOCK_RUN_STATS_CTE ENDED_RUNS_SELECT, 4, types, values, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not finish run " INT64_FORMAT, run_id);
 	finished = (SPI_processed == 1);
 	if (finished)
@@ -196,10 +192,8 @@ schedlock_finish_running_run(int64 run_id, bool succeeded,
 
 		schedlock_log_closed_run(SPI_tuptable, 0, 5);
 
-		/* with the statistics, a success was counted by the statement */
-		if (succeeded && !stats)
-			schedlock_run_succeeded(job_id);
-		else if (succeeded && job_failures_only(job_id))
+		/* a success was counted by the statement */
+		if (succeeded && job_failures_only(job_id))
 			schedlock_forget_run(run_id);
 		else if (!succeeded)
 			schedlock_run_failed(job_id, slot,

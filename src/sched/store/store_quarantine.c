@@ -44,10 +44,10 @@ void
 schedlock_fail_dispatch_runs(TimestampTz now, const char *state,
 							 const char *message)
 {
-#define FAIL_DISPATCH_SQL(set_duration) \
+#define FAIL_DISPATCH_SQL \
 	"UPDATE schedlock.job_runs r SET status = " SCHEDLOCK_RUN_SQL(FAILED) ", " \
 	"  finished_at = $1, sqlstate = $2, message = $3, " \
-	"  deadline = NULL " set_duration \
+	"  deadline = NULL, duration = $1 OPERATOR(pg_catalog.-) r.started_at " \
 	"WHERE r.status OPERATOR(pg_catalog.=) " SCHEDLOCK_RUN_SQL(RUNNING) " " \
 	"  AND r.worker_pid OPERATOR(pg_catalog.=) $4 " \
 	"  AND r.claimed_at IS NULL " \
@@ -60,12 +60,8 @@ schedlock_fail_dispatch_runs(TimestampTz now, const char *state,
 	values[1] = CStringGetTextDatum(state);
 	values[2] = CStringGetTextDatum(message);
 	values[3] = Int32GetDatum(MyProcPid);
-	if (SPI_execute_with_args(schedlock_jobs_have_stats() ?
-							  "WITH e AS ("
-							  FAIL_DISPATCH_SQL(", duration = $1 OPERATOR(pg_catalog.-) r.started_at ")
-							  "), " SCHEDLOCK_RUN_STATS_CTE ENDED_RUNS_SELECT :
-							  "WITH e AS (" FAIL_DISPATCH_SQL("") ") " ENDED_RUNS_SELECT,
-							  4, types, values, NULL, false, 0) != SPI_OK_SELECT)
+	if (SPI_execute_with_args("WITH e AS (" FAIL_DISPATCH_SQL "), "
+							  SCHEDLOCK_RUN_STATS_CTE ENDED_RUNS_SELECT, 4, types, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not close the runs of a failed dispatch");
 	for (i = 0; i < SPI_processed; i++)
 		schedlock_log_closed_run(SPI_tuptable, i, 5);
@@ -78,8 +74,7 @@ schedlock_fail_dispatch_runs(TimestampTz now, const char *state,
  *		(*run_since: a succeeded run is not kept under record_runs =
  *		failures, but its time is in jobs.last_success_at), its name and
  *		the role it runs as (palloc'd), and next_run_at.  False when the
- *		job does not exist or is quarantined already.  Needs the quarantine
- *		columns of release 1.1 (schedlock_jobs_have_quarantine).
+ *		job does not exist or is quarantined already.
  */
 bool
 schedlock_read_dispatch_errors(int64 job_id, bool *run_since, int32 *errors,

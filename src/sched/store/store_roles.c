@@ -246,7 +246,7 @@ schedlock_drop_jobs(Datum roles, int *n)
 	Oid			types[1] = {OIDARRAYOID};
 	Datum		values[1] = {roles};
 
-	if (schedlock_runs_have_job_name() &&
+	if (store_tables_current() &&
 		SPI_execute_with_args("DELETE FROM schedlock.job_runs "
 							  "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) "
 							  "   OR job_id OPERATOR(pg_catalog.=) ANY ("

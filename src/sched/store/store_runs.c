@@ -240,7 +240,7 @@ schedlock_record_run(ClaimedJob *job, ClaimPlan *plan,
 	values[10] = CStringGetTextDatum(job->job_name);
 
 	rc = schedlock_query_run(plan->manual_run_id ? &update_queued :
-							 schedlock_runs_have_job_name() ? &insert : &insert_1_1,
+							 store_tables_current() ? &insert : &insert_1_1,
 							 values, nulls, false, 0);
 	if (rc != SPI_OK_INSERT_RETURNING && rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not record a run of job " INT64_FORMAT, job->job_id);
@@ -477,14 +477,6 @@ schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 		9, {INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID, TEXTOID,
 		TEXTOID, TEXTOID, TEXTOID}
 	};
-	static SchedlockQuery q_1_0 = {
-		"UPDATE schedlock.job_runs SET status = $2, "
-		"  finished_at = $3, sqlstate = $4, "
-		"  message = COALESCE($5, message) "
-		"WHERE run_id OPERATOR(pg_catalog.=) $1 "
-		"RETURNING $3 OPERATOR(pg_catalog.-) started_at",
-		5, {INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID}
-	};
 	TimestampTz now = GetCurrentTimestamp();
 	Datum		values[9];
 	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
@@ -492,7 +484,6 @@ schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 	const char *message;
 	Datum		duration = (Datum) 0;
 	bool		isnull = true;
-	bool		stats = schedlock_jobs_have_stats();
 
 	values[0] = Int64GetDatum(run_id);
 	values[1] = ended_status_datum(error);
@@ -500,8 +491,7 @@ schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 	/* $4 to $9; a success keeps the message the run's row has */
 	run_outcome_params(error, NULL, result_status, notices, &values[3],
 					   &nulls[3], &state, &message);
-	if (schedlock_query_run(stats ? &q : &q_1_0, values, nulls, false, 0) !=
-		(stats ? SPI_OK_SELECT : SPI_OK_UPDATE_RETURNING))
+	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not record the outcome of run " INT64_FORMAT, run_id);
 	if (SPI_processed == 1)
 		duration = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
@@ -516,8 +506,6 @@ schedlock_record_outcome(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 														   plan->attempt),
 							 now);
 	}
-	else if (job->failures != 0 && !stats)
-		schedlock_run_succeeded(job->job_id);
 	if (!run_row_kept(job, error))
 		schedlock_forget_run(run_id);
 }
@@ -810,8 +798,7 @@ schedlock_record_ended_runs(SchedlockEndedRun *runs, int n)
  *		kept forgotten.  run_ids[i] is the id of runs[i]; started_at and
  *		finished_at are when its command started and ended (the row says
  *		the instant it was claimed for until then).  Returns true (the
- *		shape of schedlock_record_ended_runs, see dispatch.c).  Tables with run statistics only (the caller
- *		checks, schedlock_jobs_have_stats).
+ *		shape of schedlock_record_ended_runs, see dispatch.c).
  */
 bool
 schedlock_record_outcomes(SchedlockEndedRun *runs, const int64 *run_ids,

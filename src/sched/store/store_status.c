@@ -76,7 +76,7 @@ schedlock_next_role_wakeup(Oid role, TimestampTz *next)
 	};
 	Datum		values[1] = {ObjectIdGetDatum(role)};
 
-	if (schedlock_jobs_have_search_path())
+	if (store_tables_current())
 		return schedlock_role_next_due(role, next);
 	return first_timestamp(&q, values, next, "compute the next wakeup");
 }
@@ -106,7 +106,7 @@ schedlock_jobs_due_at(Oid role, TimestampTz at, int max, int *notify)
 	int64		n;
 	int64		nnotify;
 
-	if (schedlock_jobs_have_search_path())
+	if (store_tables_current())
 		return schedlock_role_due_at(role, at, max, notify);
 	values[0] = ObjectIdGetDatum(role);
 	values[1] = TimestampTzGetDatum(at);
@@ -212,8 +212,7 @@ schedlock_overdue_jobs(Oid role, TimestampTz before,
 /*
  * schedlock_count_jobs
  *		Count the database's jobs: all, enabled, those whose last run failed
- *		(consecutive_failures above 0) and the quarantined ones (tables of
- *		1.1 on).
+ *		(consecutive_failures above 0) and the quarantined ones.
  */
 void
 schedlock_count_jobs(SchedlockJobCounts *counts)
@@ -227,20 +226,11 @@ schedlock_count_jobs(SchedlockJobCounts *counts)
 		"FROM schedlock.jobs",
 		0, {InvalidOid}
 	};
-	static SchedlockQuery q_1_0 = {
-		"SELECT pg_catalog.count(*)::pg_catalog.int4, "
-		"  (pg_catalog.count(*) FILTER (WHERE enabled))::pg_catalog.int4, "
-		"  (pg_catalog.count(*) FILTER (WHERE consecutive_failures "
-		"    OPERATOR(pg_catalog.>) 0))::pg_catalog.int4, 0 "
-		"FROM schedlock.jobs",
-		0, {InvalidOid}
-	};
 	HeapTuple	tup;
 	TupleDesc	desc;
 	bool		isnull;
 
-	if (schedlock_query_run(schedlock_jobs_have_quarantine() ? &q : &q_1_0,
-							NULL, NULL, true, 0) != SPI_OK_SELECT ||
+	if (schedlock_query_run(&q, NULL, NULL, true, 0) != SPI_OK_SELECT ||
 		SPI_processed != 1)
 		elog(ERROR, "could not count the jobs");
 	tup = SPI_tuptable->vals[0];
