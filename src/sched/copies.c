@@ -73,8 +73,6 @@ PG_FUNCTION_INFO_V1(schedlock_adopt_jobs);
 PGDLLEXPORT Datum schedlock_jobs_check_home(PG_FUNCTION_ARGS);
 PGDLLEXPORT Datum schedlock_adopt_jobs(PG_FUNCTION_ARGS);
 
-/* Jobs adopted per fetch of schedlock_adopt_jobs' cursor. */
-#define ADOPT_BATCH_ROWS	1000
 
 /* Why the jobs of this database are paused. */
 typedef enum HomeState
@@ -260,30 +258,30 @@ schedlock_jobs_check_home(PG_FUNCTION_ARGS)
  * adopt_job
  *		Make one job of this database's home: it goes on from its first slot
  *		after now (none for @reboot jobs: the next start of dispatch; a
- *		one-off job keeps its instant once_slot if that is still ahead, and
- *		has ended otherwise), with no pending retry or run_job() call; its
- *		runs left open in the database it came from are closed.  plans: from
- *		schedlock_prepare_adoption.  Connected to SPI, as the extension
- *		owner.
+ *		one-off job keeps its instant, its next_slot, if that is still
+ *		ahead, and has ended otherwise), with no pending retry or run_job()
+ *		call; its runs left open in the database it came from are closed.
+ *		plans: from schedlock_prepare_adoption.  Connected to SPI, as the
+ *		extension owner.
  */
 static void
-adopt_job(SPIPlanPtr *plans, int64 job_id, const char *schedule,
-		  const char *timezone, Datum home_id, TimestampTz now,
-		  bool has_once_slot, TimestampTz once_slot)
+adopt_job(SPIPlanPtr *plans, const JobToAdopt *job, Datum home_id,
+		  TimestampTz now)
 {
 	SchedlockCronSchedule sched;
 	TimestampTz slot = 0;
 	bool		has_slot = false;
+	const char *timezone = job->timezone;
 
-	if (schedlock_schedule_is_once(schedule))
+	if (schedlock_schedule_is_once(job->schedule))
 	{
 		/* a one-off job keeps an instant still ahead; a missed one ended */
-		has_slot = has_once_slot && once_slot > now;
-		slot = once_slot;
+		has_slot = job->has_next_slot && job->next_slot > now;
+		slot = job->next_slot;
 	}
 	else
 	{
-		schedlock_cron_parse_or_error(schedule, &sched);
+		schedlock_cron_parse_or_error(job->schedule, &sched);
 		if (timezone == NULL)
 			timezone = schedlock_timezone;
 		if (!schedlock_cron_is_reboot(&sched))
@@ -291,7 +289,7 @@ adopt_job(SPIPlanPtr *plans, int64 job_id, const char *schedule,
 												schedlock_cron_lookup_timezone(timezone),
 												&slot);
 	}
-	schedlock_adopt_job(plans, job_id, home_id, has_slot, slot, now);
+	schedlock_adopt_job(plans, job, home_id, has_slot, slot, now);
 }
 
 /*
@@ -310,11 +308,11 @@ schedlock_adopt_jobs(PG_FUNCTION_ARGS)
 	TimestampTz now = GetCurrentTimestamp();
 	Datum		home_id;
 	Oid			datoid;
-	bool		isnull;
 	bool		all;
 	int64		adopted = 0;
 	SPIPlanPtr	plans[2];
-	Portal		portal;
+	SchedlockAdoptScan *scan;
+	JobToAdopt	job;
 	Oid			save_uid;
 	int			save_sec;
 	int			nestlevel;
@@ -342,33 +340,13 @@ schedlock_adopt_jobs(PG_FUNCTION_ARGS)
 		home_id = schedlock_home_renew();
 
 	schedlock_prepare_adoption(plans);
-	portal = schedlock_open_jobs_to_adopt(home_id, all);
-	for (;;)
+	scan = schedlock_adopt_scan_begin(home_id, all);
+	while (schedlock_adopt_scan_next(scan, &job))
 	{
-		SPITupleTable *batch;
-		uint64		n;
-		uint64		i;
-
-		SPI_cursor_fetch(portal, true, ADOPT_BATCH_ROWS);
-		batch = SPI_tuptable;
-		n = SPI_processed;
-		if (n == 0)
-			break;
-		for (i = 0; i < n; i++)
-		{
-			HeapTuple	tup = batch->vals[i];
-			int64		job_id = DatumGetInt64(SPI_getbinval(tup, batch->tupdesc, 1, &isnull));
-			Datum		next_slot = SPI_getbinval(tup, batch->tupdesc, 4, &isnull);
-
-			adopt_job(plans, job_id, SPI_getvalue(tup, batch->tupdesc, 2),
-					  SPI_getvalue(tup, batch->tupdesc, 3), home_id, now,
-					  !isnull, isnull ? 0 : DatumGetTimestampTz(next_slot));
-			adopted++;
-		}
-		SPI_freetuptable(batch);
-		CHECK_FOR_INTERRUPTS();
+		adopt_job(plans, &job, home_id, now);
+		adopted++;
 	}
-	SPI_cursor_close(portal);
+	schedlock_adopt_scan_end(scan);
 	schedlock_home_clear_restored();
 
 	schedlock_end_as_owner(save_uid, save_sec, nestlevel);

@@ -74,6 +74,7 @@
 #include "job_api.h"
 #include "job_def.h"
 #include "rules.h"
+#include "sched_shmem.h"
 #include "sched/store/jobstore.h"
 
 PG_FUNCTION_INFO_V1(schedlock_schedule_job);
@@ -290,6 +291,7 @@ upsert_job(const char *job_name, Oid caller, const JobDef *def, bool reboot,
 	int32		manual_pending;
 	TimestampTz next_run_at;
 	bool		written;
+	bool		has_next;
 
 	/* the job resolves names as the session that schedules it does */
 	char	   *search_path = pstrdup(namespace_search_path);
@@ -297,19 +299,28 @@ upsert_job(const char *job_name, Oid caller, const JobDef *def, bool reboot,
 	SPI_connect();
 	schedlock_begin_as_owner(&save_uid, &save_sec, &save_nestlevel);
 	job_id = schedlock_upsert_job(job_name, caller, def, reboot, has_slot,
-								  slot, &manual_pending);
+								  slot, search_path, approver_of(caller),
+								  &manual_pending);
 
 	/*
 	 * The upsert wrote the slot as next_run_at (none while disabled): right
-	 * unless run_job() calls of the job are queued
+	 * unless run_job() calls of the job are queued.
 	 */
 	written = def->enabled && has_slot;
-	if (schedlock_rule_next_run_at(def->enabled, has_slot, slot, false, 0,
-								   manual_pending, now,
-								   &next_run_at) != written ||
-		(written && next_run_at != slot))
+	has_next = schedlock_rule_next_run_at(def->enabled, has_slot, slot, false,
+										  0, manual_pending, now,
+										  &next_run_at);
+	if (has_next != written || (written && next_run_at != slot))
 		schedlock_recompute_next_run(job_id, now);
-	schedlock_job_written(job_id, search_path, approver_of(caller));
+
+	/*
+	 * The role's backend looks at its jobs at once: the transaction may still
+	 * change the row, and a backend that finds its next job beyond its idle
+	 * time leaves at once.
+	 */
+	if (has_next)
+		schedlock_note_due_at_commit(OidIsValid(def->run_as) ? def->run_as :
+									 caller, DT_NOBEGIN);
 	schedlock_end_as_owner(save_uid, save_sec, save_nestlevel);
 	SPI_finish();
 

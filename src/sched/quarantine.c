@@ -149,11 +149,7 @@ charge_job(int64 job_id, ErrorData *error)
 		int			breaks;
 		bool		held;
 		TimestampTz hold_until;
-		bool		run_since;
-		int32		errors;
-		bool		has_next;
-		TimestampTz next_run_at;
-		char	   *job_name;
+		DispatchErrors de;
 		char	   *role_name;
 		char	   *dbname = get_database_name(MyDatabaseId);
 
@@ -162,19 +158,22 @@ charge_job(int64 job_id, ErrorData *error)
 		 * and this transaction, and quarantined it meanwhile: it stays as it
 		 * was quarantined.
 		 */
-		if (schedlock_read_dispatch_errors(job_id, &run_since, &errors,
-										   &job_name, &role_name,
-										   &has_next, &next_run_at))
+		if (schedlock_read_dispatch_errors(job_id, &de))
 		{
-			breaks = schedlock_rule_dispatch_breaks(run_since, errors);
-			held = schedlock_rule_dispatch_hold(breaks, now, has_next,
-												next_run_at, &hold_until);
+			char	   *job_name = de.job_name;
+
+			role_name = de.role_name;
+			breaks = schedlock_rule_dispatch_breaks(de.run_since, de.errors);
+			held = schedlock_rule_dispatch_hold(breaks, now, de.has_next_run_at,
+												de.next_run_at, &hold_until);
 			ereport(LOG,
 					(errmsg("schedlock job \"%s\" of role \"%s\" in database \"%s\" broke dispatch (SQLSTATE %s), %d of %d times in a row",
 							job_name, role_name ? role_name : "?",
 							dbname ? dbname : "?", state, breaks,
 							SCHEDLOCK_QUARANTINE_BREAKS)));
-			schedlock_save_dispatch_error(job_id, breaks, now, hold_until,
+			/* held until then while enabled; quarantined, disabled */
+			schedlock_save_dispatch_error(job_id, breaks, now,
+										  held && de.enabled, hold_until,
 										  held ? NULL :
 										  psprintf("quarantined: dispatch of the job failed %d times in a row; last error %s: %s. schedlock.alter_job(..., enabled => true) releases it.",
 												   breaks, state, message));

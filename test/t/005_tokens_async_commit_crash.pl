@@ -24,6 +24,7 @@ my $s = $node->background_psql('app');
 my $pid = $s->query_safe('SELECT pg_backend_pid()');
 my $t1 = $s->query_safe("SELECT schedlock_acquire('job', '1 second')");
 like($t1, qr/^\d+$/, 'a token is handed out under synchronous_commit = off');
+my $t1_until = $s->query_safe("SELECT clock_timestamp() + interval '1 second'");
 
 my $logstart = -s $node->logfile;
 kill 'KILL', $pid;
@@ -34,7 +35,9 @@ ok($node->log_contains('automatic recovery in progress', $logstart),
 	'the server went through crash recovery');
 $s->quit;
 
-sleep 2;
+# the lease, if its row survived the crash, has ended
+$node->poll_query_until('app', "SELECT clock_timestamp() > '$t1_until'")
+  or die 'the clock did not pass the lease';
 my $t2 = $node->safe_psql('app', "SELECT schedlock_acquire('job', '1 hour')");
 like($t2, qr/^\d+$/, 'the name can be acquired after the crash');
 cmp_ok($t2, '>', $t1, 'the token after the crash is higher than the one handed out before it');

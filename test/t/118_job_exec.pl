@@ -57,7 +57,9 @@ $node->safe_psql('app', q{
 	SELECT schedlock.alter_job('at', enabled => false);
 	SELECT schedlock.alter_job('na', enabled => false);
 	SELECT schedlock.alter_job('dmy', enabled => false)});
-sleep 1;
+ok(wait_true($node, 'app', q{
+	SELECT count(*) = 0 FROM schedlock.job_runs WHERE finished_at IS NULL}, 30),
+	'disabled, the jobs have no run open');
 
 diag('start lag in ms (job, runs, median, max): ',
 	$node->safe_psql('app', q{

@@ -194,13 +194,19 @@ like($log, qr/LOG:  schedlock job "stuck" of role "\w+" in database "app" run $s
 	'log_runs = failures: a lost run is logged, with its job and run');
 
 # --- log_runs = all and log_statement = on, by ALTER SYSTEM and reload ---
+my $before_reload = -s $node->logfile;
 $node->safe_psql('app', q{
 	ALTER SYSTEM SET schedlock.log_runs = 'all';
 	ALTER SYSTEM SET schedlock.log_statement = on;
 	ALTER SYSTEM SET log_line_prefix = '%m [%p] %q%u@%d (%a) ';
 	SELECT pg_reload_conf()});
-# a worker reloads between passes: runs that start 1.5 s later see it
-usleep(1_500_000);
+# a job backend reloads between passes: each job's run is logged with its
+# statement once the backend that runs it has
+for my $job (qw(ins na fail definer))
+{
+	$node->wait_for_log(qr/schedlock job "$job" of role "\w+" in database "app" run \d+ statement: /,
+		$before_reload);
+}
 my $t1 = $node->safe_psql('app', 'SELECT clock_timestamp()');
 wait_run_after($_, $t1) for qw(ins na fail definer);
 my $ins_run = last_run('ins', 'run_id');
@@ -226,7 +232,17 @@ $node->safe_psql('app', q{
 	ALTER SYSTEM SET schedlock.log_statement = off;
 	ALTER SYSTEM SET schedlock.max_notice_bytes = 0;
 	SELECT pg_reload_conf()});
-usleep(1_500_000);
+# the backends have reloaded once the runs of the chatty jobs keep no
+# notices (schedlock.max_notice_bytes = 0)
+my $reloaded_at = $node->safe_psql('app', 'SELECT clock_timestamp()');
+for my $job (qw(ins na))
+{
+	$node->poll_query_until('app', qq{
+		SELECT count(*) > 0 FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+		 WHERE j.job_name = '$job' AND r.started_at > '$reloaded_at'
+		   AND r.finished_at IS NOT NULL AND r.notices IS NULL})
+	  or die "job $job did not run with the new settings";
+}
 my $log_quiet = -s $node->logfile;
 my $t2 = $node->safe_psql('app', 'SELECT clock_timestamp()');
 wait_run_after($_, $t2) for qw(ins na fail na_fail);

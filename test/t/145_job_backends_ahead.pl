@@ -107,7 +107,8 @@ is($max, 8, 'the role had eight job backends');
 # first has been busy for a while starts after it)
 $node->append_conf('postgresql.conf', 'schedlock.runs_per_commit = 4');
 $node->reload;
-sleep 1;
+$node->poll_query_until('postgres', q{SELECT current_setting('schedlock.runs_per_commit') = '4'})
+  or die 'the reload did not take';
 schedule_burst('bob', 'c', 8, 0.2);
 my $instant = admin(q{SELECT min(next_run_at) FROM schedlock.jobs WHERE job_name LIKE 'c%'});
 my (undef, $started) = watch_backends('bob', q{

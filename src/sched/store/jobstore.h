@@ -405,20 +405,27 @@ extern bool schedlock_finish_running_run(int64 run_id, bool succeeded,
 /* dispatch errors and quarantine (quarantine.c) */
 extern void schedlock_fail_dispatch_runs(TimestampTz now, const char *state,
 										 const char *message);
-extern bool schedlock_read_dispatch_errors(int64 job_id, bool *run_since,
-										   int32 *errors, char **job_name,
-										   char **role_name,
-										   bool *has_next_run_at,
-										   TimestampTz *next_run_at);
+typedef struct DispatchErrors
+{
+	bool		run_since;		/* a run recorded since the last error */
+	int32		errors;			/* dispatch errors in a row before this one */
+	char	   *job_name;
+	char	   *role_name;		/* the role it runs as */
+	bool		enabled;
+	bool		has_next_run_at;
+	TimestampTz next_run_at;
+} DispatchErrors;
+extern bool schedlock_read_dispatch_errors(int64 job_id, DispatchErrors *de);
 extern void schedlock_save_dispatch_error(int64 job_id, int breaks,
-										  TimestampTz now,
-										  TimestampTz hold_until,
+										  TimestampTz now, bool has_next,
+										  TimestampTz next_run_at,
 										  const char *reason);
 
 /* the job API (job_api.c), as the extension owner */
 extern int64 schedlock_upsert_job(const char *job_name, Oid owner,
 								  const JobDef *def, bool reboot,
 								  bool has_slot, TimestampTz slot,
+								  const char *search_path, Oid approver,
 								  int32 *manual_pending);
 extern void schedlock_job_written(int64 job_id, const char *search_path,
 								  Oid approver);
@@ -452,9 +459,24 @@ extern void schedlock_home_clear_restored(void);
 extern void schedlock_home_mark_restored(void);
 extern bool schedlock_home_lock_read(Datum *home_id, Oid *datoid);
 extern Datum schedlock_home_renew(void);
-extern Portal schedlock_open_jobs_to_adopt(Datum home_id, bool all);
+
+/* a job to adopt, as the scan of the jobs to adopt reads it */
+typedef struct JobToAdopt
+{
+	int64		job_id;
+	char	   *schedule;
+	char	   *timezone;		/* NULL: schedlock.timezone */
+	bool		has_next_slot;
+	TimestampTz next_slot;
+	bool		enabled;
+} JobToAdopt;
+typedef struct SchedlockAdoptScan SchedlockAdoptScan;
+extern SchedlockAdoptScan *schedlock_adopt_scan_begin(Datum home_id, bool all);
+extern bool schedlock_adopt_scan_next(SchedlockAdoptScan *scan,
+									  JobToAdopt *job);
+extern void schedlock_adopt_scan_end(SchedlockAdoptScan *scan);
 extern void schedlock_prepare_adoption(SPIPlanPtr *plans);
-extern void schedlock_adopt_job(SPIPlanPtr *plans, int64 job_id,
+extern void schedlock_adopt_job(SPIPlanPtr *plans, const JobToAdopt *job,
 								Datum home_id, bool has_slot,
 								TimestampTz slot, TimestampTz now);
 

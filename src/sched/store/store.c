@@ -284,14 +284,16 @@ timing_column(int n, bool *isnull)
 
 /*
  * timing_next_run_at
- *		The next_run_at of the row read_job_timing read, with its pending
- *		retry replaced by the given one when has_retry is not -1 (0: none,
- *		1: retry_at), by schedlock_rule_next_run_at.  False when it has none
+ *		The next_run_at of the row read_job_timing read, by
+ *		schedlock_rule_next_run_at, with its next slot replaced by *new_slot
+ *		unless that is NULL, and its pending retry by the given one when
+ *		has_retry is not -1 (0: none, 1: retry_at).  False when it has none
  *		(NULL), as while the job is disabled.
  */
 static bool
-timing_next_run_at(int has_retry, TimestampTz retry_at, TimestampTz now,
-				   TimestampTz *next_run_at)
+timing_next_run_at_after(const TimestampTz *new_slot, int has_retry,
+						 TimestampTz retry_at, TimestampTz now,
+						 TimestampTz *next_run_at)
 {
 	bool		slot_null;
 	bool		retry_null;
@@ -308,11 +310,42 @@ timing_next_run_at(int has_retry, TimestampTz retry_at, TimestampTz now,
 		retry_at = retry_null ? 0 : DatumGetTimestampTz(old_retry);
 	}
 	return schedlock_rule_next_run_at(!enabled_null && DatumGetBool(enabled),
-									  !slot_null,
+									  new_slot != NULL || !slot_null,
+									  new_slot != NULL ? *new_slot :
 									  slot_null ? 0 : DatumGetTimestampTz(slot),
 									  has_retry != 0, retry_at,
 									  manual_null ? 0 : DatumGetInt32(manual),
 									  now, next_run_at);
+}
+
+static bool
+timing_next_run_at(int has_retry, TimestampTz retry_at, TimestampTz now,
+				   TimestampTz *next_run_at)
+{
+	return timing_next_run_at_after(NULL, has_retry, retry_at, now,
+									next_run_at);
+}
+
+/*
+ * schedlock_job_next_run_at_after
+ *		Lock job job_id's row and work out by the rules what its next_run_at
+ *		becomes once its next slot is *new_slot (unless NULL) and its
+ *		pending retry retry_at (when has_retry is 1; 0: none, -1: the one
+ *		it has): *has_next false when it has none.  False when the job does
+ *		not exist.  The caller writes the row.  Connected to SPI;
+ *		SPI_tuptable is the row read.
+ */
+bool
+schedlock_job_next_run_at_after(int64 job_id, const TimestampTz *new_slot,
+								int has_retry, TimestampTz retry_at,
+								TimestampTz now, bool *has_next,
+								TimestampTz *next_run_at)
+{
+	if (!read_job_timing(job_id))
+		return false;
+	*has_next = timing_next_run_at_after(new_slot, has_retry, retry_at, now,
+										 next_run_at);
+	return true;
 }
 
 /*

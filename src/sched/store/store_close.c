@@ -147,17 +147,26 @@ run_lost_slot_again(int64 job_id, TimestampTz slot, int32 attempt,
 {
 	static SchedlockQuery q = {
 		"UPDATE schedlock.jobs SET retry_slot = $2, retry_attempt = $3, "
-		"  retry_at = $4, next_run_at = LEAST(next_run_at, $4) "
+		"  retry_at = $4, next_run_at = $5 "
 		"WHERE job_id OPERATOR(pg_catalog.=) $1 AND atomic AND enabled",
-		4, {INT8OID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID}
+		5, {INT8OID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID}
 	};
-	Datum		values[4];
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	bool		has_next;
+	TimestampTz next_run_at;
 
+	/* its retry now replaces the one the failure may have scheduled */
+	if (!schedlock_job_next_run_at_after(job_id, NULL, 1, now, now,
+										 &has_next, &next_run_at))
+		return;
 	values[0] = Int64GetDatum(job_id);
 	values[1] = TimestampTzGetDatum(slot);
 	values[2] = Int32GetDatum(attempt + 1);
 	values[3] = TimestampTzGetDatum(now);
-	if (schedlock_query_run(&q, values, NULL, false, 0) != SPI_OK_UPDATE)
+	values[4] = TimestampTzGetDatum(next_run_at);
+	nulls[4] = has_next ? ' ' : 'n';
+	if (schedlock_query_run(&q, values, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not run a lost slot of job " INT64_FORMAT " again",
 			 job_id);
 }
@@ -204,24 +213,56 @@ schedlock_close_lost_runs(void)
 
 /*
  * schedlock_fire_reboot_jobs
- *		Make every enabled @reboot job due now.  In a transaction, connected
- *		to SPI.
+ *		Make every enabled @reboot job due now: its next slot is now, and
+ *		its next_run_at what the rules make of that.  In a transaction,
+ *		connected to SPI.
  */
 void
 schedlock_fire_reboot_jobs(TimestampTz now)
 {
-	Oid			types[1] = {TIMESTAMPTZOID};
-	Datum		values[1];
-	int			nestlevel;
+	static SchedlockQuery list_q = {
+		"SELECT job_id FROM schedlock.jobs WHERE reboot AND enabled "
+		"ORDER BY job_id",
+		0, {InvalidOid}
+	};
+	static SchedlockQuery fire_q = {
+		"UPDATE schedlock.jobs SET next_slot = $2, next_run_at = $3 "
+		"WHERE job_id OPERATOR(pg_catalog.=) $1",
+		3, {INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID}
+	};
+	int64	   *job_ids;
+	uint64		n;
 
-	nestlevel = schedlock_trusted_path_begin();
-	values[0] = TimestampTzGetDatum(now);
-	if (SPI_execute_with_args("UPDATE schedlock.jobs SET next_slot = $1, "
-							  "  next_run_at = LEAST($1, next_run_at) "
-							  "WHERE reboot AND enabled",
-							  1, types, values, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not fire @reboot jobs");
-	schedlock_trusted_path_end(nestlevel);
+	if (schedlock_query_run(&list_q, NULL, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the @reboot jobs");
+	n = SPI_processed;
+	job_ids = palloc(sizeof(int64) * Max(n, 1));
+	for (uint64 i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		job_ids[i] = DatumGetInt64(col(SPI_tuptable->vals[i],
+									   SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	SPI_freetuptable(SPI_tuptable);
+	for (uint64 i = 0; i < n; i++)
+	{
+		Datum		values[3];
+		char		nulls[3] = {' ', ' ', ' '};
+		bool		has_next;
+		TimestampTz next_run_at;
+
+		if (!schedlock_job_next_run_at_after(job_ids[i], &now, -1, 0, now,
+											 &has_next, &next_run_at))
+			continue;
+		values[0] = Int64GetDatum(job_ids[i]);
+		values[1] = TimestampTzGetDatum(now);
+		values[2] = TimestampTzGetDatum(next_run_at);
+		nulls[2] = has_next ? ' ' : 'n';
+		if (schedlock_query_run(&fire_q, values, nulls, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not fire @reboot job " INT64_FORMAT, job_ids[i]);
+	}
+	pfree(job_ids);
 }
 
 /*

@@ -27,6 +27,7 @@
 
 #include "base/kept_query.h"
 #include "jobstore.h"
+#include "sched/rules.h"
 #include "store_int.h"
 
 /* The statements run for every pass or every job row, kept. */
@@ -268,25 +269,100 @@ schedlock_home_renew(void)
 	return uuid_copy(1);
 }
 
+/* Jobs to adopt read per fetch of the cursor. */
+#define ADOPT_BATCH_ROWS	1000
+
+/* The columns of the jobs to adopt, in the order of AdoptColumn. */
+#define ADOPT_COLUMNS "job_id, schedule, timezone, next_slot, enabled"
+typedef enum AdoptColumn
+{
+	ADOPT_JOB_ID = 1,
+	ADOPT_SCHEDULE,
+	ADOPT_TIMEZONE,
+	ADOPT_NEXT_SLOT,
+	ADOPT_ENABLED
+} AdoptColumn;
+
+struct SchedlockAdoptScan
+{
+	Portal		portal;
+	SPITupleTable *batch;		/* the rows of the last fetch */
+	uint64		n;				/* how many */
+	uint64		next;			/* the next one to hand out */
+};
+
 /*
- * schedlock_open_jobs_to_adopt
- *		A cursor over the jobs to adopt, locked: every job when all, else
- *		those of another home than home_id; columns job_id, schedule,
- *		timezone, next_slot.  Connected to SPI.
+ * schedlock_adopt_scan_begin
+ *		Open a scan of the jobs to adopt, each locked: every job when all,
+ *		else those of another home than home_id, by job_id.  Connected to
+ *		SPI; the scan lives in the SPI procedure's memory.
  */
-Portal
-schedlock_open_jobs_to_adopt(Datum home_id, bool all)
+SchedlockAdoptScan *
+schedlock_adopt_scan_begin(Datum home_id, bool all)
 {
 	Oid			types[2] = {UUIDOID, BOOLOID};
 	Datum		values[2];
+	SchedlockAdoptScan *scan = palloc0(sizeof(SchedlockAdoptScan));
 
 	values[0] = home_id;
 	values[1] = BoolGetDatum(all);
-	return SPI_cursor_open_with_args(NULL,
-									 "SELECT job_id, schedule, timezone, next_slot FROM schedlock.jobs "
-									 "WHERE $2 OR home_id OPERATOR(pg_catalog.<>) $1 "
-									 "ORDER BY job_id FOR UPDATE",
-									 2, types, values, NULL, false, 0);
+	scan->portal = SPI_cursor_open_with_args(NULL,
+											 "SELECT " ADOPT_COLUMNS " FROM schedlock.jobs "
+											 "WHERE $2 OR home_id OPERATOR(pg_catalog.<>) $1 "
+											 "ORDER BY job_id FOR UPDATE",
+											 2, types, values, NULL, false, 0);
+	return scan;
+}
+
+/*
+ * schedlock_adopt_scan_next
+ *		The next job to adopt into *job (its strings palloc'd), false after
+ *		the last.  Fetches ADOPT_BATCH_ROWS rows at a time, and takes an
+ *		interrupt between fetches.
+ */
+bool
+schedlock_adopt_scan_next(SchedlockAdoptScan *scan, JobToAdopt *job)
+{
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Datum		next_slot;
+
+	if (scan->next >= scan->n)
+	{
+		if (scan->batch != NULL)
+			SPI_freetuptable(scan->batch);
+		CHECK_FOR_INTERRUPTS();
+		SPI_cursor_fetch(scan->portal, true, ADOPT_BATCH_ROWS);
+		scan->batch = SPI_tuptable;
+		scan->n = SPI_processed;
+		scan->next = 0;
+		if (scan->n == 0)
+			return false;
+	}
+	tup = scan->batch->vals[scan->next++];
+	desc = scan->batch->tupdesc;
+	job->job_id = DatumGetInt64(col(tup, desc, ADOPT_JOB_ID, &isnull));
+	job->schedule = SPI_getvalue(tup, desc, ADOPT_SCHEDULE);
+	job->timezone = SPI_getvalue(tup, desc, ADOPT_TIMEZONE);
+	next_slot = col(tup, desc, ADOPT_NEXT_SLOT, &isnull);
+	job->has_next_slot = !isnull;
+	job->next_slot = isnull ? 0 : DatumGetTimestampTz(next_slot);
+	job->enabled = DatumGetBool(col(tup, desc, ADOPT_ENABLED, &isnull));
+	return true;
+}
+
+/*
+ * schedlock_adopt_scan_end
+ *		Close the scan.
+ */
+void
+schedlock_adopt_scan_end(SchedlockAdoptScan *scan)
+{
+	if (scan->batch != NULL)
+		SPI_freetuptable(scan->batch);
+	SPI_cursor_close(scan->portal);
+	pfree(scan);
 }
 
 /*
@@ -301,7 +377,7 @@ schedlock_prepare_adoption(SPIPlanPtr *plans)
 	/* the runs it closes as lost count in the job's statistics */
 	static const char *const sql[2] = {
 		"UPDATE schedlock.jobs SET home_id = $2, "
-		"  next_slot = $3, next_run_at = CASE WHEN enabled THEN $3 END, "
+		"  next_slot = $3, next_run_at = $4, "
 		"  retry_slot = NULL, retry_attempt = NULL, retry_at = NULL, "
 		"  manual_pending = 0 "
 		"WHERE job_id OPERATOR(pg_catalog.=) $1",
@@ -316,13 +392,13 @@ schedlock_prepare_adoption(SPIPlanPtr *plans)
 		"RETURNING job_id, run_id, status, started_at, finished_at, scheduled_for), "
 		SCHEDLOCK_RUN_STATS_CTE "SELECT 1"
 	};
-	Oid			types[2][3] = {{INT8OID, UUIDOID, TIMESTAMPTZOID},
+	Oid			types[2][4] = {{INT8OID, UUIDOID, TIMESTAMPTZOID, TIMESTAMPTZOID},
 	{INT8OID, TIMESTAMPTZOID}};
 	int			i;
 
 	for (i = 0; i < 2; i++)
 	{
-		plans[i] = SPI_prepare(sql[i], i == 0 ? 3 : 2, types[i]);
+		plans[i] = SPI_prepare(sql[i], i == 0 ? 4 : 2, types[i]);
 		if (plans[i] == NULL)
 			elog(ERROR, "could not prepare \"%s\": %s",
 				 sql[i], SPI_result_code_string(SPI_result));
@@ -331,24 +407,31 @@ schedlock_prepare_adoption(SPIPlanPtr *plans)
 
 /*
  * schedlock_adopt_job
- *		Make job job_id one of home_id's: it goes on from slot (none when
- *		!has_slot), with no pending retry or run_job() call, and its runs
- *		left open in the database it came from are closed at now.  plans:
- *		from schedlock_prepare_adoption.  Connected to SPI, as the extension
+ *		Make job (read by the scan of the jobs to adopt) one of home_id's:
+ *		it goes on from slot (none when !has_slot), with no pending retry or
+ *		run_job() call, its next_run_at by the rules, and its runs left open
+ *		in the database it came from are closed at now.  plans: from
+ *		schedlock_prepare_adoption.  Connected to SPI, as the extension
  *		owner.
  */
 void
-schedlock_adopt_job(SPIPlanPtr *plans, int64 job_id, Datum home_id,
+schedlock_adopt_job(SPIPlanPtr *plans, const JobToAdopt *job, Datum home_id,
 					bool has_slot, TimestampTz slot, TimestampTz now)
 {
-	Datum		values[3];
-	char		nulls[3] = {' ', ' ', ' '};
+	int64		job_id = job->job_id;
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	TimestampTz next_run_at;
 
 	values[0] = Int64GetDatum(job_id);
 	values[1] = home_id;
 	values[2] = TimestampTzGetDatum(slot);
 	if (!has_slot)
 		nulls[2] = 'n';
+	if (!schedlock_rule_next_run_at(job->enabled, has_slot, slot, false, 0, 0,
+									now, &next_run_at))
+		nulls[3] = 'n';
+	values[3] = TimestampTzGetDatum(next_run_at);
 	if (SPI_execute_plan(plans[0], values, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not adopt job " INT64_FORMAT, job_id);
 

@@ -36,6 +36,14 @@ store_tables_current(void)
 	return schedlock_store_caps()->release >= SCHEDLOCK_TABLES_1_2;
 }
 
+/* a job's next_run_at by the rules after a change of its timing (store.c) */
+extern bool schedlock_job_next_run_at_after(int64 job_id,
+											const TimestampTz *new_slot,
+											int has_retry,
+											TimestampTz retry_at,
+											TimestampTz now, bool *has_next,
+											TimestampTz *next_run_at);
+
 /* walks of jobs_role_due_idx, tables of release 1.2 (store_claim_scan.c) */
 extern int	schedlock_claim_scan(SchedlockClaimKind kind, Oid role,
 								 ClaimPosition *pos, TimestampTz horizon,

@@ -70,21 +70,93 @@ static Oid	write_types[17] = {
 };
 
 /*
+ * What the upsert sets when it replaces a job's definition, and what it
+ * returns.  A pending retry and a quarantine are forgotten; the run
+ * statistics and queued run_job() calls are kept.
+ */
+#define UPSERT_SET \
+	"ON CONFLICT (owner, job_name) DO UPDATE SET " \
+	"  schedule = EXCLUDED.schedule, command = EXCLUDED.command, " \
+	"  notify_channel = EXCLUDED.notify_channel, " \
+	"  payload = EXCLUDED.payload, timezone = EXCLUDED.timezone, " \
+	"  timeout = EXCLUDED.timeout, " \
+	"  max_attempts = EXCLUDED.max_attempts, " \
+	"  retry_delay = EXCLUDED.retry_delay, " \
+	"  misfire = EXCLUDED.misfire, atomic = EXCLUDED.atomic, " \
+	"  enabled = EXCLUDED.enabled, run_as = EXCLUDED.run_as, " \
+	"  reboot = EXCLUDED.reboot, next_slot = EXCLUDED.next_slot, " \
+	"  retry_slot = NULL, retry_attempt = NULL, retry_at = NULL, " \
+	"  dispatch_errors = 0, dispatch_error_at = NULL, " \
+	"quarantine_reason = NULL, "
+#define UPSERT_RETURNING \
+	"  next_run_at = EXCLUDED.next_run_at " \
+	"RETURNING job_id, manual_pending"
+
+/* whether the job of alias v runs as its owner (and needs no approval) */
+#define RUNS_AS_OWNER(v, owner) \
+	"(" v ".run_as IS NULL OR " v ".run_as OPERATOR(pg_catalog.=) " owner ")"
+
+/*
  * schedlock_upsert_job
  *		Create job job_name of role owner from def, or replace the
  *		definition of the one it has: its next slot is slot (none unless
  *		has_slot), and so is its next_run_at while enabled (NULL while
  *		disabled), and a pending retry and a quarantine are forgotten.  The
- *		run statistics of a job it replaces are kept.  *manual_pending gets the job's queued run_job()
+ *		run statistics of a job it replaces are kept.  On the current
+ *		tables the same statement sets its search_path and its approval, as
+ *		schedlock_job_written does (approver is valid when a superuser
+ *		writes it); on the tables of 1.1, which have neither, it writes the
+ *		definition only.  *manual_pending gets the job's queued run_job()
  *		calls.  Returns the job id.  As the extension owner.
  */
 int64
 schedlock_upsert_job(const char *job_name, Oid owner, const JobDef *def,
 					 bool reboot, bool has_slot, TimestampTz slot,
+					 const char *search_path, Oid approver,
 					 int32 *manual_pending)
 {
-	Datum		values[17];
-	char		nulls[17];
+	static SchedlockQuery q = {
+		"INSERT INTO schedlock.jobs AS j (job_name, owner, "
+		"  schedule, command, notify_channel, payload, timezone, "
+		"  timeout, max_attempts, retry_delay, misfire, atomic, "
+		"  enabled, run_as, reboot, next_slot, next_run_at, "
+		"  search_path, approved_by, approval) "
+		"SELECT v.job_name, v.owner, v.schedule, v.command, v.notify_channel, "
+		"  v.payload, v.timezone, v.timeout, v.max_attempts, v.retry_delay, "
+		"  v.misfire, v.atomic, v.enabled, v.run_as, v.reboot, v.next_slot, "
+		"  CASE WHEN v.enabled THEN v.next_slot END, $17, "
+		"  CASE WHEN " RUNS_AS_OWNER("v", "v.owner") " THEN NULL ELSE $18 END, "
+		"  CASE WHEN " RUNS_AS_OWNER("v", "v.owner") " OR $18 IS NULL THEN NULL "
+		"    ELSE " SCHEDLOCK_APPROVAL_SQL("v", "$17") " END "
+		"FROM (VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, "
+		"  $13, $14, $15, $16)) AS v(job_name, owner, schedule, command, "
+		"  notify_channel, payload, timezone, timeout, max_attempts, "
+		"  retry_delay, misfire, atomic, enabled, run_as, reboot, next_slot) "
+		UPSERT_SET
+		"  search_path = EXCLUDED.search_path, "
+		"  approved_by = CASE WHEN " RUNS_AS_OWNER("EXCLUDED", "j.owner") " THEN NULL "
+		"    WHEN $18 IS NOT NULL THEN $18 ELSE j.approved_by END, "
+		"  approval = CASE WHEN " RUNS_AS_OWNER("EXCLUDED", "j.owner") " THEN NULL "
+		"    WHEN $18 IS NOT NULL THEN EXCLUDED.approval ELSE j.approval END, "
+		UPSERT_RETURNING,
+		18, {TEXTOID, REGROLEOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID,
+			INTERVALOID, INT4OID, INTERVALOID, TEXTOID, BOOLOID, BOOLOID,
+		REGROLEOID, BOOLOID, TIMESTAMPTZOID, TEXTOID, REGROLEOID}
+	};
+	static SchedlockQuery q_1_1 = {
+		"INSERT INTO schedlock.jobs AS j (job_name, owner, "
+		"  schedule, command, notify_channel, payload, timezone, "
+		"  timeout, max_attempts, retry_delay, misfire, atomic, "
+		"  enabled, run_as, reboot, next_slot, next_run_at) "
+		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
+		"  $12, $13, $14, $15, $16, CASE WHEN $13 THEN $16 END) "
+		UPSERT_SET UPSERT_RETURNING,
+		16, {TEXTOID, REGROLEOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID,
+			INTERVALOID, INT4OID, INTERVALOID, TEXTOID, BOOLOID, BOOLOID,
+		REGROLEOID, BOOLOID, TIMESTAMPTZOID}
+	};
+	Datum		values[18];
+	char		nulls[18];
 	bool		isnull;
 
 	memset(nulls, ' ', sizeof(nulls));
@@ -94,36 +166,19 @@ schedlock_upsert_job(const char *job_name, Oid owner, const JobDef *def,
 	values[14] = BoolGetDatum(reboot);
 	values[15] = TimestampTzGetDatum(slot);
 	nulls[15] = has_slot ? ' ' : 'n';
+	values[16] = search_path ? CStringGetTextDatum(search_path) : (Datum) 0;
+	nulls[16] = search_path ? ' ' : 'n';
+	values[17] = ObjectIdGetDatum(approver);
+	nulls[17] = OidIsValid(approver) ? ' ' : 'n';
 
-	/* the upsert releases a quarantine */
-	if (SPI_execute_with_args("INSERT INTO schedlock.jobs AS j (job_name, owner, "
-							  "  schedule, command, notify_channel, payload, timezone, "
-							  "  timeout, max_attempts, retry_delay, misfire, atomic, "
-							  "  enabled, run_as, reboot, next_slot, next_run_at) "
-							  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
-							  "  $12, $13, $14, $15, $16, CASE WHEN $13 THEN $16 END) "
-							  "ON CONFLICT (owner, job_name) DO UPDATE SET "
-							  "  schedule = EXCLUDED.schedule, command = EXCLUDED.command, "
-							  "  notify_channel = EXCLUDED.notify_channel, "
-							  "  payload = EXCLUDED.payload, timezone = EXCLUDED.timezone, "
-							  "  timeout = EXCLUDED.timeout, "
-							  "  max_attempts = EXCLUDED.max_attempts, "
-							  "  retry_delay = EXCLUDED.retry_delay, "
-							  "  misfire = EXCLUDED.misfire, atomic = EXCLUDED.atomic, "
-							  "  enabled = EXCLUDED.enabled, run_as = EXCLUDED.run_as, "
-							  "  reboot = EXCLUDED.reboot, next_slot = EXCLUDED.next_slot, "
-							  "  retry_slot = NULL, retry_attempt = NULL, retry_at = NULL, "
-							  "  dispatch_errors = 0, dispatch_error_at = NULL, "
-							  "quarantine_reason = NULL, "
-							  "  next_run_at = EXCLUDED.next_run_at "
-							  "RETURNING job_id, manual_pending",
-							  16, write_types, values, nulls, false, 0) != SPI_OK_INSERT_RETURNING ||
+	if (schedlock_query_run(store_tables_current() ? &q : &q_1_1, values,
+							nulls, false, 0) != SPI_OK_INSERT_RETURNING ||
 		SPI_processed != 1)
 		elog(ERROR, "could not write job \"%s\"", job_name);
-	*manual_pending = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
-												  SPI_tuptable->tupdesc, 2, &isnull));
-	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-									   SPI_tuptable->tupdesc, 1, &isnull));
+	*manual_pending = DatumGetInt32(col(SPI_tuptable->vals[0],
+										SPI_tuptable->tupdesc, 2, &isnull));
+	return DatumGetInt64(col(SPI_tuptable->vals[0],
+							 SPI_tuptable->tupdesc, 1, &isnull));
 }
 
 /*

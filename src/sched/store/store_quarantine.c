@@ -67,19 +67,30 @@ schedlock_fail_dispatch_runs(TimestampTz now, const char *state,
 		schedlock_log_closed_run(SPI_tuptable, i, 5);
 }
 
+/* The columns schedlock_read_dispatch_errors reads, in this order. */
+typedef enum DispatchErrorColumn
+{
+	DE_RUN_SINCE = 1,
+	DE_ERRORS,
+	DE_JOB_NAME,
+	DE_QUARANTINED,
+	DE_NEXT_RUN_AT,
+	DE_ROLE_NAME,
+	DE_ENABLED
+} DispatchErrorColumn;
+
 /*
  * schedlock_read_dispatch_errors
- *		Lock the job's row and read its dispatch errors in a row (*errors),
+ *		Lock the job's row and read into *de its dispatch errors in a row,
  *		whether a run of it was recorded, or succeeded, since the last one
- *		(*run_since: a succeeded run is not kept under record_runs =
+ *		(run_since: a succeeded run is not kept under record_runs =
  *		failures, but its time is in jobs.last_success_at), its name and
- *		the role it runs as (palloc'd), and next_run_at.  False when the
- *		job does not exist or is quarantined already.
+ *		the role it runs as (palloc'd), whether it is enabled, and its
+ *		next_run_at.  False when the job does not exist or is quarantined
+ *		already.
  */
 bool
-schedlock_read_dispatch_errors(int64 job_id, bool *run_since, int32 *errors,
-							   char **job_name, char **role_name,
-							   bool *has_next_run_at, TimestampTz *next_run_at)
+schedlock_read_dispatch_errors(int64 job_id, DispatchErrors *de)
 {
 	Oid			types[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(job_id)};
@@ -97,7 +108,8 @@ schedlock_read_dispatch_errors(int64 job_id, bool *run_since, int32 *errors,
 							  "  j.dispatch_errors, "
 							  "  j.job_name, j.quarantine_reason IS NOT NULL, "
 							  "  j.next_run_at, "
-							  "  pg_catalog.pg_get_userbyid(COALESCE(j.run_as, j.owner)::pg_catalog.oid) "
+							  "  pg_catalog.pg_get_userbyid(COALESCE(j.run_as, j.owner)::pg_catalog.oid), "
+							  "  j.enabled "
 							  "FROM schedlock.jobs j "
 							  "WHERE j.job_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF j",
 							  1, types, values, NULL, false, 0) != SPI_OK_SELECT)
@@ -106,27 +118,29 @@ schedlock_read_dispatch_errors(int64 job_id, bool *run_since, int32 *errors,
 		return false;
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
-	if (DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull)))
+	if (DatumGetBool(col(tup, desc, DE_QUARANTINED, &isnull)))
 		return false;
-	*run_since = DatumGetBool(SPI_getbinval(tup, desc, 1, &isnull));
-	*errors = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
-	*job_name = SPI_getvalue(tup, desc, 3);
-	d = SPI_getbinval(tup, desc, 5, &isnull);
-	*has_next_run_at = !isnull;
-	*next_run_at = isnull ? 0 : DatumGetTimestampTz(d);
-	*role_name = SPI_getvalue(tup, desc, 6);
+	de->run_since = DatumGetBool(col(tup, desc, DE_RUN_SINCE, &isnull));
+	de->errors = DatumGetInt32(col(tup, desc, DE_ERRORS, &isnull));
+	de->job_name = SPI_getvalue(tup, desc, DE_JOB_NAME);
+	d = col(tup, desc, DE_NEXT_RUN_AT, &isnull);
+	de->has_next_run_at = !isnull;
+	de->next_run_at = isnull ? 0 : DatumGetTimestampTz(d);
+	de->role_name = SPI_getvalue(tup, desc, DE_ROLE_NAME);
+	de->enabled = DatumGetBool(col(tup, desc, DE_ENABLED, &isnull));
 	return true;
 }
 
 /*
  * schedlock_save_dispatch_error
- *		Record the job's breaks-th dispatch error in a row, at now: hold it
- *		until hold_until (its next_run_at), and when reason is not NULL,
- *		quarantine it (disabled, with the reason, and so no next_run_at).
+ *		Record the job's breaks-th dispatch error in a row, at now, with its
+ *		next_run_at (none when !has_next); when reason is not NULL,
+ *		quarantine it (disabled, with the reason).
  */
 void
 schedlock_save_dispatch_error(int64 job_id, int breaks, TimestampTz now,
-							  TimestampTz hold_until, const char *reason)
+							  bool has_next, TimestampTz next_run_at,
+							  const char *reason)
 {
 	Oid			types[5] = {INT8OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID};
 	Datum		values[5];
@@ -135,7 +149,8 @@ schedlock_save_dispatch_error(int64 job_id, int breaks, TimestampTz now,
 	values[0] = Int64GetDatum(job_id);
 	values[1] = Int32GetDatum(breaks);
 	values[2] = TimestampTzGetDatum(now);
-	values[3] = TimestampTzGetDatum(hold_until);
+	values[3] = TimestampTzGetDatum(next_run_at);
+	nulls[3] = has_next ? ' ' : 'n';
 	if (reason != NULL)
 		values[4] = CStringGetTextDatum(reason);
 	else
@@ -144,8 +159,7 @@ schedlock_save_dispatch_error(int64 job_id, int breaks, TimestampTz now,
 							  "  dispatch_error_at = $3, "
 							  "  enabled = enabled AND $5 IS NULL, "
 							  "  quarantine_reason = $5, "
-							  "  next_run_at = CASE WHEN enabled AND $5 IS NULL "
-							  "    THEN $4 END "
+							  "  next_run_at = $4 "
 							  "WHERE job_id OPERATOR(pg_catalog.=) $1",
 							  5, types, values, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record a dispatch error of job " INT64_FORMAT, job_id);
