@@ -175,7 +175,7 @@ schedlock_defer_plan(ClaimPlan *plan, int64 run_id, TimestampTz horizon)
 /*
  * schedlock_settle_plan
  *		The part of settle_claim after plan_claim, for a job planned
- *		already (see dispatch_notify_batch, dispatch_batch).  may_defer:
+ *		already (see dispatch_notify_batch, schedlock_dispatch_batch).  may_defer:
  *		the run may be deferred (schedlock_plan_may_defer) if the store
  *		agrees; false when it was asked already, for a set of jobs.
  */

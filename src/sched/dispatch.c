@@ -33,6 +33,7 @@
 #include "base/subxact.h"
 #include "claim_plan.h"
 #include "dispatch.h"
+#include "dispatch_int.h"
 #include "job_roles.h"
 #include "notify_dispatch.h"
 #include "quarantine.h"
@@ -52,7 +53,7 @@
 
 /*
  * Atomic jobs of a batch claimed in one statement, asked about in one and
- * recorded in one (see dispatch_batch).
+ * recorded in one (see schedlock_dispatch_batch).
  */
 #define WORKER_BATCH_SET	64
 
@@ -61,29 +62,13 @@
 
 /*
  * Runs claimed ahead of their instant with the first job due then
- * (claim_ahead) are taken until this long before the instant.
+ * (schedlock_claim_ahead) are taken until this long before the instant.
  */
 #define WORKER_AHEAD_MARGIN_MS	5
 
 /* The log line of a run whose job went between its claim and its instant */
 #define UNSCHEDULED_MESSAGE \
 	"the job was unscheduled or disabled before the run started"
-
-/*
- * A run of an atomic job claimed before its instant with the first job
- * due then (claim_ahead), to run in the transaction begun on the instant
- * (run_ahead).
- */
-typedef struct AheadRun
-{
-	ClaimedJob	job;
-	ClaimPlan	plan;
-	int64		run_id;
-	ErrorData  *error;			/* the role check's verdict, then the
-								 * command's error */
-	char	   *result_status;	/* SCHEDLOCK_RESULT_STATUS_LEN bytes */
-	char	   *notices;
-} AheadRun;
 
 /* This process's slot in shared memory. */
 SchedlockBackendSlot *schedlock_my_slot = NULL;
@@ -111,7 +96,7 @@ MemoryContext schedlock_run_cxt = NULL;
 static volatile sig_atomic_t job_cancel_allowed = false;
 
 /*
- * set_running_job
+ * schedlock_set_running_job
  *		Publish the job this backend runs now (0: none), for job_status and
  *		for telling its run from a lost one (schedlock.job_worker_pid), and
  *		start, the instant its command starts: a run claimed ahead counts as
@@ -120,8 +105,8 @@ static volatile sig_atomic_t job_cancel_allowed = false;
  *		schedlock_note_died_run).  Set before the run's "running" row can
  *		commit, cleared after its outcome has.
  */
-static void
-set_running_job(int64 job_id, const ClaimPlan *plan, TimestampTz start)
+void
+schedlock_set_running_job(int64 job_id, const ClaimPlan *plan, TimestampTz start)
 {
 	schedlock_set_running(schedlock_my_slot, job_id,
 						  plan ? plan->scheduled_for : 0,
@@ -282,13 +267,13 @@ schedlock_worker_end_tx(void)
 }
 
 /*
- * wait_until
+ * schedlock_wait_until
  *		Sleep until the instant start, if it has not come yet.  Everything
  *		that can be done for a run before its instant is done before this.
  *		A signal ends pg_usleep early: sleep the rest again.
  */
-static void
-wait_until(TimestampTz start)
+void
+schedlock_wait_until(TimestampTz start)
 {
 	TimestampTz now;
 
@@ -301,7 +286,7 @@ wait_until(TimestampTz start)
 }
 
 /*
- * commit_early_claim
+ * schedlock_commit_early_claim
  *		Commit the claim of an atomic job claimed before its instant, which
  *		then runs in a transaction of its own (see dispatch_one), within
  *		the SCHEDLOCK_CLAIM_LEAD_MS before the instant.  The commit does not
@@ -313,8 +298,8 @@ wait_until(TimestampTz start)
  *		if the server stops before that, the job has not run, and its slot
  *		is claimed again after the restart as if it never had been.
  */
-static void
-commit_early_claim(void)
+void
+schedlock_commit_early_claim(void)
 {
 	(void) set_config_option("synchronous_commit", "off", PGC_SUSET,
 							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
@@ -322,16 +307,16 @@ commit_early_claim(void)
 }
 
 /*
- * run_in_subxact
+ * schedlock_run_in_subxact
  *		Run an atomic job's command in a subtransaction of the current
  *		transaction, as the role, unless error (the role check's verdict)
  *		is set already; then back to the bookkeeping.  *error gets the
  *		command's error, result_status (SCHEDLOCK_RESULT_STATUS_LEN bytes)
  *		and *notices what it said (schedlock_run_cxt).
  */
-static void
-run_in_subxact(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
-			   ErrorData **error, char *result_status, char **notices)
+void
+schedlock_run_in_subxact(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
+						 ErrorData **error, char *result_status, char **notices)
 {
 	result_status[0] = '\0';
 	*notices = NULL;
@@ -354,16 +339,16 @@ run_in_subxact(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 }
 
 /*
- * skip_unscheduled
+ * schedlock_skip_unscheduled
  *		At the instant of n runs whose claims have committed (claimed ahead
  *		of their instant, or a non-atomic job's): skipped[i] is set when the
  *		job of run i (jobs[i], run_ids[i]) was unscheduled or disabled
  *		since; that run is then closed as skipped, logged, and does not
  *		start.  Returns how many were.  In a transaction, in bookkeeping.
  */
-static int
-skip_unscheduled(ClaimedJob **jobs, const int64 *run_ids, int n,
-				 bool *skipped)
+int
+schedlock_skip_unscheduled(ClaimedJob **jobs, const int64 *run_ids, int n,
+						   bool *skipped)
 {
 	int64		job_ids[SCHEDLOCK_MAX_RUNS_PER_COMMIT] = {0};
 	int			k;
@@ -382,19 +367,19 @@ skip_unscheduled(ClaimedJob **jobs, const int64 *run_ids, int n,
 
 /*
  * unscheduled_since_claim
- *		skip_unscheduled for one run.
+ *		schedlock_skip_unscheduled for one run.
  */
 static bool
 unscheduled_since_claim(ClaimedJob *job, int64 run_id)
 {
 	bool		skipped;
 
-	(void) skip_unscheduled(&job, &run_id, 1, &skipped);
+	(void) schedlock_skip_unscheduled(&job, &run_id, 1, &skipped);
 	return skipped;
 }
 
 /*
- * run_atomic
+ * schedlock_run_atomic
  *		Run an atomic job's command in the claiming transaction, as the
  *		role, and record its outcome as the owner; commit as the role.  In
  *		a transaction, in bookkeeping.  error: the role check's verdict
@@ -403,9 +388,9 @@ unscheduled_since_claim(ClaimedJob *job, int64 run_id)
  *		job's advanced state are written now, in one statement.  commit:
  *		commit the transaction afterwards (else a batch goes on in it).
  */
-static void
-run_atomic(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
-		   ErrorData *error, bool commit)
+void
+schedlock_run_atomic(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
+					 ErrorData *error, bool commit)
 {
 	char		result_status[SCHEDLOCK_RESULT_STATUS_LEN];
 	char	   *notices;
@@ -420,10 +405,10 @@ run_atomic(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 	 */
 	if (!plan->deferred && plan->due_at > GetCurrentTransactionStartTimestamp())
 	{
-		commit_early_claim();
+		schedlock_commit_early_claim();
 		if (start > GetCurrentTimestamp())
 			schedlock_wave_join(start);
-		wait_until(start);
+		schedlock_wait_until(start);
 		schedlock_worker_begin_tx("schedlock: running a job");
 		if (error == NULL && unscheduled_since_claim(job, run_id))
 		{
@@ -434,8 +419,8 @@ run_atomic(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 		}
 	}
 	else
-		wait_until(start);
-	run_in_subxact(job, plan, run_id, &error, result_status, &notices);
+		schedlock_wait_until(start);
+	schedlock_run_in_subxact(job, plan, run_id, &error, result_status, &notices);
 	/* the others due at this instant start before this run's bookkeeping */
 	schedlock_wave_started();
 	schedlock_wave_wait_for_others();
@@ -464,7 +449,7 @@ run_toplevel(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
 
 	if (start > GetCurrentTimestamp())
 		schedlock_wave_join(start);
-	wait_until(start);
+	schedlock_wait_until(start);
 	if (error == NULL)
 	{
 		bool		skipped;
@@ -520,7 +505,7 @@ claim_job(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
 }
 
 /*
- * job_error
+ * schedlock_job_error
  *		The verdict on a claimed job before it runs: the role check's
  *		(schedlock_check_job_role), the approval's of a job that runs as
  *		another role (schedlock_check_job_approval), a failure for a slot
@@ -528,8 +513,8 @@ claim_job(SchedlockClaimKind kind, Oid role, ClaimPosition *pos,
  *		or the housekeeper's start_error for a
  *		role whose backend could not start; NULL when it may run.
  */
-static ErrorData *
-job_error(ClaimedJob *job, const ClaimPlan *plan, const char *start_error)
+ErrorData *
+schedlock_job_error(ClaimedJob *job, const ClaimPlan *plan, const char *start_error)
 {
 	ErrorData  *error = schedlock_check_job_role(job->owner, job->run_as,
 												 schedlock_run_cxt);
@@ -612,22 +597,23 @@ record_set(SetRecorder by_set, SchedlockEndedRun *runs, const int64 *run_ids,
 }
 
 /*
- * claim_ahead
+ * schedlock_claim_ahead
  *		Before the instant start, in the transaction that claimed the role's
  *		first atomic job due then and wrote its run as running, claim up to
  *		schedlock.runs_per_commit - 1 more of the role's atomic SQL jobs due
  *		by then, the general way: each is advanced and its run written as
  *		running (or its slot recorded as skipped).  Their commands run with
  *		the first one's, in the transaction begun on the instant
- *		(run_ahead), so that at the instant only the commands are left to
- *		do.  Taking them stops WORKER_AHEAD_MARGIN_MS before the instant: a
- *		job claimed but not handled by then is left as it was (its row lock
- *		goes with the commit) and is claimed again later.  Returns how many
- *		runs it put in runs (room for schedlock.runs_per_commit - 1).
+ *		(schedlock_run_ahead), so that at the instant only the commands are
+ *		left to do.  Taking them stops WORKER_AHEAD_MARGIN_MS before the
+ *		instant: a job claimed but not handled by then is left as it was
+ *		(its row lock goes with the commit) and is claimed again later.
+ *		Returns how many runs it put in runs (room for
+ *		schedlock.runs_per_commit - 1).
  */
-static int
-claim_ahead(Oid role, ClaimPosition *pos, TimestampTz start,
-			const char *start_error, AheadRun *runs)
+int
+schedlock_claim_ahead(Oid role, ClaimPosition *pos, TimestampTz start,
+					  const char *start_error, AheadRun *runs)
 {
 	int			want = Min(schedlock_runs_per_commit - 1, WORKER_BATCH_SET);
 	TimestampTz stop = TimestampTzPlusMilliseconds(start,
@@ -656,7 +642,7 @@ claim_ahead(Oid role, ClaimPosition *pos, TimestampTz start,
 										 0, false);
 		if (r->run_id == 0)
 			continue;
-		r->error = job_error(&r->job, &r->plan, start_error);
+		r->error = schedlock_job_error(&r->job, &r->plan, start_error);
 		r->result_status = MemoryContextAlloc(schedlock_run_cxt,
 											  SCHEDLOCK_RESULT_STATUS_LEN);
 		r->notices = NULL;
@@ -667,19 +653,20 @@ claim_ahead(Oid role, ClaimPosition *pos, TimestampTz start,
 }
 
 /*
- * run_ahead
- *		run_atomic for an atomic job claimed before its instant start with
- *		n more (claim_ahead): publish them all as this backend's, commit
- *		their claims, and in a transaction begun on the instant run their
- *		commands one after the other, each in a subtransaction, as the
- *		role; then record their outcomes (in one statement: the runs' rows
- *		and the jobs' statistics).  In a transaction, in bookkeeping; the
- *		caller goes on in the new transaction, commits it and then clears
- *		what was published (schedlock_set_ahead).
+ * schedlock_run_ahead
+ *		schedlock_run_atomic for an atomic job claimed before its instant
+ *		start with n more (schedlock_claim_ahead): publish them all as this
+ *		backend's, commit their claims, and in a transaction begun on the
+ *		instant run their commands one after the other, each in a
+ *		subtransaction, as the role; then record their outcomes (in one
+ *		statement: the runs' rows and the jobs' statistics).  In a
+ *		transaction, in bookkeeping; the caller goes on in the new
+ *		transaction, commits it and then clears what was published
+ *		(schedlock_set_ahead).
  */
-static void
-run_ahead(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
-		  ErrorData *error, AheadRun *runs, int n)
+void
+schedlock_run_ahead(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
+					ErrorData *error, AheadRun *runs, int n)
 {
 	char		result_status[SCHEDLOCK_RESULT_STATUS_LEN];
 	char	   *notices;
@@ -699,10 +686,10 @@ run_ahead(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 		ids[i + 1] = runs[i].job.job_id;
 	/* their runs, committed as running, are not taken for lost ones */
 	schedlock_set_ahead(schedlock_my_slot, ids, n + 1);
-	commit_early_claim();
+	schedlock_commit_early_claim();
 	if (start > GetCurrentTimestamp())
 		schedlock_wave_join(start);
-	wait_until(start);
+	schedlock_wait_until(start);
 	schedlock_worker_begin_tx("schedlock: running jobs claimed ahead");
 
 	/*
@@ -719,7 +706,7 @@ run_ahead(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 		ask_run[m] = i == 0 ? run_id : runs[i - 1].run_id;
 		ask_of[m++] = i;
 	}
-	if (m > 0 && skip_unscheduled(ask_job, ask_run, m, ask_skipped) > 0)
+	if (m > 0 && schedlock_skip_unscheduled(ask_job, ask_run, m, ask_skipped) > 0)
 	{
 		for (int a = 0; a < m; a++)
 			skipped[ask_of[a]] = ask_skipped[a];
@@ -730,7 +717,7 @@ run_ahead(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 	{
 		schedlock_dispatch_blame(job->job_id);
 		ended[0].started_at = GetCurrentTimestamp();
-		run_in_subxact(job, plan, run_id, &error, result_status, &notices);
+		schedlock_run_in_subxact(job, plan, run_id, &error, result_status, &notices);
 		ended[0].job = job;
 		ended[0].plan = plan;
 		ended[0].finished_at = GetCurrentTimestamp();
@@ -748,10 +735,10 @@ run_ahead(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 		if (skipped[i + 1])
 			continue;
 		schedlock_dispatch_blame(r->job.job_id);
-		set_running_job(r->job.job_id, &r->plan, 0);
+		schedlock_set_running_job(r->job.job_id, &r->plan, 0);
 		e->started_at = GetCurrentTimestamp();
-		run_in_subxact(&r->job, &r->plan, r->run_id, &r->error,
-					   r->result_status, &r->notices);
+		schedlock_run_in_subxact(&r->job, &r->plan, r->run_id, &r->error,
+								 r->result_status, &r->notices);
 		e->job = &r->job;
 		e->plan = &r->plan;
 		e->finished_at = GetCurrentTimestamp();
@@ -796,10 +783,10 @@ ended_runs_by_set(SchedlockEndedRun *runs, const int64 *run_ids, int n)
 /*
  * record_ended_runs
  *		Record the n deferred runs of a set that have ended (see
- *		dispatch_batch) in one statement, in a subtransaction; when that
- *		cannot record them all (schedlock_record_ended_runs), roll it back
- *		and record them one at a time, each charged to its job, as a batch
- *		of single claims would have.
+ *		schedlock_dispatch_batch) in one statement, in a subtransaction;
+ *		when that cannot record them all (schedlock_record_ended_runs),
+ *		roll it back and record them one at a time, each charged to its
+ *		job, as a batch of single claims would have.
  */
 static void
 record_ended_runs(SchedlockEndedRun *runs, int n)
@@ -817,7 +804,7 @@ record_ended_runs(SchedlockEndedRun *runs, int n)
 }
 
 /*
- * dispatch_batch
+ * schedlock_dispatch_batch
  *		After n atomic runs in the current transaction (see dispatch_one),
  *		claim and run more of the role's atomic SQL jobs due when the
  *		transaction began, in it, until schedlock.runs_per_commit
@@ -835,8 +822,8 @@ record_ended_runs(SchedlockEndedRun *runs, int n)
  * record_runs = failures) is handled the general way in its place in the
  * set, and ends the batch after the set.
  */
-static void
-dispatch_batch(Oid role, ClaimPosition *pos, const char *start_error, int n)
+void
+schedlock_dispatch_batch(Oid role, ClaimPosition *pos, const char *start_error, int n)
 {
 	TimestampTz began = GetCurrentTransactionStartTimestamp();
 	bool		general = false;
@@ -912,21 +899,21 @@ dispatch_batch(Oid role, ClaimPosition *pos, const char *start_error, int n)
 											  false);
 				if (run_id == 0)
 					continue;
-				set_running_job(job->job_id, plan, start);
-				run_atomic(job, plan, run_id, start,
-						   job_error(job, plan, start_error), false);
-				set_running_job(0, NULL, 0);
+				schedlock_set_running_job(job->job_id, plan, start);
+				schedlock_run_atomic(job, plan, run_id, start,
+									 schedlock_job_error(job, plan, start_error), false);
+				schedlock_set_running_job(0, NULL, 0);
 				continue;
 			}
 			start = schedlock_defer_plan(plan, run_ids[i], began);
-			error = job_error(job, plan, start_error);
+			error = schedlock_job_error(job, plan, start_error);
 			result_status = MemoryContextAlloc(schedlock_run_cxt,
 											   SCHEDLOCK_RESULT_STATUS_LEN);
-			set_running_job(job->job_id, plan, start);
-			wait_until(start);
-			run_in_subxact(job, plan, plan->run_id, &error, result_status,
-						   &notices);
-			set_running_job(0, NULL, 0);
+			schedlock_set_running_job(job->job_id, plan, start);
+			schedlock_wait_until(start);
+			schedlock_run_in_subxact(job, plan, plan->run_id, &error, result_status,
+									 &notices);
+			schedlock_set_running_job(0, NULL, 0);
 			r = &ended[nended++];
 			r->job = job;
 			r->plan = plan;
@@ -994,13 +981,13 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 	}
 
 	/* a job whose role cannot log in does not run: its run fails */
-	error = job_error(&job, &plan, start_error);
+	error = schedlock_job_error(&job, &plan, start_error);
 
 	if (job.channel != NULL)
 	{
 		schedlock_dispatch_notify(role, pos, &job, &plan, start, error,
 								  schedlock_run_cxt);
-		wait_until(start);
+		schedlock_wait_until(start);
 		schedlock_worker_end_tx();
 		schedlock_notify_committed();
 		return true;
@@ -1010,28 +997,31 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 	 * An atomic job whose run and state are written once it has ended; and,
 	 * under schedlock.runs_per_commit, the role's further atomic jobs due
 	 * when this transaction began, each run in a subtransaction of its own,
-	 * committed together (see dispatch_batch).
+	 * committed together (see schedlock_dispatch_batch).
 	 */
 	if (plan.deferred)
 	{
-		set_running_job(job.job_id, &plan, start);
-		run_atomic(&job, &plan, plan.run_id, start, error, false);
-		set_running_job(0, NULL, 0);
-		dispatch_batch(role, pos, start_error, 1);
+		schedlock_set_running_job(job.job_id, &plan, start);
+		schedlock_run_atomic(&job, &plan, plan.run_id, start, error, false);
+		schedlock_set_running_job(0, NULL, 0);
+		schedlock_dispatch_batch(role, pos, start_error, 1);
 		schedlock_worker_end_tx();
 		if (schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS)
 			schedlock_exec_after_run(false);
 		return true;
 	}
 
-	/* started_at is the instant the command starts, after wait_until */
+	/*
+	 * started_at is the instant the command starts, after
+	 * schedlock_wait_until
+	 */
 	run_id = schedlock_record_run(&job, &plan, SCHEDLOCK_RUN_RUNNING, start, 0, false);
 	if (run_id == 0)
 	{
 		schedlock_worker_end_tx();
 		return true;
 	}
-	set_running_job(job.job_id, &plan, start);
+	schedlock_set_running_job(job.job_id, &plan, start);
 	toplevel = !job.atomic && error == NULL;
 	if (!toplevel)
 	{
@@ -1056,14 +1046,14 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 			ahead = MemoryContextAlloc(schedlock_run_cxt,
 									   sizeof(AheadRun) *
 									   (schedlock_runs_per_commit - 1));
-			nahead = claim_ahead(role, pos, start, start_error, ahead);
+			nahead = schedlock_claim_ahead(role, pos, start, start_error, ahead);
 		}
 		if (nahead > 0)
-			run_ahead(&job, &plan, run_id, start, error, ahead, nahead);
+			schedlock_run_ahead(&job, &plan, run_id, start, error, ahead, nahead);
 		else
-			run_atomic(&job, &plan, run_id, start, error, false);
-		set_running_job(0, NULL, 0);
-		dispatch_batch(role, pos, start_error, 1 + nahead);
+			schedlock_run_atomic(&job, &plan, run_id, start, error, false);
+		schedlock_set_running_job(0, NULL, 0);
+		schedlock_dispatch_batch(role, pos, start_error, 1 + nahead);
 		schedlock_worker_end_tx();
 		if (nahead > 0)
 			schedlock_set_ahead(schedlock_my_slot, NULL, 0);
@@ -1074,7 +1064,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 		schedlock_worker_end_tx();
 		run_toplevel(&job, &plan, run_id, start, error);
 	}
-	set_running_job(0, NULL, 0);
+	schedlock_set_running_job(0, NULL, 0);
 	if (schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS)
 		schedlock_exec_after_run(toplevel);
 	return true;
@@ -1148,7 +1138,7 @@ schedlock_worker_recover_error(void)
 	schedlock_wave_leave();
 	sqlerrcode = schedlock_worker_recover(schedlock_run_cxt);
 	job_cancel_end();
-	set_running_job(0, NULL, 0);
+	schedlock_set_running_job(0, NULL, 0);
 	/* runs claimed ahead and not recorded are lost ones now */
 	if (schedlock_my_slot != NULL && schedlock_my_slot->nahead != 0)
 		schedlock_set_ahead(schedlock_my_slot, NULL, 0);

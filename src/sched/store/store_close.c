@@ -135,7 +135,7 @@ unheard_run(int64 job_id)
  *		A lost run of an atomic job committed nothing of its command: the
  *		command, its outcome and the run's end commit in one transaction,
  *		and only the claim of a run claimed before its instant commits
- *		before it (dispatch.c, commit_early_claim).  So the slot has not run:
+ *		before it (dispatch.c, schedlock_commit_early_claim).  So the slot has not run:
  *		have it run again now, as its next attempt (a slot's attempt is
  *		recorded once), whatever max_attempts allows.  Does nothing for a
  *		non-atomic job (its command may have committed work) or a disabled
