@@ -2,7 +2,10 @@
  *
  * dispatch.c
  *	  Claiming and running a role's due jobs, in a job backend (worker.c)
- *	  or, for a role whose backend could not start, in a housekeeper.
+ *	  or, for a role whose backend could not start, in a housekeeper: one
+ *	  claimed job at a time, claim, settle, run, record (dispatch_one).  An
+ *	  atomic job's run takes the runs that share its commit along
+ *	  (schedlock.runs_per_commit), at one entry point of dispatch_sets.c.
  *
  * How it works, at length: docs/internals.md, section
  * "A job backend's pass".
@@ -607,28 +610,11 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 	}
 
 	/*
-	 * An atomic job whose run and state are written once it has ended; and,
-	 * under schedlock.runs_per_commit, the role's further atomic jobs due
-	 * when this transaction began, each run in a subtransaction of its own,
-	 * committed together (see schedlock_dispatch_batch).
+	 * Its run: written as running now (started_at is the instant the command
+	 * starts, after schedlock_wait_until), or, deferred, once it has ended.
 	 */
-	if (plan.deferred)
-	{
-		schedlock_set_running_job(job.job_id, &plan, start);
-		schedlock_run_atomic(&job, &plan, plan.run_id, start, error, false);
-		schedlock_set_running_job(0, NULL, 0);
-		schedlock_dispatch_batch(role, pos, start_error, 1);
-		schedlock_worker_end_tx();
-		if (schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS)
-			schedlock_exec_after_run(false);
-		return true;
-	}
-
-	/*
-	 * started_at is the instant the command starts, after
-	 * schedlock_wait_until
-	 */
-	run_id = schedlock_record_run(&job, &plan, SCHEDLOCK_RUN_RUNNING, start, 0, false);
+	run_id = plan.deferred ? plan.run_id :
+		schedlock_record_run(&job, &plan, SCHEDLOCK_RUN_RUNNING, start, 0, false);
 	if (run_id == 0)
 	{
 		schedlock_worker_end_tx();
@@ -636,46 +622,23 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 	}
 	schedlock_set_running_job(job.job_id, &plan, start);
 	toplevel = !job.atomic && error == NULL;
-	if (!toplevel)
-	{
-		/*
-		 * Its transaction (the claim's, or one begun on the job's instant)
-		 * may take the role's further atomic jobs due then
-		 * (schedlock.runs_per_commit): jobs due at one instant share it.
-		 */
-		AheadRun   *ahead = NULL;
-		int			nahead = 0;
-
-		/*
-		 * Claimed before its instant: the role's further atomic jobs due then
-		 * are claimed now too, and run with it on the instant.
-		 */
-		if (job.atomic && error == NULL && start_error == NULL &&
-			schedlock_runs_per_commit > 1 &&
-			schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS &&
-			plan.due_at > GetCurrentTransactionStartTimestamp())
-		{
-			/* kept past the claim's commit */
-			ahead = MemoryContextAlloc(schedlock_run_cxt,
-									   sizeof(AheadRun) *
-									   (schedlock_runs_per_commit - 1));
-			nahead = schedlock_claim_ahead(role, pos, start, start_error, ahead);
-		}
-		if (nahead > 0)
-			schedlock_run_ahead(&job, &plan, run_id, start, error, ahead, nahead);
-		else
-			schedlock_run_atomic(&job, &plan, run_id, start, error, false);
-		schedlock_set_running_job(0, NULL, 0);
-		schedlock_dispatch_batch(role, pos, start_error, 1 + nahead);
-		schedlock_worker_end_tx();
-		if (nahead > 0)
-			schedlock_set_ahead(schedlock_my_slot, NULL, 0);
-	}
-	else
+	if (toplevel)
 	{
 		/* the claim commits first, the command runs at top level */
 		schedlock_worker_end_tx();
 		run_toplevel(&job, &plan, run_id, start, error);
+	}
+	else
+	{
+		/* in this transaction, with the runs that share its commit */
+		int			nahead = schedlock_run_sharing_commit(role, pos, &job,
+														  &plan, run_id,
+														  start, error,
+														  start_error);
+
+		schedlock_worker_end_tx();
+		if (nahead > 0)
+			schedlock_set_ahead(schedlock_my_slot, NULL, 0);
 	}
 	schedlock_set_running_job(0, NULL, 0);
 	if (schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS)

@@ -52,6 +52,22 @@
 #define WORKER_AHEAD_MARGIN_MS	5
 
 /*
+ * A run of an atomic job claimed before its instant with the first job
+ * due then (schedlock_claim_ahead), to run in the transaction begun on the
+ * instant (schedlock_run_ahead).
+ */
+typedef struct AheadRun
+{
+	ClaimedJob	job;
+	ClaimPlan	plan;
+	int64		run_id;
+	ErrorData  *error;			/* the role check's verdict, then the
+								 * command's error */
+	char	   *result_status;	/* SCHEDLOCK_RESULT_STATUS_LEN bytes */
+	char	   *notices;
+} AheadRun;
+
+/*
  * record_set
  *		Record the n ended runs in one statement, by_set
  *		(schedlock_record_ended_runs, schedlock_record_outcomes), in a
@@ -101,7 +117,7 @@ record_set(SetRecorder by_set, SchedlockEndedRun *runs, const int64 *run_ids,
  *		Returns how many runs it put in runs (room for
  *		schedlock.runs_per_commit - 1).
  */
-int
+static int
 schedlock_claim_ahead(Oid role, ClaimPosition *pos, TimestampTz start,
 					  const char *start_error, AheadRun *runs)
 {
@@ -154,7 +170,7 @@ schedlock_claim_ahead(Oid role, ClaimPosition *pos, TimestampTz start,
  *		transaction, commits it and then clears what was published
  *		(schedlock_set_ahead).
  */
-void
+static void
 schedlock_run_ahead(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz start,
 					ErrorData *error, AheadRun *runs, int n)
 {
@@ -312,7 +328,7 @@ record_ended_runs(SchedlockEndedRun *runs, int n)
  * record_runs = failures) is handled the general way in its place in the
  * set, and ends the batch after the set.
  */
-void
+static void
 schedlock_dispatch_batch(Oid role, ClaimPosition *pos, const char *start_error, int n)
 {
 	TimestampTz began = GetCurrentTransactionStartTimestamp();
@@ -417,4 +433,48 @@ schedlock_dispatch_batch(Oid role, ClaimPosition *pos, const char *start_error, 
 		schedlock_wave_wait_for_others();
 		record_ended_runs(ended, nended);
 	}
+}
+
+/*
+ * schedlock_run_sharing_commit
+ *		Run the claimed job's command in the current transaction (atomic, or
+ *		one whose role check failed: run_id is its run, written as running
+ *		or deferred), with the runs that share its commit under
+ *		schedlock.runs_per_commit: the role's further atomic jobs due at
+ *		its instant when it was claimed ahead of it (claimed now, run with
+ *		it on the instant), then the batch of atomic jobs due when the
+ *		transaction began.  Returns how many runs were claimed ahead: the
+ *		caller commits and then clears them (schedlock_set_ahead).
+ */
+int
+schedlock_run_sharing_commit(Oid role, ClaimPosition *pos, ClaimedJob *job,
+							 ClaimPlan *plan, int64 run_id, TimestampTz start,
+							 ErrorData *error, const char *start_error)
+{
+	AheadRun   *ahead = NULL;
+	int			nahead = 0;
+
+	/*
+	 * Claimed before its instant: the role's further atomic jobs due then are
+	 * claimed now too, and run with it on the instant.  (A deferred run was
+	 * due when its transaction began.)
+	 */
+	if (job->atomic && error == NULL && start_error == NULL &&
+		schedlock_runs_per_commit > 1 &&
+		schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS &&
+		plan->due_at > GetCurrentTransactionStartTimestamp())
+	{
+		/* kept past the claim's commit */
+		ahead = MemoryContextAlloc(schedlock_run_cxt,
+								   sizeof(AheadRun) *
+								   (schedlock_runs_per_commit - 1));
+		nahead = schedlock_claim_ahead(role, pos, start, start_error, ahead);
+	}
+	if (nahead > 0)
+		schedlock_run_ahead(job, plan, run_id, start, error, ahead, nahead);
+	else
+		schedlock_run_atomic(job, plan, run_id, start, error, false);
+	schedlock_set_running_job(0, NULL, 0);
+	schedlock_dispatch_batch(role, pos, start_error, 1 + nahead);
+	return nahead;
 }
