@@ -419,14 +419,14 @@ schedlock_run_atomic(ClaimedJob *job, ClaimPlan *plan, int64 run_id, TimestampTz
 }
 
 /*
- * run_toplevel
+ * schedlock_run_toplevel
  *		Run a non-atomic job's command at top level in this backend, as the
  *		role, after its claim has committed, and record its outcome in a
  *		transaction of its own.  Called outside a transaction.
  */
-static void
-run_toplevel(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
-			 TimestampTz start, ErrorData *error)
+void
+schedlock_run_toplevel(ClaimedJob *job, ClaimPlan *plan, int64 run_id,
+					   TimestampTz start, ErrorData *error)
 {
 	char		result_status[SCHEDLOCK_RESULT_STATUS_LEN] = "";
 	char	   *notices = NULL;
@@ -626,7 +626,7 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 	{
 		/* the claim commits first, the command runs at top level */
 		schedlock_worker_end_tx();
-		run_toplevel(&job, &plan, run_id, start, error);
+		schedlock_run_toplevel(&job, &plan, run_id, start, error);
 	}
 	else
 	{

@@ -35,6 +35,9 @@ extern int	schedlock_skip_unscheduled(ClaimedJob **jobs,
 extern void schedlock_run_atomic(ClaimedJob *job, ClaimPlan *plan,
 								 int64 run_id, TimestampTz start,
 								 ErrorData *error, bool commit);
+extern void schedlock_run_toplevel(ClaimedJob *job, ClaimPlan *plan,
+								   int64 run_id, TimestampTz start,
+								   ErrorData *error);
 extern ErrorData *schedlock_job_error(ClaimedJob *job, const ClaimPlan *plan,
 									  const char *start_error);
 
