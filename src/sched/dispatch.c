@@ -1,11 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * dispatch.c
- *	  Claiming and running a role's due jobs, in a job backend (worker.c)
- *	  or, for a role whose backend could not start, in a housekeeper: one
- *	  claimed job at a time, claim, settle, run, record (dispatch_one).  An
- *	  atomic job's run takes the runs that share its commit along
- *	  (schedlock.runs_per_commit), at one entry point of dispatch_sets.c.
+ *	  A pass over a role's due jobs, in a job backend (worker.c) or, for a
+ *	  role whose backend could not start, in a housekeeper: one claimed job
+ *	  at a time, claim, settle, run, record (dispatch_one).  The run's
+ *	  steps are dispatch_run.c's; an atomic job's run takes the runs that
+ *	  share its commit along (schedlock.runs_per_commit), at one entry
+ *	  point of dispatch_sets.c; a NOTIFY job's are notify_dispatch.c's.
  *
  * How it works, at length: docs/internals.md, section
  * "A job backend's pass".
@@ -17,35 +18,19 @@
  */
 #include "postgres.h"
 
-#include "access/xact.h"
-#include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
-#include "tcop/tcopprot.h"
-#include "utils/builtins.h"
-#include "utils/datetime.h"
-#include "utils/elog.h"
-#include "utils/guc.h"
 #include "utils/memutils.h"
-#include "utils/snapmgr.h"
-#include "utils/timeout.h"
 #include "utils/timestamp.h"
 
-#include "base/kept_query.h"
-#include "base/settings.h"
-#include "base/subxact.h"
 #include "claim_plan.h"
 #include "dispatch.h"
 #include "dispatch_int.h"
-#include "job_roles.h"
 #include "notify_dispatch.h"
 #include "quarantine.h"
 #include "run_command.h"
-#include "runlog.h"
 #include "sched/store/jobstore.h"
 #include "sched_shmem.h"
-#include "startwave.h"
-#include "trusted_path.h"
 
 /* Longest run of claims in one pass before looking at signals again. */
 #define WORKER_MAX_CLAIMS_PER_PASS	1000

@@ -2,8 +2,9 @@
  *
  * dispatch.h
  *	  Claiming and running a role's due jobs in a job backend or a
- *	  housekeeper (dispatch.c), and the state of that process it works in,
- *	  which the process's start (worker.c) sets.
+ *	  housekeeper (the pass: dispatch.c), and the state of that process it
+ *	  works in (dispatch_run.c), which the process's start (worker.c)
+ *	  sets.
  *
  * IDENTIFICATION
  *	  src/sched/dispatch.h

@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * dispatch_int.h
- *	  What the two halves of a job backend's pass share, and nothing else
- *	  includes: the simple path of one claimed job (dispatch.c) and the
- *	  runs that share a commit with it (dispatch_sets.c).
+ *	  What the parts of a job backend's pass share, and nothing else
+ *	  includes: the steps of a claimed job's run (dispatch_run.c), which the
+ *	  pass (dispatch.c) and the runs that share a commit with it
+ *	  (dispatch_sets.c) are made of.
  *
  * IDENTIFICATION
  *	  src/sched/dispatch_int.h
@@ -21,7 +22,7 @@
 #include "claim_plan.h"
 #include "sched/store/jobstore.h"
 
-/* the simple path's steps (dispatch.c) */
+/* the steps of a claimed job's run (dispatch_run.c) */
 extern void schedlock_set_running_job(int64 job_id, const ClaimPlan *plan,
 									  TimestampTz start);
 extern void schedlock_wait_until(TimestampTz start);

@@ -5,8 +5,9 @@
  *	  jobs due at the same instant, claimed ahead of it and run with it
  *	  (schedlock.runs_per_commit), and the batches of atomic runs whose
  *	  rows are written once they have ended (deferred runs), claimed,
- *	  asked about and recorded a set at a time.  dispatch.c's simple path
- *	  of one job calls them at its entry points.
+ *	  asked about and recorded a set at a time, made of the steps of
+ *	  dispatch_run.c.  dispatch.c's pass calls them at one entry point,
+ *	  schedlock_run_sharing_commit.
  *
  * How it works, at length: docs/internals.md, section
  * "A job backend's pass".

@@ -13,7 +13,7 @@
  * their errors fail the run; what it re-defers, and its ON COMMIT actions,
  * run at the claim's commit, which happens as the job's role: the
  * bookkeeping switches to the extension owner only around its own
- * statements (dispatch.c).
+ * statements (dispatch_run.c).
  *
  * Non-atomic: the statements run one by one at top level, each in a
  * transaction of its own unless the command manages its own, the way a
