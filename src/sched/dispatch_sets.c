@@ -26,8 +26,8 @@
 
 #include "base/settings.h"
 #include "base/subxact.h"
-#include "dispatch.h"
 #include "dispatch_int.h"
+#include "dispatch_run.h"
 #include "quarantine.h"
 #include "runlog.h"
 #include "sched/store/jobstore.h"

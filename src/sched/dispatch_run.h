@@ -1,18 +1,18 @@
 /*-------------------------------------------------------------------------
  *
- * dispatch.h
+ * dispatch_run.h
  *	  Claiming and running a role's due jobs in a job backend or a
  *	  housekeeper (the pass: dispatch.c), and the state of that process it
  *	  works in (dispatch_run.c), which the process's start (worker.c)
  *	  sets.
  *
  * IDENTIFICATION
- *	  src/sched/dispatch.h
+ *	  src/sched/dispatch_run.h
  *
  *-------------------------------------------------------------------------
  */
-#ifndef SCHEDLOCK_DISPATCH_H
-#define SCHEDLOCK_DISPATCH_H
+#ifndef SCHEDLOCK_DISPATCH_RUN_H
+#define SCHEDLOCK_DISPATCH_RUN_H
 
 #include "fmgr.h"
 
@@ -57,4 +57,4 @@ extern int	schedlock_dispatch_due(Oid role, const char *start_error,
 								   bool *more);
 extern int	schedlock_worker_recover_error(void);
 
-#endif							/* SCHEDLOCK_DISPATCH_H */
+#endif							/* SCHEDLOCK_DISPATCH_RUN_H */
