@@ -24,8 +24,8 @@
 #include "utils/timestamp.h"
 
 #include "claim_plan.h"
+#include "dispatch.h"
 #include "dispatch_int.h"
-#include "dispatch_run.h"
 #include "notify_dispatch.h"
 #include "quarantine.h"
 #include "run_command.h"

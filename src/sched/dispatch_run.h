@@ -1,10 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * dispatch_run.h
- *	  Claiming and running a role's due jobs in a job backend or a
- *	  housekeeper (the pass: dispatch.c), and the state of that process it
- *	  works in (dispatch_run.c), which the process's start (worker.c)
- *	  sets.
+ *	  The state of a process that runs jobs (a job backend or a
+ *	  housekeeper), which its start (worker.c) sets, and the steps of a
+ *	  claimed job's run that it takes outside dispatch.c's pass: its
+ *	  bookkeeping transactions, its cancel signal and the recovery after an
+ *	  error (dispatch_run.c).
  *
  * IDENTIFICATION
  *	  src/sched/dispatch_run.h
@@ -53,8 +54,6 @@ extern MemoryContext schedlock_run_cxt;
 extern void schedlock_job_sigint(SIGNAL_ARGS);
 extern void schedlock_worker_begin_tx(const char *activity);
 extern void schedlock_worker_end_tx(void);
-extern int	schedlock_dispatch_due(Oid role, const char *start_error,
-								   bool *more);
 extern int	schedlock_worker_recover_error(void);
 
 #endif							/* SCHEDLOCK_DISPATCH_RUN_H */

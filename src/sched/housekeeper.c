@@ -29,7 +29,7 @@
 
 #include "base/settings.h"
 #include "copies.h"
-#include "dispatch_run.h"
+#include "dispatch.h"
 #include "housekeeper.h"
 #include "job_roles.h"
 #include "sched/store/jobstore.h"

@@ -50,7 +50,7 @@
 #include "base/logident.h"
 #include "base/owner.h"
 #include "base/settings.h"
-#include "dispatch_run.h"
+#include "dispatch.h"
 #include "notify_dispatch.h"
 #include "runlog.h"
 #include "sched/store/jobstore.h"

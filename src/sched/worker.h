@@ -2,7 +2,7 @@
  *
  * worker.h
  *	  Job backends (worker.c): the entry point, and the start a housekeeper
- *	  (housekeeper.c) shares; dispatch.h has what they run.
+ *	  (housekeeper.c) shares; dispatch.h and dispatch_run.h have what they run.
  *
  * IDENTIFICATION
  *	  src/sched/worker.h
