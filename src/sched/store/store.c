@@ -216,6 +216,36 @@ schedlock_require_served_tables(const char *fname)
 }
 
 /*
+ * schedlock_claimed_role_name
+ *		The name of the role a claimed job runs as (run_as, else its owner),
+ *		in cxt, for log lines; "?" for a role that is gone.
+ */
+char *
+schedlock_claimed_role_name(const ClaimedJob *job, MemoryContext cxt)
+{
+	char	   *role = GetUserNameFromId(OidIsValid(job->run_as) ?
+										 job->run_as : job->owner, true);
+
+	return MemoryContextStrdup(cxt, role ? role : "?");
+}
+
+/*
+ * schedlock_failures_only
+ *		Whether a job whose record_runs column is record_runs (NULL: the
+ *		setting's) keeps only its failed, timed-out and lost runs.
+ */
+bool
+schedlock_failures_only(const char *record_runs)
+{
+	SchedlockRecordRuns value;
+
+	if (record_runs == NULL)
+		return schedlock_record_runs == SCHEDLOCK_RECORD_RUNS_FAILURES;
+	return schedlock_record_runs_parse(record_runs, &value) &&
+		value == SCHEDLOCK_RECORD_RUNS_FAILURES;
+}
+
+/*
  * schedlock_log_closed_run
  *		Log row i of tuptable, whose columns from first on are those of
  *		ENDED_RUNS_SELECT from run_id on, as schedlock.log_runs asks.

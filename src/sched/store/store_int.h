@@ -53,7 +53,7 @@ extern bool schedlock_role_next_due(Oid role, TimestampTz *next);
 extern int	schedlock_role_due_at(Oid role, TimestampTz at, int max,
 								  int *notify);
 
-/* the claimed job's role name, for log lines (store_claim.c) */
+/* the claimed job's role name, for log lines (store.c) */
 extern char *schedlock_claimed_role_name(const ClaimedJob *job,
 										 MemoryContext cxt);
 
