@@ -147,7 +147,9 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 		if (nahead > 0)
 			schedlock_set_ahead(schedlock_my_slot, NULL, 0);
 	}
-	schedlock_set_running_job(0, NULL, 0);
+	/* a deferred run's job was cleared with its run, before the commit */
+	if (!plan.deferred)
+		schedlock_set_running_job(0, NULL, 0);
 	if (schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS)
 		schedlock_exec_after_run(toplevel);
 	return true;
