@@ -339,7 +339,14 @@ for my $db (@dbs)
 			$n //= 0;
 			is($r,
 				"$n runs, $n distinct slots, $n slots from first to last, $n succeeded, $n recorded",
-				"$db: every slot of $role\'s $kind job $name ran once, succeeded and recorded once");
+				"$db: every slot of $role\'s $kind job $name ran once, succeeded and recorded once")
+			  or diag("$db: the runs of $name that did not succeed: ", sql($db, qq{
+				SELECT string_agg(format('%s %s attempt %s: %s %s %s (claimed %s, started %s, finished %s)',
+										 r.run_id, r.scheduled_for, r.attempt, r.status,
+										 r.sqlstate, r.message, r.claimed_at,
+										 r.started_at, r.finished_at), E'\n')
+				  FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+				 WHERE j.job_name = '$name' AND r.status <> 'succeeded'}));
 			cmp_ok($n, '>=', $stress_seconds / 2,
 				"$db: $role\'s $kind job $name ran at least " . ($stress_seconds / 2) . " times");
 		}
