@@ -134,10 +134,14 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 		/* the claim commits first, the command runs at top level */
 		schedlock_worker_end_tx();
 		schedlock_run_toplevel(&job, &plan, run_id, start, error);
+		schedlock_set_running_job(0, NULL, 0);
 	}
 	else
 	{
-		/* in this transaction, with the runs that share its commit */
+		/*
+		 * In this transaction, with the runs that share its commit (which
+		 * clears the running job when they have run).
+		 */
 		int			nahead = schedlock_run_sharing_commit(role, pos, &job,
 														  &plan, run_id,
 														  start, error,
@@ -147,9 +151,6 @@ dispatch_one(Oid role, ClaimPosition *pos, const char *start_error)
 		if (nahead > 0)
 			schedlock_set_ahead(schedlock_my_slot, NULL, 0);
 	}
-	/* a deferred run's job was cleared with its run, before the commit */
-	if (!plan.deferred)
-		schedlock_set_running_job(0, NULL, 0);
 	if (schedlock_my_slot->kind == SCHEDLOCK_BACKEND_JOBS)
 		schedlock_exec_after_run(toplevel);
 	return true;

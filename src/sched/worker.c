@@ -169,7 +169,7 @@ report_start_error(ErrorData *edata)
 		prev_emit_log_hook(edata);
 }
 
-static void leave_old_tables(const char *release);
+static void leave_old_tables(const SchedlockStoreCaps *caps);
 
 /*
  * look_at_extension
@@ -181,7 +181,7 @@ static bool
 look_at_extension(void)
 {
 	bool		present;
-	const char *old = NULL;
+	const SchedlockStoreCaps *old = NULL;
 
 	StartTransactionCommand();
 	if (my_dbname[0] == '\0')
@@ -200,7 +200,7 @@ look_at_extension(void)
 
 		schedlock_bookkeeper = schedlock_extension_owner();
 		if (caps->too_old)
-			old = caps->release_name;
+			old = caps;
 	}
 	CommitTransactionCommand();
 	MemoryContextSwitchTo(schedlock_run_cxt);
@@ -216,10 +216,10 @@ look_at_extension(void)
  *		WARNING; then, as without the extension, the launcher leaves the
  *		database alone until ALTER EXTENSION (or CREATE DATABASE) asks it to
  *		look again, and the housekeeper that finds served tables clears the
- *		mark.  Exits.
+ *		mark.  caps: the store's, of those tables.  Exits.
  */
 static void
-leave_old_tables(const char *release)
+leave_old_tables(const SchedlockStoreCaps *caps)
 {
 	SchedlockDatabase *db;
 	bool		warn;
@@ -235,9 +235,9 @@ leave_old_tables(const char *release)
 		ereport(WARNING,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("no job of database \"%s\" runs: its schedlock tables are of release %s",
-						my_dbname, release),
-				 errdetail("This version of the library serves the tables of schedlock "
-						   SCHEDLOCK_TABLES_OLDEST_SERVED_NAME " and later."),
+						my_dbname, caps->release_name),
+				 errdetail("This version of the library serves the tables of schedlock %s and later.",
+						   caps->oldest_served_name),
 				 errhint("Run ALTER EXTENSION schedlock UPDATE in database \"%s\".",
 						 my_dbname)));
 	proc_exit(0);

@@ -149,7 +149,6 @@ typedef enum SchedlockTables
 
 /* the oldest tables the library serves */
 #define SCHEDLOCK_TABLES_OLDEST_SERVED SCHEDLOCK_TABLES_1_1
-#define SCHEDLOCK_TABLES_OLDEST_SERVED_NAME "1.1"
 
 /*
  * What the store can do on a database's tables (schedlock_store_caps, filled
@@ -161,6 +160,7 @@ typedef struct SchedlockStoreCaps
 {
 	SchedlockTables release;	/* the store's files only */
 	const char *release_name;	/* "1.1", for messages; NULL: no tables */
+	const char *oldest_served_name; /* SCHEDLOCK_TABLES_OLDEST_SERVED's */
 	bool		served;			/* in the window: jobs run, the API works */
 	bool		too_old;		/* before the window: refused, nothing runs */
 	bool		run_sets;		/* sets of runs claimed and recorded in one

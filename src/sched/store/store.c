@@ -179,6 +179,7 @@ schedlock_store_caps(void)
 		caps_callback_registered = true;
 	}
 	memset(&caps, 0, sizeof(caps));
+	caps.oldest_served_name = tables_release_name(SCHEDLOCK_TABLES_OLDEST_SERVED);
 	relid = schedlock_table_oid("jobs");
 	if (!OidIsValid(relid))
 		return &caps;
@@ -210,8 +211,8 @@ schedlock_require_served_tables(const char *fname)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("cannot execute %s() on the tables of schedlock %s",
 						fname, c->release_name),
-				 errdetail("This version of the library serves the tables of schedlock "
-						   SCHEDLOCK_TABLES_OLDEST_SERVED_NAME " and later; no job of this database runs until the extension is updated."),
+				 errdetail("This version of the library serves the tables of schedlock %s and later; no job of this database runs until the extension is updated.",
+						   c->oldest_served_name),
 				 errhint("Run ALTER EXTENSION schedlock UPDATE.")));
 }
 

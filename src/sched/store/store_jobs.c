@@ -199,11 +199,9 @@ schedlock_job_written(int64 job_id, const char *search_path, Oid approver)
 {
 	static SchedlockQuery set_q = {
 		"UPDATE schedlock.jobs j SET search_path = COALESCE($2, j.search_path), "
-		"  approved_by = CASE WHEN j.run_as IS NULL "
-		"      OR j.run_as OPERATOR(pg_catalog.=) j.owner THEN NULL "
+		"  approved_by = CASE WHEN " RUNS_AS_OWNER("j", "j.owner") " THEN NULL "
 		"    WHEN $3 IS NOT NULL THEN $3 ELSE j.approved_by END, "
-		"  approval = CASE WHEN j.run_as IS NULL "
-		"      OR j.run_as OPERATOR(pg_catalog.=) j.owner THEN NULL "
+		"  approval = CASE WHEN " RUNS_AS_OWNER("j", "j.owner") " THEN NULL "
 		"    WHEN $3 IS NOT NULL THEN "
 		SCHEDLOCK_APPROVAL_SQL("j", "COALESCE($2, j.search_path)")
 		"    ELSE j.approval END "
