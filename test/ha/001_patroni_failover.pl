@@ -17,7 +17,8 @@
 #      primary but never acknowledged, the standby never got them, and
 #      Patroni has to rewind the old primary with pg_rewind.
 #
-# After each: the new primary runs the jobs within 2 s of its promotion
+# After each: the new primary runs the jobs about as soon after its
+# promotion as node1 ran its first tick after the jobs were scheduled
 # (failover times are printed), no slot runs twice across the two servers,
 # no run of the old timeline stays open, every token handed out after it is
 # greater than every token handed out before, and the standby runs nothing
@@ -283,6 +284,10 @@ start_patroni('node1');
 defined wait_for(120, sub { is_primary('node1') eq 't' })
   or die "node1 did not become primary:\n" . patroni_list();
 safe('node1', 'CREATE DATABASE app', 'postgres');
+# the bound for resuming after a promotion, measured here on this machine:
+# how long after the jobs are scheduled the first tick runs (the next
+# whole second, then a job backend that starts and claims it)
+my $scheduled = time();
 safe('node1', q{
 	CREATE EXTENSION schedlock;
 	CREATE TABLE ticks (run_id bigint PRIMARY KEY, scheduled_for timestamptz NOT NULL,
@@ -297,6 +302,10 @@ safe('node1', q{
 	SELECT schedlock.schedule_job(job_name => 'ping', schedule => '1 second',
 						notify_channel => 'ping', timeout => '3 seconds');
 });
+defined wait_for(60, sub { safe('node1', 'SELECT count(*) > 0 FROM ticks') eq 't' }, 'node1')
+  or die 'node1 does not run the tick job';
+my $first_tick = time() - $scheduled;
+diag(sprintf('node1 ran the first tick %.2f s after the jobs were scheduled', $first_tick));
 start_patroni('node2');
 defined wait_for(180, sub { sync_standby('node1', 'node2') }, 'node1')
   or die "node2 did not become a synchronous standby:\n" . patroni_list();
@@ -385,9 +394,11 @@ sub take_over
 	$resumed = defined $resumed ? time() - $t0 : 99;
 	diag(sprintf('%s: %s accepted writes %.2f s after the start, ran the jobs at %.2f s',
 		$what, $new, $promoted, $resumed));
-	cmp_ok($resumed, '<=', $promoted + 2,
-		sprintf('%s: the jobs run within 2 s of the new primary (%.2f s after %.2f s)',
-			$what, $resumed, $promoted));
+	# a slot (1 s) and twice the first tick's latency: a launcher that
+	# waited for a nap, a poll or a second start would exceed it
+	cmp_ok($resumed, '<=', $promoted + 1 + 2 * $first_tick,
+		sprintf('%s: the jobs run on the new primary about as soon as the first tick ran (%.2f s after %.2f s; bound %.2f s)',
+			$what, $resumed, $promoted, $promoted + 1 + 2 * $first_tick));
 	my @after = map { acquire($new, "$what-after-$_") } 1 .. 3;
 	my @small = grep { $_ <= $before } @after;
 	is(scalar(@small), 0,

@@ -10,7 +10,9 @@
 #
 # Intended behaviour: the job budget is shared fairly across roles, so a
 # role with a job due gets a worker soon whatever another role has queued:
-# b's job starts within 1.5 s of T, and all of a's 200 jobs still run.
+# b's job starts before a quarter of a's burst has run (the bound is the
+# burst, measured in the same run, not a figure of seconds that a slow
+# machine would miss), and all of a's 200 jobs still run.
 # Settings are PostgreSQL's and schedlock's defaults (the new model must let
 # b in with its default budget).
 use strict;
@@ -51,10 +53,6 @@ my $late = admin(qq{SELECT round(extract(epoch FROM min(ts) - '$t')::numeric, 2)
 					  FROM public.b_started});
 $late = 999 if $late eq '';
 note("b's job started $late s after T");
-cmp_ok($late, '<', 1.5, "b's job started within 1.5 s of T ($late s)");
-note('a\'s runs finished by then: '
-	  . admin(qq{SELECT count(*) FROM schedlock.job_runs
-				  WHERE owner = 'a'::regrole AND finished_at <= (SELECT min(ts) FROM public.b_started)}));
 
 # and a's burst all ran
 ok(wait_for(q{SELECT count(*) = 200 FROM schedlock.job_runs
@@ -64,6 +62,15 @@ is(admin(q{SELECT string_agg(status || ' ' || n, ',' ORDER BY status)
 			 FROM (SELECT status, count(*) n FROM schedlock.job_runs
 					WHERE owner = 'a'::regrole GROUP BY status) s}),
 	'succeeded 200', 'all 200 of a\'s runs succeeded, once each');
+
+# the bound: a's burst, however long it took on this machine
+my ($before_b, $burst) = split /\|/, admin(qq{
+	SELECT count(*) FILTER (WHERE finished_at <= (SELECT min(ts) FROM public.b_started)),
+		   round(extract(epoch FROM max(finished_at) - '$t')::numeric, 2)
+	  FROM schedlock.job_runs WHERE owner = 'a'::regrole});
+note("a's burst took $burst s after T; $before_b of its runs had finished when b's job started");
+cmp_ok($before_b, '<', 50,
+	"b's job started before a quarter of a's burst had run ($before_b of 200 runs, $late s after T)");
 
 $node->stop;
 done_testing();

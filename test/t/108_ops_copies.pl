@@ -42,18 +42,23 @@ sub ticks_go_on
 	return $n->poll_query_until($db, "SELECT count(*) >= $c + 2 FROM ticks");
 }
 
-# the jobs of $db stay paused over several slots, and job_status says why
+# the jobs of $db stay paused over several slots, and job_status says why:
+# the window lasts until the every-second job of database $control, in the
+# same cluster and not paused, has run four more times (so that the window
+# is one the scheduler was awake in, however slow the machine)
 sub stays_paused
 {
-	my ($n, $db, $why) = @_;
+	my ($n, $db, $why, $control) = @_;
 	my $since = $n->safe_psql($db, 'SELECT now()');
-	sleep 4;
+	my $c = $n->safe_psql($control, 'SELECT count(*) FROM ticks');
+	$n->poll_query_until($control, "SELECT count(*) >= $c + 4 FROM ticks")
+	  or die "the job of $control did not go on";
 	is($n->safe_psql($db, q{
 		SELECT count(*) FROM pg_stat_activity
 		 WHERE backend_type = 'schedlock job' AND datname = current_database()}),
 		'0', "$db: a paused copy holds no job backend");
 	is($n->safe_psql($db, "SELECT count(*) FROM ticks WHERE at >= '$since'"), '0',
-		"$db: the copied every-second job did not run over 4 s");
+		"$db: the copied every-second job did not run while ${control}'s ran 4 times");
 	is($n->safe_psql($db, "SELECT count(*) FROM schedlock.job_runs WHERE scheduled_for >= '$since'"),
 		'0', "$db: job_runs has no run since the copy");
 	like($n->safe_psql($db, q{
@@ -77,7 +82,7 @@ $node->command_ok(
 	[ 'psql', '-X', '-d', $node->connstr('postgres'), '-U', 'dbowner',
 	  '-c', 'CREATE DATABASE tcopy TEMPLATE app' ],
 	'the owner copies app with CREATE DATABASE ... TEMPLATE');
-stays_paused($node, 'tcopy', qr/copy of the database with OID \d+/);
+stays_paused($node, 'tcopy', qr/copy of the database with OID \d+/, 'app');
 ok(ticks_go_on($node, 'app'), 'app goes on running its jobs');
 is(warnings_for($node, 'tcopy'), 1, 'one WARNING in the server log for tcopy');
 
@@ -133,7 +138,7 @@ $node->command_ok([ 'pg_dump', '-Fc', '-f', $dumpfile, '-d', $node->connstr('app
 $node->safe_psql('postgres', 'CREATE DATABASE rcopy OWNER dbowner');
 $node->command_ok([ 'pg_restore', '-d', $node->connstr('rcopy'), $dumpfile ],
 	'pg_restore into rcopy');
-stays_paused($node, 'rcopy', qr/restored from another database/);
+stays_paused($node, 'rcopy', qr/restored from another database/, 'app');
 is(warnings_for($node, 'rcopy'), 1, 'one WARNING in the server log for rcopy');
 is($node->safe_psql('rcopy', q{
 	SET ROLE dbowner; SELECT schedlock_adopt_jobs()}), '2',
@@ -154,7 +159,12 @@ $fresh->command_ok([ 'pg_restore', '-d', $fresh->connstr('app'), $dumpfile ],
 my $same = $fresh->safe_psql('app', q{SELECT oid FROM pg_database WHERE datname = 'app'})
   eq $node->safe_psql('app', q{SELECT oid FROM pg_database WHERE datname = 'app'});
 note('the restored database has ' . ($same ? 'the same' : 'another') . ' OID as the original');
-stays_paused($fresh, 'app', qr/restored from another database/);
+$fresh->safe_psql('postgres', 'CREATE DATABASE control');
+$fresh->safe_psql('control', q{
+	CREATE EXTENSION schedlock;
+	CREATE TABLE ticks (at timestamptz);
+	SELECT schedlock.schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (now())')});
+stays_paused($fresh, 'app', qr/restored from another database/, 'control');
 $fresh->stop;
 
 # 4. pg_upgrade keeps database OIDs and data files: not a copy

@@ -3,8 +3,9 @@
 # transaction, logs the error with its SQLSTATE and goes on with the other
 # jobs; a job that breaks dispatch 3 times in a row is quarantined: disabled,
 # with the reason in schedlock.job_status.paused_reason, until schedlock.alter_job(...,
-# enabled => true).  Meanwhile an every-second job runs on time, every slot,
-# and the workers keep their pids.
+# enabled => true).  Meanwhile an every-second job runs every slot, no later
+# than a slot past its lag before the bad jobs came, and the workers keep
+# their pids.
 #
 # The bad jobs:
 #   bad_trigger  a superuser's trigger on schedlock.job_runs refuses its runs
@@ -51,10 +52,16 @@ sub still_alive
 
 $node->safe_psql('app', q{
 	SELECT schedlock.schedule_job('tick', '1 second', 'INSERT INTO ticks VALUES (clock_timestamp())')});
-$node->poll_query_until('app', q{SELECT count(*) >= 2 FROM ticks})
+$node->poll_query_until('app', q{SELECT count(*) >= 5 FROM ticks})
   or die 'the good job does not run';
 my $pids = $node->safe_psql('app', $workers_sql);
 my $t0 = $node->safe_psql('app', 'SELECT now()');
+# the good job's largest start lag before the bad jobs came: the bound its
+# lag among them is held to, measured on this machine now
+my $lag0 = $node->safe_psql('app', qq{
+	SELECT extract(epoch FROM max(r.started_at - r.scheduled_for))
+	  FROM schedlock.job_runs r JOIN schedlock.jobs j USING (job_id)
+	 WHERE j.job_name = 'tick' AND r.scheduled_for < '$t0'});
 my $logstart = -s $node->logfile;
 
 # the bad jobs, all at once
@@ -125,7 +132,10 @@ my ($runs, $distinct, $span, $lag, $bad) = split /\|/, $node->safe_psql('app', q
 cmp_ok($runs, '>=', 5, "the good job ran meanwhile ($runs runs)");
 is("$distinct $span $bad", "$runs $runs 0",
 	'the good job ran every slot once, and every run succeeded');
-cmp_ok($lag, '<', 1.5, "the good job's runs started on time (largest lag $lag s)");
+# a stalled backend would push runs past their next slot: at most one slot
+# (1 s) more than the largest lag before the bad jobs
+cmp_ok($lag, '<', $lag0 + 1,
+	"the good job's runs started on time (largest lag $lag s, $lag0 s before the bad jobs)");
 
 # the errors are in the log, with their SQLSTATE, and nothing was fatal
 my $log = slurp_file($node->logfile, $logstart);

@@ -45,12 +45,17 @@ $app->query_safe('COMMIT');
 ok($ran,
 	'a transaction holding the job\'s row FOR KEY SHARE does not stop it (' . ($n1 - $n0) . ' runs while it was held)');
 
-# FOR UPDATE, held 14 s
+# FOR UPDATE, held until the WARNING (after 10 s due) and four more of the
+# backend's looks at its unclaimed jobs (one a second) by the server's clock
 my $offset = -s $node->logfile;
 $app->query_safe(q{BEGIN;
 	SELECT job_id FROM schedlock.jobs WHERE job_name = 'tick' FOR UPDATE});
 $n0 = $ticks->();
-sleep 14;
+$node->wait_for_log(qr/WARNING:  schedlock job "tick" [^\n]*could not be claimed/, $offset);
+my $warned_at = admin('SELECT clock_timestamp()');
+ok($node->poll_query_until('app', qq{
+	SELECT clock_timestamp() >= '$warned_at'::timestamptz + interval '4 seconds'}),
+	'the lock is held four seconds past the WARNING');
 $n1 = $ticks->();
 is($n1 - $n0, 0, 'a transaction holding the job\'s row FOR UPDATE stops it');
 my $log = slurp_file($node->logfile, $offset);
